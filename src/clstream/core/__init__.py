@@ -1,0 +1,1 @@
+"""Contracts shared by all four protocols: events, queries, responses, systems, models, specs."""

@@ -1,0 +1,57 @@
+"""What arrives in a stream. Each protocol feeds its systems one kind of event.
+
+OAKS feeds :class:`Chunk`; SeqMem-Eval feeds :class:`Feedback` after each task; CL-Bench feeds
+environment :class:`Observation`; ImprintBench feeds :class:`Document` (the corpus).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Chunk ``index`` (0-based) of stream ``stream_id``; interval t = index + 1 (SPECS §1.1)."""
+
+    stream_id: str
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Document:
+    doc_id: str
+    text: str
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The evaluator's verdict on a system's answer to a task (SPECS §2.1)."""
+
+    query_id: str
+    query_text: str
+    answer: str
+    score: float
+    message: str = ""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def success(self) -> bool:
+        """Success comes from the evaluator's score, never from the feedback text."""
+        return self.score >= 1.0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """The result of an action in a stateful environment (SPECS §3)."""
+
+    instance_id: str
+    step: int
+    text: str
+    reward: float | None = None
+    done: bool = False
+
+
+Event = Chunk | Document | Feedback | Observation

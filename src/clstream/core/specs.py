@@ -1,0 +1,115 @@
+"""Frozen, serializable run specs; a run's id is a hash of its spec (DESIGN.md, after HELM).
+
+Components (systems, models, judges) are written on the command line as ``NAME`` or
+``NAME:key=value,...``; values are parsed as int, float, bool or string, in that order.
+Model names keep everything after the first colon as the model path (``hf:/models/x``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clstream.core.types import SamplingParams
+from clstream.errors import SpecError
+
+_NAME = re.compile(r"^[a-z][a-z0-9_+\-]*$")
+_KEY = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _parse_value(raw: str) -> Any:
+    low = raw.lower()
+    if low in {"true", "false"}:
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+class ComponentSpec(BaseModel):
+    """A named component with keyword arguments, e.g. ``rag:k=30`` -> (rag, {k: 30})."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str, what: str = "system") -> ComponentSpec:
+        text = text.strip()
+        name, _, rest = text.partition(":")
+        if not _NAME.match(name):
+            raise SpecError(f"{what} {text!r}: name {name!r} must be lowercase letters, digits, _+-")
+        args: dict[str, Any] = {}
+        if rest:
+            for item in rest.split(","):
+                key, eq, value = item.partition("=")
+                key = key.strip()
+                if not eq or not _KEY.match(key) or value.strip() == "":
+                    raise SpecError(f"{what} {text!r}: expected key=value, got {item!r}")
+                if key in args:
+                    raise SpecError(f"{what} {text!r}: key {key!r} given twice")
+                args[key] = _parse_value(value.strip())
+        return cls(name=name, args=dict(sorted(args.items())))
+
+    @property
+    def label(self) -> str:
+        if not self.args:
+            return self.name
+        return self.name + ":" + ",".join(f"{k}={v}" for k, v in sorted(self.args.items()))
+
+
+def parse_model_spec(text: str) -> ComponentSpec:
+    """``builtin``, ``openai:<model>``, ``hf:<path>``, ``vllm:<path>``: the rest is the target."""
+    name, sep, target = text.strip().partition(":")
+    if not _NAME.match(name):
+        raise SpecError(f"model {text!r}: backend {name!r} is not a valid name")
+    if sep and not target:
+        raise SpecError(f"model {text!r}: missing model name or path after ':'")
+    return ComponentSpec(name=name, args={"target": target} if target else {})
+
+
+class RunSpec(BaseModel):
+    """Everything that determines a run's results. Same spec -> same run id -> resume."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    protocol: str
+    dataset_hash: str
+    system: ComponentSpec
+    model: ComponentSpec
+    sampling: SamplingParams = SamplingParams()
+    seed: int = 0
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def run_id(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
+
+
+def sha256_file(path: str, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def derive_seed(run_seed: int, key: str, sample: int = 0) -> int:
+    """A per-request decoding seed from the run seed and the request identity (31 bits)."""
+    digest = hashlib.sha256(f"{run_seed}\x00{key}\x00{sample}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF

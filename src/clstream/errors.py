@@ -1,0 +1,34 @@
+"""Errors a user can act on.
+
+Every error raised for bad input is a :class:`ClstreamError` whose message is one line naming
+the file, the record and the field. The CLI prints it and exits non-zero, with no traceback.
+"""
+
+from __future__ import annotations
+
+
+class ClstreamError(Exception):
+    """A user-facing error: printed as one line by the CLI, exit status 2."""
+
+    exit_code = 2
+
+
+class DataError(ClstreamError):
+    """A data, predictions or records file is malformed."""
+
+    def __init__(self, path: object, record: object | None, field: str | None, problem: str):
+        parts = [str(path)]
+        if record is not None:
+            parts.append(f"record {record}")
+        if field is not None:
+            parts.append(f"field {field!r}")
+        self.path, self.record, self.field, self.problem = path, record, field, problem
+        super().__init__(": ".join([", ".join(parts), problem]))
+
+
+class SpecError(ClstreamError):
+    """A run spec, component name (``rag:k=30``) or flag is invalid."""
+
+
+class StoreError(ClstreamError):
+    """The results directory cannot be used (locked by another writer, wrong format, ...)."""

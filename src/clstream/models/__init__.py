@@ -1,0 +1,1 @@
+"""Model backends and what wraps them (tokenizers, caching, usage accounting)."""
