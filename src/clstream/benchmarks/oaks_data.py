@@ -1,0 +1,59 @@
+"""In-memory form of an OAKS dataset (SPECS §1.1), shared by loader, generator, runner, scorer.
+
+Golds are stored per chunk (index 0 = interval 1). Open-ended golds are tuples of accepted
+strings; a multiple-choice gold is a 1-tuple holding the option text, and its expected letter
+is that option's position in ``options`` (A = first).
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class OaksQuestion:
+    question_id: str
+    text: str
+    golds: tuple[tuple[str, ...], ...]
+    question_type: str | None = None
+    options: tuple[str, ...] = ()
+    option_sources: dict[str, dict[str, list[str]]] | None = field(
+        default=None, compare=False, hash=False
+    )
+
+    @property
+    def is_mc(self) -> bool:
+        return bool(self.options)
+
+    def gold(self, t: int) -> tuple[str, ...]:
+        """Accepted answers at 1-based interval ``t``."""
+        return self.golds[t - 1]
+
+    def gold_letter(self, t: int) -> str:
+        """The expected option letter at interval ``t`` (multiple choice only)."""
+        return string.ascii_uppercase[self.options.index(self.golds[t - 1][0])]
+
+
+@dataclass(frozen=True)
+class OaksDocument:
+    bid: str
+    chunks: tuple[str, ...]
+    questions: tuple[OaksQuestion, ...]
+    facts: tuple[tuple[str, ...], ...] | None = None
+    title: str | None = None
+    author: str | None = None
+
+    @property
+    def num_chunks(self) -> int:
+        return len(self.chunks)
+
+
+@dataclass(frozen=True)
+class OaksDataset:
+    path: str
+    sha256: str
+    documents: tuple[OaksDocument, ...]
+
+    def question_index(self) -> dict[str, tuple[OaksDocument, OaksQuestion]]:
+        return {q.question_id: (d, q) for d in self.documents for q in d.questions}
