@@ -57,3 +57,54 @@ class OaksDataset:
 
     def question_index(self) -> dict[str, tuple[OaksDocument, OaksQuestion]]:
         return {q.question_id: (d, q) for d in self.documents for q in d.questions}
+
+
+def gold_view(dataset: OaksDataset) -> dict:
+    """A compact JSON form of a dataset without chunk texts: enough to score predictions.
+
+    The results store keeps it, so ``summary`` and ``report`` work even after the data file
+    has moved or changed.
+    """
+    return {
+        "path": dataset.path,
+        "sha256": dataset.sha256,
+        "documents": [
+            {
+                "bid": d.bid,
+                "num_chunks": d.num_chunks,
+                "questions": [
+                    {
+                        "question_id": q.question_id,
+                        "text": q.text,
+                        "golds": [list(g) for g in q.golds],
+                        "question_type": q.question_type,
+                        "options": list(q.options),
+                    }
+                    for q in d.questions
+                ],
+            }
+            for d in dataset.documents
+        ],
+    }
+
+
+def from_gold_view(view: dict) -> OaksDataset:
+    """Inverse of :func:`gold_view`; chunk texts come back empty (only their count matters)."""
+    docs = tuple(
+        OaksDocument(
+            bid=d["bid"],
+            chunks=("",) * int(d["num_chunks"]),
+            questions=tuple(
+                OaksQuestion(
+                    question_id=q["question_id"],
+                    text=q["text"],
+                    golds=tuple(tuple(g) for g in q["golds"]),
+                    question_type=q.get("question_type"),
+                    options=tuple(q.get("options") or ()),
+                )
+                for q in d["questions"]
+            ),
+        )
+        for d in view["documents"]
+    )
+    return OaksDataset(path=view["path"], sha256=view["sha256"], documents=docs)

@@ -1,0 +1,5 @@
+import sys
+
+from clstream.cli import main
+
+sys.exit(main())

@@ -1,0 +1,196 @@
+"""The OpenAI chat-completions wire format: request bodies out, samples and usage back.
+
+Kept apart from the HTTP client so the format can be tested without a server. Bodies carry
+every sampling parameter of :class:`SamplingParams`; ``top_k`` and ``min_p`` go at the top level
+of the body, which is where vLLM and SGLang read them, and thinking is switched through
+``chat_template_kwargs.enable_thinking`` (the Qwen3-style chat-template switch both servers
+forward).
+
+Seeds (DESIGN.md, "decoding seeds per request"): the wire seed is ``params.seed`` as the caller
+gave it (callers derive it from the run seed and request key); when absent it is derived from
+the key with run seed 0, so a request's output never depends on which batch it travelled in.
+
+Token accounting follows the OpenAI convention: ``cached_tokens`` is a part of
+``prompt_tokens`` and ``reasoning_tokens`` a part of ``completion_tokens``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+from clstream.core.protocols import Tokenizer
+from clstream.core.specs import derive_seed
+from clstream.core.types import GenerationRequest, Sample, Usage
+from clstream.errors import SpecError
+
+# Body fields the backend owns: setting them through extra_body would silently bypass
+# SamplingParams (and the seed derivation), so it is refused.
+RESERVED_FIELDS = frozenset(
+    {"model", "messages", "n", "temperature", "top_p", "top_k", "min_p", "max_tokens",
+     "seed", "stop", "stream"}
+)
+
+_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
+
+
+class MalformedResponse(Exception):
+    """A 2xx response whose body is not a usable chat completion."""
+
+
+def request_seed(request: GenerationRequest) -> int:
+    """The seed sent on the wire for ``request`` (see module docstring)."""
+    seed = request.params.seed
+    return derive_seed(0, request.key) if seed is None else seed
+
+
+def check_extra_body(extra_body: dict[str, Any] | None) -> dict[str, Any]:
+    """Validate user-supplied extra body fields; returns a private deep copy."""
+    if extra_body is None:
+        return {}
+    if not isinstance(extra_body, dict):
+        raise SpecError(f"extra_body must be a JSON object, got {type(extra_body).__name__}")
+    clash = sorted(RESERVED_FIELDS.intersection(extra_body))
+    if clash:
+        raise SpecError(
+            f"extra_body may not set {', '.join(clash)}: use the sampling parameters instead"
+        )
+    kwargs = extra_body.get("chat_template_kwargs")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise SpecError("extra_body field 'chat_template_kwargs' must be a JSON object")
+    try:
+        json.dumps(extra_body, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"extra_body is not JSON-serializable: {exc}") from exc
+    return copy.deepcopy(extra_body)
+
+
+def build_body(target: str, request: GenerationRequest, extra_body: dict[str, Any]) -> dict:
+    """The JSON body of ``POST /chat/completions`` for one request."""
+    p = request.params
+    body: dict[str, Any] = copy.deepcopy(extra_body)
+    body.update(
+        model=target,
+        messages=[{"role": m.role, "content": m.content} for m in request.messages],
+        n=p.n,
+        temperature=p.temperature,
+        top_p=p.top_p,
+        top_k=p.top_k,
+        min_p=p.min_p,
+        max_tokens=p.max_tokens,
+        seed=request_seed(request),
+    )
+    if p.stop:
+        body["stop"] = list(p.stop)
+    if p.thinking is not None:
+        kwargs = dict(body.get("chat_template_kwargs") or {})
+        kwargs["enable_thinking"] = p.thinking
+        body["chat_template_kwargs"] = kwargs
+    return body
+
+
+def _split_think(content: str) -> tuple[str, str]:
+    """Separate a leading ``<think>...</think>`` block from the answer text.
+
+    Servers run without a reasoning parser leave the reasoning inline in ``content``; it is
+    moved to ``reasoning`` so answer extraction never reads it.
+    """
+    m = _THINK.match(content)
+    if m is None:
+        return content, ""
+    return content[m.end():], m.group(1).strip()
+
+
+def _parse_choice(choice: Any, i: int) -> Sample:
+    if not isinstance(choice, dict):
+        raise MalformedResponse(f"choice {i} is not an object")
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise MalformedResponse(f"choice {i} has no message")
+    if "content" not in message:
+        raise MalformedResponse(f"choice {i} message has no content")
+    content = message["content"]
+    reasoning = message.get("reasoning_content")
+    if not isinstance(reasoning, str) or not reasoning:
+        reasoning = message.get("reasoning")
+    reasoning = reasoning if isinstance(reasoning, str) else ""
+    finish = choice.get("finish_reason")
+    finish = finish if isinstance(finish, str) else None
+    if content is None:
+        # A null answer is legitimate only when the sample spent its budget reasoning (or was
+        # cut by max_tokens); anything else is a broken response and is retried.
+        if not reasoning and finish != "length":
+            raise MalformedResponse(f"choice {i} message content is null")
+        content = ""
+    if not isinstance(content, str):
+        raise MalformedResponse(f"choice {i} message content is not a string")
+    if not reasoning:
+        content, reasoning = _split_think(content)
+    return Sample(text=content, reasoning=reasoning, finish_reason=finish)
+
+
+def parse_samples(payload: Any, n: int) -> list[Sample]:
+    """The ``n`` samples of a decoded response body, in choice-index order."""
+    if not isinstance(payload, dict):
+        raise MalformedResponse("response body is not a JSON object")
+    choices = payload.get("choices")
+    if not isinstance(choices, list):
+        detail = payload.get("error")
+        extra = f" (server error: {str(detail)[:200]})" if detail else ""
+        raise MalformedResponse(f"response has no choices list{extra}")
+    if len(choices) != n:
+        raise MalformedResponse(f"expected {n} choices, got {len(choices)}")
+    indexes = [c.get("index") if isinstance(c, dict) else None for c in choices]
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in indexes):
+        if sorted(indexes) != list(range(n)):  # type: ignore[type-var]
+            raise MalformedResponse(f"choice indexes {indexes} are not 0..{n - 1}")
+        choices = [c for _, c in sorted(zip(indexes, choices, strict=True), key=lambda t: t[0])]
+    return [_parse_choice(c, i) for i, c in enumerate(choices)]
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def parse_usage(payload: dict, samples: list[Sample], tokenizer: Tokenizer) -> Usage | None:
+    """Usage as the server reported it, or None when it reported none usable.
+
+    ``reasoning_tokens`` is counted with the tokenizer (capped at ``completion_tokens``) when
+    the server omits ``completion_tokens_details`` but returned reasoning text, since several
+    servers report only the totals.
+    """
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    prompt = _count(usage.get("prompt_tokens"))
+    completion = _count(usage.get("completion_tokens"))
+    if prompt is None or completion is None:
+        return None
+    prompt_details = usage.get("prompt_tokens_details")
+    cached = _count(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0
+    details = usage.get("completion_tokens_details")
+    if isinstance(details, dict):
+        reasoning = _count(details.get("reasoning_tokens")) or 0
+    else:
+        reasoning = min(completion, sum(tokenizer.count(s.reasoning) for s in samples))
+    return Usage(
+        prompt_tokens=prompt,
+        cached_tokens=min(cached or 0, prompt),
+        completion_tokens=completion,
+        reasoning_tokens=min(reasoning, completion),
+    )
+
+
+def count_usage(request: GenerationRequest, samples: list[Sample], tokenizer: Tokenizer) -> Usage:
+    """Usage counted locally when the server reports none (chat-template tokens not counted)."""
+    reasoning = sum(tokenizer.count(s.reasoning) for s in samples)
+    answer = sum(tokenizer.count(s.text) for s in samples)
+    return Usage(
+        prompt_tokens=sum(tokenizer.count(m.content) for m in request.messages),
+        completion_tokens=answer + reasoning,
+        reasoning_tokens=reasoning,
+    )

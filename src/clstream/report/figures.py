@@ -1,0 +1,170 @@
+"""Charts for the report, drawn with matplotlib and returned as inline SVG markup.
+
+Why inline SVG: the report must open offline as one file, so every figure lives inside the
+HTML. Text stays text (``svg.fonttype = none``), so labels can be searched and selected, and
+matplotlib escapes it. The pyplot state machine is never touched (figures are built with the
+object API and saved through matplotlib's SVG writer), so rendering a report selects no global
+backend. Element ids get a prefix derived from the figure's content, so several SVGs can share
+one HTML document and the same summary always yields the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import matplotlib
+from markupsafe import Markup
+from matplotlib.figure import Figure as MplFigure
+
+# Okabe-Ito colours (distinguishable with common colour-vision deficiencies), then tab20.
+_PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000"]
+_EXTRA = [matplotlib.colormaps["tab20"](i) for i in range(20)]
+
+_RC = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "clstream-report",
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
+    "font.size": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.axisbelow": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.6,
+    "legend.frameon": False,
+}
+
+def colors(n: int) -> list[str | tuple[float, ...]]:
+    """``n`` distinct colours, stable by position, so a system keeps its colour in every chart."""
+    pool: list[str | tuple[float, ...]] = [*_PALETTE, *_EXTRA]
+    return [pool[i % len(pool)] for i in range(n)]
+
+
+def plain(label: str) -> str:
+    """A label matplotlib shows verbatim: no mathtext, and a leading '_' stays visible."""
+    text = label.replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One axes of grouped bars: ``values[s][c]`` is series ``s`` at category ``c``."""
+
+    title: str
+    categories: list[str]
+    values: list[list[float | None]]
+
+
+def _svg(fig: MplFigure, label: str) -> Markup:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg") :]
+    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
+    prefix = "f" + hashlib.sha256((label + text).encode()).hexdigest()[:8] + "-"
+    text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m.group(1)}"', text)
+    text = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", text)
+    text = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m.group(1)}"', text)
+    aria = label.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+    text = text.replace("<svg ", f'<svg role="img" aria-label="{aria}" ', 1)
+    return Markup(text)
+
+
+def _legend_below(fig: MplFigure, handles: list, labels: list[str]) -> None:
+    if labels:
+        fig.legend(
+            handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+            ncol=min(len(labels), 4), handlelength=1.6,
+        )
+
+
+def line_chart(
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    *, title: str, xlabel: str, ylabel: str, width: float = 9.0, height: float = 3.4,
+) -> Markup:
+    """One line per series over x = 1, 2, ...; missing values leave a gap."""
+    with matplotlib.rc_context(_RC):
+        fig = MplFigure(figsize=(width, height))
+        ax = fig.add_subplot()
+        longest = 1
+        for (label, ys), color in zip(series, colors(len(series)), strict=True):
+            xs = list(range(1, len(ys) + 1))
+            values = [float("nan") if y is None else y for y in ys]
+            longest = max(longest, len(xs))
+            ax.plot(xs, values, color=color, label=plain(label), linewidth=1.8,
+                    marker="o" if len(xs) <= 30 else None, markersize=3.5)
+        ax.set_xlim(0.5, longest + 0.5)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        handles, labels = ax.get_legend_handles_labels()
+        _legend_below(fig, handles, labels)
+        fig.tight_layout()
+        return _svg(fig, title)
+
+
+def grouped_bars(
+    panels: Sequence[Panel], series_labels: Sequence[str],
+    *, title: str, ylabel: str, width: float = 9.0, height: float = 3.4,
+) -> Markup:
+    """Side-by-side panels of bars grouped by category, one bar colour per series."""
+    n = max(len(series_labels), 1)
+    with matplotlib.rc_context(_RC):
+        fig = MplFigure(figsize=(width, height))
+        ratios = [max(len(p.categories), 1) for p in panels]
+        axes = fig.subplots(1, len(panels), sharey=True, squeeze=False,
+                            gridspec_kw={"width_ratios": ratios})[0]
+        bar = 0.8 / n
+        for ax, panel in zip(axes, panels, strict=True):
+            for s, (label, color) in enumerate(zip(series_labels, colors(n), strict=False)):
+                xs = [c + (s - (n - 1) / 2) * bar for c in range(len(panel.categories))]
+                ys = [float("nan") if v is None else v for v in panel.values[s]]
+                ax.bar(xs, ys, width=bar * 0.92, color=color, label=plain(label))
+            ax.set_xticks(range(len(panel.categories)), [plain(c) for c in panel.categories])
+            ax.set_ylim(0, 1.0)
+            ax.grid(axis="x", visible=False)
+            if panel.title:
+                ax.set_title(panel.title, fontsize=10)
+        axes[0].set_ylabel(ylabel)
+        handles, labels = axes[0].get_legend_handles_labels()
+        _legend_below(fig, handles, labels)
+        fig.tight_layout()
+        return _svg(fig, title)
+
+
+def stacked_hbars(
+    rows: Sequence[str], parts: Sequence[tuple[str, Sequence[float | None], str]],
+    *, title: str, xlabel: str, width: float = 9.0,
+) -> Markup:
+    """One horizontal bar per row split into ``parts`` (name, value per row, colour).
+
+    Segments wide enough carry their value; the first row is drawn at the top.
+    """
+    with matplotlib.rc_context(_RC):
+        fig = MplFigure(figsize=(width, 0.9 + 0.42 * max(len(rows), 1)))
+        ax = fig.add_subplot()
+        ys = list(range(len(rows)))[::-1]
+        left = [0.0] * len(rows)
+        for name, values, color in parts:
+            vals = [0.0 if v is None else v for v in values]
+            ax.barh(ys, vals, left=left, color=color, label=plain(name), height=0.62)
+            for y, x0, v in zip(ys, left, vals, strict=True):
+                if v >= 0.07:
+                    ink = "white" if color in {"#0072B2", "#009E73", "#D55E00", "#555555"} else "black"
+                    ax.text(x0 + v / 2, y, f"{v:.2f}", ha="center", va="center",
+                            fontsize=8.5, color=ink)
+            left = [a + b for a, b in zip(left, vals, strict=True)]
+        ax.set_yticks(ys, [plain(r) for r in rows])
+        ax.set_xlim(0, 1.0)
+        ax.set_xlabel(xlabel)
+        ax.grid(axis="y", visible=False)
+        handles, labels = ax.get_legend_handles_labels()
+        _legend_below(fig, handles, labels)
+        fig.tight_layout()
+        return _svg(fig, title)

@@ -1,0 +1,103 @@
+"""An Okapi BM25 index that grows one document at a time (SPECS §1.2, RAG(k) context strategy).
+
+Streams add a chunk per interval and retrieve after each one, so rebuilding an index per
+interval would cost O(T^2) over a stream. Here ``add`` only touches the postings of the new
+document's terms and two running totals; ``search`` reads the postings of the query's terms.
+Collection statistics (N, average length, document frequency) are those of every document
+added so far; ``max_doc_id`` and ``exclude`` only filter the candidates, which is what a
+stream needs when it retrieves from the older part of what it has seen.
+
+Scoring (Robertson and Sparck Jones idf with +1 inside the log, so it is never negative)::
+
+    idf(q)      = ln(1 + (N - df(q) + 0.5) / (df(q) + 0.5))
+    score(d, Q) = sum over distinct q in Q of idf(q) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))
+
+Only documents sharing at least one term with the query are returned. Equal scores are
+ordered newest first (higher doc id), so in a stream the latest evidence wins a tie.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections import Counter
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+STOPWORDS: frozenset[str] = frozenset(
+    """a about above after again all am an and any are as at be been before being below
+    between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself
+    just me more most my myself no nor not now of off on once only or other our ours ourselves
+    out over own same she should so some such than that the their theirs them themselves then
+    there these they this those through to too under until up very was we were what when where
+    which while who whom why will with would you your yours yourself yourselves""".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercase word runs (letters and digits) with English stopwords removed."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+class IncrementalBM25:
+    """Okapi BM25 over documents identified by integer ids, added one at a time."""
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75):
+        if k1 < 0 or not 0.0 <= b <= 1.0:
+            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        self.k1 = k1
+        self.b = b
+        self._postings: dict[str, dict[int, int]] = {}
+        self._lengths: dict[int, int] = {}
+        self._total_length = 0
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._lengths
+
+    def add(self, doc_id: int, text: str) -> None:
+        """Index ``text`` under ``doc_id``; O(len(text)), no rebuild."""
+        if doc_id in self._lengths:
+            raise ValueError(f"document {doc_id} is already indexed")
+        terms = tokenize(text)
+        self._lengths[doc_id] = len(terms)
+        self._total_length += len(terms)
+        for term, tf in Counter(terms).items():
+            self._postings.setdefault(term, {})[doc_id] = tf
+
+    def idf(self, term: str) -> float:
+        df = len(self._postings.get(term, ()))
+        n = len(self._lengths)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def search(
+        self,
+        query: str,
+        k: int,
+        max_doc_id: int | None = None,
+        exclude: set[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best (doc_id, score) pairs, best first; ties go to the higher doc id."""
+        if k <= 0 or not self._lengths:
+            return []
+        avgdl = self._total_length / len(self._lengths) or 1.0
+        k1, b = self.k1, self.b
+        scores: dict[int, float] = {}
+        for term in dict.fromkeys(tokenize(query)):
+            postings = self._postings.get(term)
+            if not postings:
+                continue
+            idf = self.idf(term)
+            for doc_id, tf in postings.items():
+                if max_doc_id is not None and doc_id > max_doc_id:
+                    continue
+                if exclude and doc_id in exclude:
+                    continue
+                norm = k1 * (1.0 - b + b * self._lengths[doc_id] / avgdl)
+                scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+        best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], -item[0]))
+        return [(doc_id, score) for doc_id, score in best]

@@ -1,0 +1,71 @@
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from clstream.core.types import Usage
+from clstream.errors import StoreError
+from clstream.store.db import Record, ResultsStore
+
+
+def _new(tmp_path: Path) -> ResultsStore:
+    store = ResultsStore(tmp_path / "res", writer=True)
+    store.ensure_run("r1", "oaks", "full", "builtin", "sha", {"a": 1}, {"v": 1})
+    return store
+
+
+def test_records_are_committed_once_and_errors_retried(tmp_path: Path) -> None:
+    store = _new(tmp_path)
+    ok = Record("probe", "q@1", {"output": "first"}, stream="d", t=1, usage=Usage(prompt_tokens=5))
+    err = Record("probe", "q@2", {"output": ""}, stream="d", t=2, error="timeout")
+    store.put_records("r1", [ok, err])
+    assert store.done_keys("r1", "probe") == {"q@1"}
+    # a success is never overwritten; a stored error is replaced by the retry
+    store.put_records("r1", [Record("probe", "q@1", {"output": "second"}, stream="d", t=1),
+                             Record("probe", "q@2", {"output": "fixed"}, stream="d", t=2)])
+    rows = {r["key"]: r for r in store.iter_records("r1", "probe")}
+    assert '"first"' in rows["q@1"]["payload"] and '"fixed"' in rows["q@2"]["payload"]
+    assert rows["q@2"]["error"] is None
+    assert store.count("r1", "probe") == 2
+    assert store.usage_by_stage("r1")["generate"]["prompt"] == 5
+    store.close()
+
+
+def test_single_writer_lock(tmp_path: Path) -> None:
+    store = _new(tmp_path)
+    with pytest.raises(StoreError, match="another clstream process"):
+        ResultsStore(tmp_path / "res", writer=True)
+    reader = ResultsStore(tmp_path / "res")  # readers need no lock
+    assert [r.run_id for r in reader.runs()] == ["r1"]
+    reader.close()
+    store.close()
+    ResultsStore(tmp_path / "res", writer=True).close()  # lock released
+
+
+def test_states_and_resume_flag(tmp_path: Path) -> None:
+    store = _new(tmp_path)
+    assert store.ensure_run("r1", "oaks", "full", "builtin", "sha", {}, {}) is True
+    call = Record("call", "d/observe@1#0", {"texts": ["x"]}, stream="d", t=1, stage="observe")
+    store.save_state("r1", "d", 1, {"m": [1]}, [call])
+    store.save_state("r1", "d", 2, {"m": [1, 2]})
+    assert store.load_state("r1", "d") == (2, {"m": [1, 2]})
+    assert store.load_state("r1", "d", 1) == (1, {"m": [1]})
+    assert store.state_steps("r1", "d") == [1, 2]
+    assert store.count("r1", "call") == 1
+    store.close()
+
+
+def test_reader_errors_are_one_line(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no results database"):
+        ResultsStore(tmp_path)
+    (tmp_path / "results.sqlite").write_bytes(b"not a database at all" * 100)
+    with pytest.raises(StoreError, match="not a clstream results database"):
+        ResultsStore(tmp_path)
+
+
+def test_wal_mode(tmp_path: Path) -> None:
+    store = _new(tmp_path)
+    conn = sqlite3.connect(tmp_path / "res" / "results.sqlite")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    store.close()
