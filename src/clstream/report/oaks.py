@@ -191,8 +191,7 @@ def _breakdown_figure(runs: list[_Run], key: str, title: str, order: list[str]) 
 
 
 def _decomposition_figure(runs: list[_Run]) -> Figure:
-    parts = [(name if name == "Accuracy" else f"{name}", [r.rate(key) for r in runs],
-              DECOMPOSITION_COLORS[key]) for key, name in RATES]
+    parts = [(name, [r.rate(key) for r in runs], DECOMPOSITION_COLORS[key]) for key, name in RATES]
     svg = figures.stacked_hbars([r.label for r in runs], parts,
                                 title="Accuracy, AL, DS and PM per system",
                                 xlabel="share of intervals")
@@ -220,11 +219,11 @@ def _details(runs: list[_Run]) -> Table:
 def render_oaks_section(runs: list[dict[str, Any]], labels: list[str], source: object) -> Section:
     """Build the OAKS section for ``runs`` (all with protocol ``oaks``), shown as ``labels``."""
     parsed = [_read(source, i, raw, label) for i, (raw, label) in enumerate(zip(runs, labels, strict=True))]
+    table = _metric_table(parsed)
     scored = [r for r in parsed if r.metrics is not None]
     for r in scored:
         if not r.complete:
             r.label += " (incomplete)"
-    table = _metric_table(parsed)
     notes: list[str] = []
     pending = [r.label for r in parsed if r.metrics is None]
     if pending:

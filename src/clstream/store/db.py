@@ -19,7 +19,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ class Record:
     t: int = 0
     error: str | None = None
     stage: str = "generate"
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     cache_hit: bool = False
 
 

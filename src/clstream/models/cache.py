@@ -1,0 +1,156 @@
+"""A response cache for remote model calls: the same request body is never paid for twice.
+
+DESIGN.md: "one cache keyed by a hash of the request" (after lm-evaluation-harness) and "one
+writer per results database, WAL mode". The key is the sha256 of the backend name and the full
+request body as canonical JSON (sorted keys). The body already holds everything that shapes the
+output (model, messages, every sampling parameter, the per-request seed, extra fields), so no
+field has to be picked out; the server address is left out, so a cache filled against one
+endpoint replays against another serving the same model.
+
+Only successful results are stored (samples and usage, with the latency of the original call).
+One SQLite connection per cache, used from one process; a lock serializes access, so many
+coroutines (or threads) may share it. Each ``put`` commits, so a killed run keeps what it paid for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pydantic import ValidationError
+
+from clstream.core.types import Sample, Usage
+from clstream.errors import StoreError
+
+FORMAT = "clstream-response-cache-1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    result TEXT NOT NULL,
+    created REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """What a cache hit gives back."""
+
+    samples: list[Sample]
+    usage: Usage
+
+
+class ResponseCache:
+    """SQLite (WAL) store of successful responses, keyed by :meth:`key`."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"{self.path}: cannot open response cache: {exc}") from exc
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+            row = conn.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO meta (name, value) VALUES ('format', ?)", (FORMAT,))
+            elif row[0] != FORMAT:
+                raise StoreError(f"{self.path}: response cache format {row[0]!r}, expected {FORMAT!r}")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(f"{self.path}: not a usable response cache: {exc}") from exc
+        except StoreError:
+            conn.close()
+            raise
+        self._conn: sqlite3.Connection | None = conn
+
+    @staticmethod
+    def key(backend: str, body: dict[str, Any]) -> str:
+        """sha256 of the backend name and the canonical JSON of the request body."""
+        canonical = json.dumps(
+            {"backend": backend, "body": body},
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"{self.path}: response cache is closed")
+        return self._conn
+
+    def get(self, key: str) -> CachedResponse | None:
+        with self._lock:
+            row = self._connection().execute(
+                "SELECT result FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        try:
+            data = json.loads(row[0])
+            return CachedResponse(
+                samples=[Sample.model_validate(s) for s in data["samples"]],
+                usage=Usage.model_validate(data["usage"]),
+            )
+        except (ValueError, KeyError, TypeError, ValidationError) as exc:
+            raise StoreError(f"{self.path}: cache entry {key[:16]} is corrupt: {exc}") from exc
+
+    def put(self, key: str, backend: str, model: str, samples: list[Sample], usage: Usage) -> None:
+        """Store one successful result (replacing any earlier entry with the same key)."""
+        result = json.dumps(
+            {
+                "samples": [s.model_dump(mode="json") for s in samples],
+                "usage": usage.model_dump(mode="json"),
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        with self._lock:
+            self._connection().execute(
+                "INSERT OR REPLACE INTO responses (key, backend, model, result, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (key, backend, model, result, time.time()),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()
+        return int(count)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def describe(self) -> dict[str, Any]:
+        return {"path": str(self.path), "format": FORMAT}
