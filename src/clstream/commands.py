@@ -112,7 +112,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     dataset = load_oaks(args.data)
     preds = load_predictions(args.predictions, dataset)
     result, missing = score_oaks(dataset, preds, allow_missing=args.allow_missing,
-                                 source=args.predictions)
+                                 predictions_path=args.predictions)
     if missing:
         print(f"clstream: {missing} predictions missing, counted as wrong", file=sys.stderr)
     if args.json:

@@ -22,10 +22,12 @@ import unicodedata
 
 from clstream.benchmarks.oaks_data import OaksQuestion
 
-# Optional quotes/asterisks/hashes, the word "answer", optional quotes/asterisks/hashes, a colon.
-_MARKER = re.compile(r"""["'*#]*[ \t]*\banswer\b[ \t"'*#]*:""", re.IGNORECASE)
+# The word "answer", optional quotes/asterisks/hashes, a colon. Quotes, asterisks or hashes
+# before the word need no pattern: only where the marker ends matters.
+_MARKER = re.compile(r"""\banswer\b[ \t"'*#]*:""", re.IGNORECASE)
 _MC_LETTER = re.compile(r"\b[A-Z]\b")
 _EDGE = " \t\r\n\"'*`"
+_TAIL = _EDGE + ",}]"  # also drop what closes a JSON reply: {"answer": "kitchen"}
 _ARTICLES = frozenset({"a", "an", "the"})
 
 _UNITS = (
@@ -36,6 +38,7 @@ _TENS = {
     "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
     "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
 }
+_TENS_WORDS = tuple(_TENS)
 _WORD_VALUE = {w: i for i, w in enumerate(_UNITS)} | _TENS
 _ADVERBS = {"once": 1, "twice": 2, "thrice": 3, "never": 0, "none": 0}
 
@@ -52,14 +55,15 @@ def extract_answer(output: str, mc: bool) -> str:
 
     The span starts after the last answer marker ("## Answer:", "**Answer**:", "\"answer\":",
     "Answer:"; case-insensitive) and ends at the end of the first non-empty line after it;
-    surrounding quotes, asterisks, backticks and whitespace are stripped. Without a marker an
-    open-ended output is kept whole (stripped) and a multiple-choice output yields "".
+    surrounding quotes, asterisks, backticks and whitespace (and a closing ``}``, ``]`` or
+    ``,`` of a JSON reply) are stripped. Without a marker an open-ended output is kept whole
+    (stripped) and a multiple-choice output yields "".
     For multiple choice the result is the first standalone capital letter of the span, or "".
     """
     matches = list(_MARKER.finditer(output))
     if matches:
         rest = output[matches[-1].end():].lstrip(_EDGE)
-        span = rest.split("\n", 1)[0].strip(_EDGE)
+        span = rest.split("\n", 1)[0].rstrip(_TAIL).strip(_EDGE)
     elif mc:
         return ""
     else:
@@ -88,6 +92,8 @@ def _number(words: list[str]) -> int | None:
             return int(word)
         if word in _WORD_VALUE:
             return _WORD_VALUE[word]
+        if not word.startswith(_TENS_WORDS):
+            return None
         for tens, value in _TENS.items():  # "twentyone" (a hyphen deleted by normalize)
             unit = word[len(tens):]
             if word.startswith(tens) and unit in _WORD_VALUE and 0 < _WORD_VALUE[unit] < 10:

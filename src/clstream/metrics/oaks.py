@@ -165,6 +165,21 @@ class JudgedQuestion:
     correct: np.ndarray
 
 
+def _check_question(path: str, record: str, q: OaksQuestion, n_chunks: int) -> None:
+    """What scoring relies on: one non-empty gold per chunk, MC golds among <= 26 options."""
+    if not n_chunks:
+        raise DataError(path, record, "chunks", "the document has no chunks")
+    if len(q.golds) != n_chunks:
+        raise DataError(path, record, "chunk_to_answer", f"{len(q.golds)} golds for "
+                        f"{n_chunks} chunks")
+    for t, golds in enumerate(q.golds, 1):
+        if not golds:
+            raise DataError(path, record, "chunk_to_answer", f"no accepted answer at t {t}")
+        if q.is_mc and golds[0] not in q.options[:26]:
+            raise DataError(path, record, "chunk_to_answer",
+                            f"gold {golds[0]!r} at t {t} is not one of the first 26 options")
+
+
 def judge_dataset(
     dataset: OaksDataset,
     predictions: Mapping[tuple[str, int], str],
@@ -180,9 +195,7 @@ def judge_dataset(
             record = f"document {doc.bid} question {q.question_id}"
             if q.question_id in sizes:
                 raise DataError(dataset.path, record, "question_id", "duplicate question id")
-            if len(q.golds) != doc.num_chunks or not q.golds:
-                raise DataError(dataset.path, record, "chunk_to_answer",
-                                f"{len(q.golds)} golds for {doc.num_chunks} chunks")
+            _check_question(dataset.path, record, q, doc.num_chunks)
             sizes[q.question_id] = doc.num_chunks
     for qid, t in predictions:
         if qid not in sizes:

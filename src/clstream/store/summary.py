@@ -33,7 +33,7 @@ def _oaks_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
     ci: dict[str, list[float]] = {}
     if preds:
         metrics, _missing = score_oaks(dataset, preds, allow_missing=True)
-        rows = per_question_table(dataset, preds)
+        rows = per_question_table(dataset, preds, allow_missing=True)
         ci = {k: list(v) for k, v in ci_for_metrics(rows, _CI_KEYS).items()}
     errors = store.count(run.run_id, "probe", errors=True)
     return {
