@@ -22,7 +22,7 @@ _REGISTRY: dict[str, dict[str, str]] = {
         "builtin": "clstream.models.builtin:BuiltinReader",
     },
     "benchmark": {
-        "oaks": "clstream.benchmarks.oaks:load_oaks",
+        "oaks": "clstream.benchmarks.oaks_loader:load_oaks",
     },
     "judge": {},
 }
