@@ -120,6 +120,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (IsADirectoryError, PermissionError) as exc:
         print(f"clstream: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `clstream summary DIR --json | head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("clstream: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

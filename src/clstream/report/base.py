@@ -19,13 +19,15 @@ from clstream.errors import DataError
 
 @dataclass(frozen=True)
 class Cell:
-    """One table cell. ``tags`` are short labels shown as pills after the text."""
+    """One table cell. ``sub`` is quieter text after the value (an interval); ``tags`` are
+    short labels shown as pills after the text."""
 
     text: str
     numeric: bool = False
     tags: tuple[str, ...] = ()
     title: str | None = None
     mono: bool = False
+    sub: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ class Fields:
         return value
 
     def number(self, obj: Any, path: str) -> float | None:
-        """A finite number, or None when absent, null or not finite (a rate with nothing to count)."""
+        """A finite number; None when absent, null or not finite (a rate with nothing to count)."""
         return self._as_number(self.get(obj, path), path)
 
     def _as_number(self, value: Any, path: str) -> float | None:
@@ -159,7 +161,8 @@ def display_labels(runs: list[dict[str, Any]]) -> list[str]:
     for i, label in enumerate(base):
         if base.count(label) > 1:
             labels[i] = f"{label} \u00b7 {runs[i].get('model') or '?'}"
-    for i, label in enumerate(list(labels)):
-        if labels.count(label) > 1:
+    second = list(labels)
+    for i, label in enumerate(second):
+        if second.count(label) > 1:
             labels[i] = f"{label} \u00b7 {str(runs[i].get('run_id') or i)[:8]}"
     return labels

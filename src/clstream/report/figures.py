@@ -39,6 +39,7 @@ _RC = {
     "legend.frameon": False,
 }
 
+
 def colors(n: int) -> list[str | tuple[float, ...]]:
     """``n`` distinct colours, stable by position, so a system keeps its colour in every chart."""
     pool: list[str | tuple[float, ...]] = [*_PALETTE, *_EXTRA]
@@ -78,14 +79,23 @@ def _svg(fig: MplFigure, label: str) -> Markup:
 def _legend_below(fig: MplFigure, handles: list, labels: list[str]) -> None:
     if labels:
         fig.legend(
-            handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-            ncol=min(len(labels), 4), handlelength=1.6,
+            handles,
+            labels,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=min(len(labels), 4),
+            handlelength=1.6,
         )
 
 
 def line_chart(
     series: Sequence[tuple[str, Sequence[float | None]]],
-    *, title: str, xlabel: str, ylabel: str, width: float = 9.0, height: float = 3.4,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    width: float = 9.0,
+    height: float = 3.4,
 ) -> Markup:
     """One line per series over x = 1, 2, ...; missing values leave a gap."""
     with matplotlib.rc_context(_RC):
@@ -96,8 +106,15 @@ def line_chart(
             xs = list(range(1, len(ys) + 1))
             values = [float("nan") if y is None else y for y in ys]
             longest = max(longest, len(xs))
-            ax.plot(xs, values, color=color, label=plain(label), linewidth=1.8,
-                    marker="o" if len(xs) <= 30 else None, markersize=3.5)
+            ax.plot(
+                xs,
+                values,
+                color=color,
+                label=plain(label),
+                linewidth=1.8,
+                marker="o" if len(xs) <= 30 else None,
+                markersize=3.5,
+            )
         ax.set_xlim(0.5, longest + 0.5)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(xlabel)
@@ -110,16 +127,22 @@ def line_chart(
 
 
 def grouped_bars(
-    panels: Sequence[Panel], series_labels: Sequence[str],
-    *, title: str, ylabel: str, width: float = 9.0, height: float = 3.4,
+    panels: Sequence[Panel],
+    series_labels: Sequence[str],
+    *,
+    title: str,
+    ylabel: str,
+    width: float = 9.0,
+    height: float = 3.4,
 ) -> Markup:
     """Side-by-side panels of bars grouped by category, one bar colour per series."""
     n = max(len(series_labels), 1)
     with matplotlib.rc_context(_RC):
         fig = MplFigure(figsize=(width, height))
         ratios = [max(len(p.categories), 1) for p in panels]
-        axes = fig.subplots(1, len(panels), sharey=True, squeeze=False,
-                            gridspec_kw={"width_ratios": ratios})[0]
+        axes = fig.subplots(
+            1, len(panels), sharey=True, squeeze=False, gridspec_kw={"width_ratios": ratios}
+        )[0]
         bar = 0.8 / n
         for ax, panel in zip(axes, panels, strict=True):
             for s, (label, color) in enumerate(zip(series_labels, colors(n), strict=False)):
@@ -127,7 +150,8 @@ def grouped_bars(
                 ys = [float("nan") if v is None else v for v in panel.values[s]]
                 ax.bar(xs, ys, width=bar * 0.92, color=color, label=plain(label))
             ax.set_xticks(range(len(panel.categories)), [plain(c) for c in panel.categories])
-            ax.set_ylim(0, 1.0)
+            ax.set_ylim(0, 1.04)  # headroom so a bar at 1.0 is not cut by the frame
+            ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
             ax.grid(axis="x", visible=False)
             if panel.title:
                 ax.set_title(panel.title, fontsize=10)
@@ -139,8 +163,12 @@ def grouped_bars(
 
 
 def stacked_hbars(
-    rows: Sequence[str], parts: Sequence[tuple[str, Sequence[float | None], str]],
-    *, title: str, xlabel: str, width: float = 9.0,
+    rows: Sequence[str],
+    parts: Sequence[tuple[str, Sequence[float | None], str]],
+    *,
+    title: str,
+    xlabel: str,
+    width: float = 9.0,
 ) -> Markup:
     """One horizontal bar per row split into ``parts`` (name, value per row, colour).
 
@@ -156,9 +184,14 @@ def stacked_hbars(
             ax.barh(ys, vals, left=left, color=color, label=plain(name), height=0.62)
             for y, x0, v in zip(ys, left, vals, strict=True):
                 if v >= 0.07:
-                    ink = "white" if color in {"#0072B2", "#009E73", "#D55E00", "#555555"} else "black"
-                    ax.text(x0 + v / 2, y, f"{v:.2f}", ha="center", va="center",
-                            fontsize=8.5, color=ink)
+                    ink = (
+                        "white"
+                        if color in {"#0072B2", "#009E73", "#D55E00", "#555555"}
+                        else "black"
+                    )
+                    ax.text(
+                        x0 + v / 2, y, f"{v:.2f}", ha="center", va="center", fontsize=8.5, color=ink
+                    )
             left = [a + b for a, b in zip(left, vals, strict=True)]
         ax.set_yticks(ys, [plain(r) for r in rows])
         ax.set_xlim(0, 1.0)

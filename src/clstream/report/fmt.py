@@ -15,10 +15,15 @@ def fmt_rate(value: float | None, ci: Sequence[float | None] | None = None) -> s
     """``0.412`` or ``0.412 [0.380, 0.445]`` when both interval ends are known."""
     if value is None:
         return MISSING
-    text = f"{value:.3f}"
-    if ci is not None and len(ci) == 2 and ci[0] is not None and ci[1] is not None:
-        text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
-    return text
+    interval = fmt_ci(ci)
+    return f"{value:.3f} {interval}" if interval else f"{value:.3f}"
+
+
+def fmt_ci(ci: Sequence[float | None] | None) -> str:
+    """``[0.380, 0.445]``, or "" unless both ends are known."""
+    if ci is None or len(ci) != 2 or ci[0] is None or ci[1] is None:
+        return ""
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 def fmt_int(value: int | None) -> str:

@@ -1,0 +1,81 @@
+"""The section for a protocol that has no dedicated renderer: its runs and scalar metrics.
+
+A report must never fail because a protocol's section is not written yet; this one shows each
+run's status, effort and every top-level numeric metric it stored, as plain numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clstream.report.base import Cell, Column, Fields, Section, Table, run_fields
+from clstream.report.common import (
+    UsageColumns,
+    details_table,
+    status_cells,
+    status_columns,
+    system_cell,
+)
+from clstream.report.fmt import MISSING, fmt_int, fmt_rate
+
+
+def _scalar_keys(runs: list[dict[str, Any]]) -> list[str]:
+    keys: set[str] = set()
+    for raw in runs:
+        metrics = raw.get("metrics")
+        if isinstance(metrics, dict):
+            keys.update(
+                k
+                for k, v in metrics.items()
+                if isinstance(v, int | float) and not isinstance(v, bool)
+            )
+    return sorted(keys)
+
+
+def _score(f: Fields, raw: dict[str, Any], metrics: dict[str, Any], key: str) -> str:
+    if key not in metrics:
+        return MISSING
+    if isinstance(metrics[key], int) and not isinstance(metrics[key], bool):
+        return fmt_int(metrics[key])
+    return fmt_rate(f.number(metrics, key), f.interval(raw, f"ci.{key}"))
+
+
+def render_generic_section(
+    runs: list[dict[str, Any]], labels: list[str], source: object, protocol: str
+) -> Section:
+    """Runs of ``protocol`` as one table: status, scalar metrics (with CIs), tokens, time."""
+    fields = [run_fields(source, i, raw) for i, raw in enumerate(runs)]
+    keys = _scalar_keys(runs)
+    usage = UsageColumns(list(zip(fields, runs, strict=True)))
+    columns = (
+        Column("System"),
+        Column("Model"),
+        *(Column(k.replace("_", " "), True) for k in keys),
+        *status_columns(),
+        *usage.columns,
+    )
+    rows = []
+    for f, raw, label in zip(fields, runs, labels, strict=True):
+        metrics = f.mapping(raw, "metrics")
+        scores = [Cell(_score(f, raw, metrics, k), True) for k in keys]
+        rows.append(
+            (
+                system_cell(f, raw, label),
+                Cell(f.text(raw, "model", MISSING)),
+                *scores,
+                *status_cells(f, raw),
+                *usage.cells(f, raw),
+            )
+        )
+    table = Table("Scores per system", columns, rows)
+    note = (
+        f"This report has no dedicated view for the \u201c{protocol}\u201d protocol; the "
+        "table lists the scalar metrics each run stored."
+    )
+    return Section(
+        protocol,
+        protocol,
+        notes=[note],
+        tables=[table],
+        details=[details_table(list(zip(fields, runs, labels, strict=True)))],
+    )

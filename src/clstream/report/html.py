@@ -1,0 +1,139 @@
+"""One self-contained HTML file comparing the systems of a results directory.
+
+Input is the dict ``clstream summary DIR --json`` prints. Runs are grouped by protocol and each
+group is drawn by that protocol's section renderer (``register_section``); a protocol without
+one gets a plain table, so a report never fails on a protocol it does not know. Everything the
+page needs (CSS, SVG figures) is inline: it opens offline, and all text is escaped by jinja2's
+autoescaping (figures are SVG written by matplotlib, which escapes its own text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from clstream.errors import DataError
+from clstream.report.base import Fields, Section, display_labels, run_fields
+from clstream.report.generic import render_generic_section
+from clstream.report.oaks import render_oaks_section
+
+SectionRenderer = Callable[[list[dict[str, Any]], list[str], object], Section]
+"""``(runs of one protocol, their display labels, summary source) -> Section``."""
+
+PROTOCOL_ORDER = ["oaks", "seqmem", "clbench", "imprint"]
+_SECTIONS: dict[str, SectionRenderer] = {"oaks": render_oaks_section}
+_TEMPLATES = Path(__file__).parent / "templates"
+
+BASELINE_NOTE = (
+    "Runs tagged \u201cbaseline\u201d use the builtin model: an offline reader shipped with "
+    "clstream that needs no GPU and no network. It is not a language model; its scores are a "
+    "reference point for checking the harness and comparing memory methods, not a measurement "
+    "of an LLM."
+)
+
+
+def register_section(protocol: str, renderer: SectionRenderer) -> None:
+    """Use ``renderer`` for the runs whose ``protocol`` is ``protocol`` (replaces any before)."""
+    _SECTIONS[protocol] = renderer
+
+
+def _renderer(protocol: str) -> SectionRenderer:
+    if protocol in _SECTIONS:
+        return _SECTIONS[protocol]
+
+    def fallback(runs: list[dict[str, Any]], labels: list[str], source: object) -> Section:
+        return render_generic_section(runs, labels, source, protocol)
+
+    return fallback
+
+
+def _runs(summary: Any, source: object) -> list[dict[str, Any]]:
+    if not isinstance(summary, dict):
+        raise DataError(source, None, None, "a summary must be a JSON object")
+    runs = summary.get("runs")
+    if not isinstance(runs, list):
+        raise DataError(source, None, "runs", "expected a list of runs")
+    for i, run in enumerate(runs):
+        f = run_fields(source, i, run)
+        for key in ("protocol", "system"):
+            if not isinstance(run.get(key), str) or not run[key]:
+                raise f.error(key, "expected a non-empty string")
+    return runs
+
+
+def _datasets(runs: list[dict[str, Any]], fields: list[Fields]) -> list[dict[str, str]]:
+    """Distinct datasets over all runs, with their hash and counts (``n_documents`` ...)."""
+    seen: dict[tuple[str, str], dict[str, str]] = {}
+    for f, run in zip(fields, runs, strict=True):
+        data = f.mapping(run, "dataset")
+        if not data:
+            continue
+        path, sha = f.text(data, "path", "?"), f.text(data, "sha256", "?")
+        counts = [
+            f"{f.integer(data, k):,} {k[2:].replace('_', ' ')}"
+            for k in data
+            if k.startswith("n_") and f.integer(data, k) is not None
+        ]
+        seen.setdefault(
+            (path, sha), {"path": path, "sha256": sha, "counts": " \u00b7 ".join(counts)}
+        )
+    return list(seen.values())
+
+
+def build_sections(summary: dict[str, Any], source: object) -> list[Section]:
+    """One section per protocol present, known protocols first in a fixed order."""
+    runs = _runs(summary, source)
+    labels = display_labels(runs)
+    groups: dict[str, list[int]] = {}
+    for i, run in enumerate(runs):
+        groups.setdefault(run["protocol"], []).append(i)
+    order = [p for p in PROTOCOL_ORDER if p in groups] + sorted(set(groups) - set(PROTOCOL_ORDER))
+    return [
+        _renderer(p)([runs[i] for i in groups[p]], [labels[i] for i in groups[p]], source)
+        for p in order
+    ]
+
+
+def render_html(summary: dict[str, Any]) -> str:
+    """The report as one HTML string."""
+    source = summary.get("dir") if isinstance(summary, dict) else None
+    source = source or "summary"
+    sections = build_sections(summary, source)
+    runs = summary["runs"]
+    fields = [run_fields(source, i, r) for i, r in enumerate(runs)]
+    version = str(summary.get("clstream_version") or "")
+    run_versions = sorted(
+        {f.text(r, "meta.clstream_version") for f, r in zip(fields, runs, strict=True)}
+        - {"", version}
+    )
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env.get_template("report.html").render(
+        directory=str(summary.get("dir") or ""),
+        generated_at=str(summary.get("generated_at") or ""),
+        version=version,
+        run_versions=run_versions,
+        n_runs=len(runs),
+        datasets=_datasets(runs, fields),
+        baseline_note=BASELINE_NOTE
+        if any(f.get(r, "model_info.baseline") is True for f, r in zip(fields, runs, strict=True))
+        else "",
+        sections=sections,
+    )
+
+
+def render_report(summary: dict[str, Any], out_path: str | Path) -> Path:
+    """Write the self-contained HTML report for ``summary`` to ``out_path``; returns the path."""
+    out = Path(out_path)
+    html = render_html(summary)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    return out
