@@ -20,6 +20,9 @@ _REGISTRY: dict[str, dict[str, str]] = {
     },
     "model": {
         "builtin": "clstream.models.builtin:BuiltinReader",
+        "openai": "clstream.models.openai_compat:OpenAICompatModel",
+        "hf": "clstream.models.hf:HFModel",
+        "vllm": "clstream.models.vllm_backend:VLLMModel",
     },
     "benchmark": {
         "oaks": "clstream.benchmarks.oaks_loader:load_oaks",

@@ -72,7 +72,9 @@ class ResponseCache:
             if row is None:
                 conn.execute("INSERT INTO meta (name, value) VALUES ('format', ?)", (FORMAT,))
             elif row[0] != FORMAT:
-                raise StoreError(f"{self.path}: response cache format {row[0]!r}, expected {FORMAT!r}")
+                raise StoreError(
+                    f"{self.path}: response cache format {row[0]!r}, expected {FORMAT!r}"
+                )
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(f"{self.path}: not a usable response cache: {exc}") from exc
@@ -99,9 +101,11 @@ class ResponseCache:
 
     def get(self, key: str) -> CachedResponse | None:
         with self._lock:
-            row = self._connection().execute(
-                "SELECT result FROM responses WHERE key = ?", (key,)
-            ).fetchone()
+            row = (
+                self._connection()
+                .execute("SELECT result FROM responses WHERE key = ?", (key,))
+                .fetchone()
+            )
         if row is None:
             return None
         try:

@@ -29,8 +29,19 @@ from clstream.errors import SpecError
 # Body fields the backend owns: setting them through extra_body would silently bypass
 # SamplingParams (and the seed derivation), so it is refused.
 RESERVED_FIELDS = frozenset(
-    {"model", "messages", "n", "temperature", "top_p", "top_k", "min_p", "max_tokens",
-     "seed", "stop", "stream"}
+    {
+        "model",
+        "messages",
+        "n",
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "max_tokens",
+        "seed",
+        "stop",
+        "stream",
+    }
 )
 
 _THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
@@ -100,7 +111,7 @@ def _split_think(content: str) -> tuple[str, str]:
     m = _THINK.match(content)
     if m is None:
         return content, ""
-    return content[m.end():], m.group(1).strip()
+    return content[m.end() :], m.group(1).strip()
 
 
 def _parse_choice(choice: Any, i: int) -> Sample:

@@ -1,0 +1,301 @@
+"""A loopback OpenAI-compatible server that injects faults, for testing remote model backends.
+
+Serves ``POST /v1/chat/completions``, ``GET /v1/models`` and ``POST /tokenize`` on 127.0.0.1
+with an ephemeral port, from a background thread. Completions are deterministic functions of the
+request body (messages, seed, choice index), so a test can predict every text. It records every
+request body and header set, and the largest number of completion requests in flight at once.
+
+Faults come from a *plan*: a function of (request body, attempt number of that same body,
+0-based) returning a fault name or None. Fault names:
+
+- ``"429"``: status 429 with a ``Retry-After`` header (``retry_after``, default ``"0"``)
+- ``"500"``, ``"503"``, ``"400"``, ``"404"``: that status with a JSON error body
+- ``"malformed"``: status 200 with a body that is not JSON
+- ``"missing_choices"``: status 200, JSON without ``choices``
+- ``"wrong_n"``: status 200 with one choice fewer than asked (or one more when n == 1)
+- ``"no_content"``: status 200, a message without ``content``
+- ``"stall"``: answer only after ``stall_s`` seconds (longer than the client's timeout)
+- ``"reset"``: drop the connection without a response
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import struct
+import threading
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Plan = Callable[[dict[str, Any], int], str | None]
+
+STATUS_FAULTS = {"429": 429, "500": 500, "503": 503, "400": 400, "404": 404}
+FAULTS = (*STATUS_FAULTS, "malformed", "missing_choices", "wrong_n", "no_content", "stall", "reset")
+
+
+def fingerprint(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _digest(body: dict[str, Any], index: int, what: str) -> str:
+    basis = json.dumps(
+        {"messages": body.get("messages"), "seed": body.get("seed"), "i": index, "w": what},
+        sort_keys=True,
+    )
+    return hashlib.sha256(basis.encode()).hexdigest()[:12]
+
+
+def expected_text(body: dict[str, Any], index: int) -> str:
+    """The answer text the server gives for choice ``index`` of ``body``."""
+    return f"reply {_digest(body, index, 'text')} ## Answer: {_digest(body, index, 'a')[:6]}"
+
+
+def expected_reasoning(body: dict[str, Any], index: int) -> str:
+    """The reasoning text given when the body asks for thinking ('' otherwise)."""
+    kwargs = body.get("chat_template_kwargs") or {}
+    if not kwargs.get("enable_thinking"):
+        return ""
+    return f"let me think {_digest(body, index, 'think')} carefully"
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def expected_usage(body: dict[str, Any]) -> dict[str, int]:
+    """The usage numbers the server reports for ``body`` (whitespace words as tokens)."""
+    prompt = sum(_words(m.get("content", "")) + 3 for m in body.get("messages", []))
+    n = int(body.get("n", 1))
+    reasoning = sum(_words(expected_reasoning(body, i)) for i in range(n))
+    completion = sum(_words(expected_text(body, i)) for i in range(n)) + reasoning
+    return {
+        "prompt_tokens": prompt,
+        "cached_tokens": prompt // 2,
+        "completion_tokens": completion,
+        "reasoning_tokens": reasoning,
+    }
+
+
+def first_attempts(count: int, fault: str) -> Plan:
+    """Every distinct request fails its first ``count`` attempts with ``fault``."""
+    return lambda body, attempt: fault if attempt < count else None
+
+
+def always(fault: str, when: Callable[[dict[str, Any]], bool] | None = None) -> Plan:
+    """Every attempt fails with ``fault`` (only for bodies where ``when`` holds, if given)."""
+    return lambda body, attempt: fault if when is None or when(body) else None
+
+
+def fraction(share: float, faults: tuple[str, ...], max_attempt: int = 3) -> Plan:
+    """A deterministic ``share`` of attempts fail, cycling through ``faults``; attempts from
+    ``max_attempt`` on always succeed, so every request eventually gets through."""
+
+    def plan(body: dict[str, Any], attempt: int) -> str | None:
+        if attempt >= max_attempt:
+            return None
+        h = int(hashlib.sha256(f"{fingerprint(body)}/{attempt}".encode()).hexdigest(), 16)
+        if (h % 10_000) / 10_000 >= share:
+            return None
+        return faults[(h // 10_000) % len(faults)]
+
+    return plan
+
+
+class FakeOpenAIServer:
+    """Use as a context manager; ``base_url`` ends in ``/v1``."""
+
+    def __init__(
+        self,
+        plan: Plan | None = None,
+        latency: float = 0.0,
+        stall_s: float = 2.0,
+        report_usage: bool = True,
+        reasoning_field: str = "reasoning_content",
+        model: str = "fake-model",
+        retry_after: str = "0",
+    ):
+        self.plan = plan
+        self.latency = latency
+        self.stall_s = stall_s
+        self.report_usage = report_usage
+        self.reasoning_field = reasoning_field
+        self.model = model
+        self.retry_after = retry_after
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.faults: list[str] = []
+        self.reported: list[dict[str, int]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._attempts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    @property
+    def completions(self) -> list[dict[str, Any]]:
+        """Bodies of the chat-completion requests, in arrival order."""
+        return list(self.requests)
+
+    def start(self) -> FakeOpenAIServer:
+        handler = type("Handler", (_Handler,), {"owner": self})
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- called from handler threads --------------------------------------------------------
+
+    def _admit(self, body: dict[str, Any], headers: dict[str, str]) -> str | None:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            fp = fingerprint(body)
+            attempt = self._attempts[fp]
+            self._attempts[fp] += 1
+            fault = self.plan(body, attempt) if self.plan is not None else None
+            if fault is not None:
+                self.faults.append(fault)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            return fault
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def completion(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
+        n = int(body.get("n", 1))
+        shown = n - 1 if fault == "wrong_n" and n > 1 else n + 1 if fault == "wrong_n" else n
+        choices = []
+        for i in range(shown):
+            message: dict[str, Any] = {"role": "assistant", "content": expected_text(body, i)}
+            reasoning = expected_reasoning(body, i)
+            if reasoning:
+                message[self.reasoning_field] = reasoning
+            if fault == "no_content":
+                del message["content"]
+            choices.append({"index": i, "message": message, "finish_reason": "stop"})
+        payload: dict[str, Any] = {
+            "id": "chatcmpl-" + fingerprint(body)[:16],
+            "object": "chat.completion",
+            "model": body.get("model"),
+            "choices": choices,
+        }
+        if self.report_usage:
+            usage = expected_usage(body)
+            payload["usage"] = {
+                "prompt_tokens": usage["prompt_tokens"],
+                "completion_tokens": usage["completion_tokens"],
+                "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
+                "prompt_tokens_details": {"cached_tokens": usage["cached_tokens"]},
+                "completion_tokens_details": {"reasoning_tokens": usage["reasoning_tokens"]},
+            }
+        return payload
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: FakeOpenAIServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode(), headers)
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length", "0"))
+        return json.loads(self.rfile.read(length) or b"null")
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            self._json(
+                200, {"object": "list", "data": [{"id": self.owner.model, "object": "model"}]}
+            )
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        body = self._body()
+        if self.path == "/tokenize":
+            count = _words(str((body or {}).get("prompt", "")))
+            self._json(200, {"count": count, "max_model_len": 32768, "tokens": list(range(count))})
+        elif self.path == "/v1/chat/completions":
+            self._chat(body)
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        owner = self.owner
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fault = owner._admit(body, headers)
+        if owner.latency:
+            owner._stop.wait(owner.latency)
+        if fault == "stall":
+            owner._leave()  # the client gives up; this request no longer occupies it
+            owner._stop.wait(owner.stall_s)
+            self._json(200, owner.completion(body, None))
+            return
+        if fault == "reset":
+            owner._leave()
+            self.close_connection = True
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        if fault in STATUS_FAULTS:
+            owner._leave()
+            extra = {"Retry-After": owner.retry_after} if fault == "429" else None
+            self._json(STATUS_FAULTS[fault], {"error": {"message": f"injected {fault}"}}, extra)
+            return
+        if fault == "malformed":
+            owner._leave()
+            self._send(200, b'{"choices": [{"index": 0, "message": ')
+            return
+        if fault == "missing_choices":
+            owner._leave()
+            self._json(200, {"object": "chat.completion", "model": body.get("model")})
+            return
+        payload = owner.completion(body, fault)
+        if fault is None and owner.report_usage:
+            with owner._lock:
+                owner.reported.append(expected_usage(body))
+        owner._leave()
+        self._json(200, payload)
