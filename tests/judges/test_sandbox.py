@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -49,8 +48,10 @@ def test_program_that_closes_its_output_and_spins_is_stopped() -> None:
 
 @pytest.mark.parametrize(
     "code",
-    ["blocks = []\nwhile True:\n    blocks.append(bytearray(10 ** 7))\n",
-     "text = 'x' * (10 ** 11)\n"],
+    [
+        "blocks = []\nwhile True:\n    blocks.append(bytearray(10 ** 7))\n",
+        "text = 'x' * (10 ** 11)\n",
+    ],
 )
 def test_unbounded_allocation_is_stopped_as_memory(code: str) -> None:
     result = run_python(code, memory_mb=256, timeout_s=5.0)
@@ -65,7 +66,8 @@ def test_writing_outside_its_directory_is_refused(tmp_path: Path) -> None:
         f"import os\nos.remove({str(target)!r})\n",
         f"import os\nos.rename({str(target)!r}, 'stolen.txt')\n",
         f"import shutil\nshutil.rmtree({str(tmp_path)!r})\n",
-        f"import os\nos.symlink({str(tmp_path)!r}, 'door')\nopen('door/victim.txt', 'a').write('x')\n",
+        f"import os\nos.symlink({str(tmp_path)!r}, 'door')\n"
+        "open('door/victim.txt', 'a').write('x')\n",
         f"import os\nfd = os.open({str(target)!r}, os.O_RDONLY)\nos.chmod(fd, 0o777)\n",
         f"import os\nd = os.open({str(tmp_path)!r}, os.O_RDONLY)\nos.mkdir('new', dir_fd=d)\n",
         "import os\nos.open('relative.txt', os.O_WRONLY | os.O_CREAT)\n",
@@ -79,9 +81,11 @@ def test_writing_outside_its_directory_is_refused(tmp_path: Path) -> None:
 
 
 def test_writing_inside_its_directory_is_allowed() -> None:
-    code = ("import os, tempfile\nopen('a.txt', 'w').write('hello')\nos.makedirs('d/e')\n"
-            "os.rename('a.txt', 'd/e/b.txt')\nfd, name = tempfile.mkstemp()\nos.close(fd)\n"
-            "print(open('d/e/b.txt').read())\n")
+    code = (
+        "import os, tempfile\nopen('a.txt', 'w').write('hello')\nos.makedirs('d/e')\n"
+        "os.rename('a.txt', 'd/e/b.txt')\nfd, name = tempfile.mkstemp()\nos.close(fd)\n"
+        "print(open('d/e/b.txt').read())\n"
+    )
     result = run_python(code)
     assert result.status == "ok", result.stderr
     assert result.stdout.strip() == "hello"
@@ -113,7 +117,8 @@ def test_spawning_a_process_is_refused(code: str) -> None:
         "import socket\nsocket.create_connection(('127.0.0.1', 9))\n",
         "import socket\nsocket.getaddrinfo('localhost', 80)\n",
         "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:9/')\n",
-        "import socket\ntry:\n    socket.socket()\nexcept BaseException:\n    pass\nprint('went on')\n",
+        "import socket\ntry:\n    socket.socket()\nexcept BaseException:\n    pass\n"
+        "print('went on')\n",
     ],
 )
 def test_opening_a_socket_is_refused(code: str) -> None:
@@ -128,15 +133,20 @@ def test_killing_the_harness_is_refused() -> None:
 
 
 def test_early_exit_cannot_skip_the_rest_of_the_program() -> None:
-    for code in ("import sys\nsys.exit(0)\nassert False\n", "import os\nos._exit(0)\nassert False\n",
-                 "exit()\nassert False\n"):
+    for code in (
+        "import sys\nsys.exit(0)\nassert False\n",
+        "import os\nos._exit(0)\nassert False\n",
+        "exit()\nassert False\n",
+    ):
         result = run_python(code)
         assert result.status == "fail" and not result.passed
 
 
 def test_output_is_truncated_but_the_run_completes() -> None:
-    result = run_python("import sys\nsys.stdout.write('y' * 500000)\nprint('done', file=sys.stderr)\n",
-                        max_output_bytes=1000)
+    result = run_python(
+        "import sys\nsys.stdout.write('y' * 500000)\nprint('done', file=sys.stderr)\n",
+        max_output_bytes=1000,
+    )
     assert result.status == "ok"
     assert result.stdout.startswith("y" * 1000) and "more bytes not kept" in result.stdout
     assert "done" in result.stderr
@@ -149,11 +159,26 @@ def test_run_as_main_false_skips_main_guard() -> None:
 
 
 def test_no_sandbox_directories_are_left_behind() -> None:
-    import tempfile
+    show = "import os\nprint(os.getcwd(), flush=True)\n"
+    used = []
+    for code in (
+        show + "while True:\n    pass\n",
+        show + "os.makedirs('x/y')\nos.chmod('x', 0)\nos.chmod('.', 0o500)\n",
+        show + "import socket\nsocket.socket()\n",
+    ):
+        result = run_python(code, timeout_s=0.5)
+        used.append(Path(result.stdout.split()[0]))
+    assert all(p.name.startswith("clstream-sandbox-") for p in used)
+    assert not any(p.exists() for p in used)
 
-    before = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("clstream-sandbox-")}
-    for code in ("while True:\n    pass\n", "import os\nos.makedirs('x/y')\nos.chmod('x', 0)\n",
-                 "import socket\nsocket.socket()\n"):
-        run_python(code, timeout_s=0.5)
-    after = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("clstream-sandbox-")}
-    assert after <= before
+
+def test_file_size_limit_stops_a_huge_write() -> None:
+    code = "with open('big.bin', 'wb') as fh:\n    fh.write(b'0' * (3 << 20))\n"
+    result = run_python(code, file_size_mb=1)
+    assert result.status == "fail" and "File too large" in result.stderr
+    assert run_python(code, file_size_mb=8).status == "ok"
+
+
+def test_crash_by_signal_is_an_error_not_a_pass() -> None:
+    result = run_python("import faulthandler\nfaulthandler._sigsegv()\n")
+    assert result.status == "error" and "SIGSEGV" in result.reason

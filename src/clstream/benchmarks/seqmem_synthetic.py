@@ -35,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +46,68 @@ VERSION = 1
 FAMILIES = ("registry", "lexicon", "cipher", "conversion")
 _SHARE = (0.35, 0.2, 0.25, 0.2)
 
-_ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr",
-           "gr", "kr", "tr", "th", "sh", "st", "qu", "vh")
+_ONSETS = (
+    "b",
+    "d",
+    "f",
+    "g",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "z",
+    "br",
+    "dr",
+    "gr",
+    "kr",
+    "tr",
+    "th",
+    "sh",
+    "st",
+    "qu",
+    "vh",
+)
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ei", "ou", "ae")
 _CODAS = ("", "", "n", "r", "l", "s", "th", "x", "m", "sk")
-_ENGLISH = ("river", "stone", "lantern", "garden", "window", "copper", "meadow", "harbor",
-            "pepper", "thunder", "candle", "orchard", "ladder", "silver", "forest", "kettle",
-            "mirror", "basket", "velvet", "pillow", "anchor", "bridge", "castle", "feather",
-            "marble", "pocket", "rabbit", "saddle", "timber", "wagon", "blanket", "compass")
+_ENGLISH = (
+    "river",
+    "stone",
+    "lantern",
+    "garden",
+    "window",
+    "copper",
+    "meadow",
+    "harbor",
+    "pepper",
+    "thunder",
+    "candle",
+    "orchard",
+    "ladder",
+    "silver",
+    "forest",
+    "kettle",
+    "mirror",
+    "basket",
+    "velvet",
+    "pillow",
+    "anchor",
+    "bridge",
+    "castle",
+    "feather",
+    "marble",
+    "pocket",
+    "rabbit",
+    "saddle",
+    "timber",
+    "wagon",
+    "blanket",
+    "compass",
+)
 _ATTRIBUTES = (("vault code", "code"), ("berth number", "berth"), ("house sigil", "word"))
 
 
@@ -64,10 +117,11 @@ class _Namer:
     def __init__(self, rng: random.Random):
         self.rng, self.used = rng, set(_ENGLISH)
 
-    def word(self, syllables: int, cap: bool = False) -> str:
+    def word(self, syllables: int, cap: bool = False, codas: tuple[str, ...] = _CODAS) -> str:
         while True:
-            w = "".join(self.rng.choice(_ONSETS) + self.rng.choice(_VOWELS)
-                        for _ in range(syllables)) + self.rng.choice(_CODAS)
+            w = "".join(
+                self.rng.choice(_ONSETS) + self.rng.choice(_VOWELS) for _ in range(syllables)
+            ) + self.rng.choice(codas)
             if w not in self.used and 4 <= len(w) <= 11:
                 self.used.add(w)
                 return w.capitalize() if cap else w
@@ -78,20 +132,35 @@ def _shift(word: str, k: int) -> str:
 
 
 def _task(family: str, key: str, prompt: str, target: str, rule: str) -> dict[str, Any]:
-    return {"family": family, "key": key, "prompt": prompt, "target": target,
-            "reveal": f"{rule} Correct answer: {target}."}
+    return {
+        "family": family,
+        "key": key,
+        "prompt": prompt,
+        "target": target,
+        "reveal": f"{rule} Correct answer: {target}.",
+    }
 
 
 def _registry(rng: random.Random, namer: _Namer, n: int) -> list[dict[str, Any]]:
     items = []
     for _ in range(n):
         who, (attr, sort) = namer.word(rng.choice((2, 3)), cap=True), rng.choice(_ATTRIBUTES)
-        value = (str(rng.randint(1000, 9999)) if sort == "code" else
-                 str(rng.randint(10, 99)) if sort == "berth" else namer.word(2))
-        items.append({
-            "key": f"{who}/{attr}", "target": value, "rule": f"The {attr} of {who} is {value}.",
-            "ask": f"What is the {attr} of {who}?",
-            "ask_other": f"Tell me the {attr} that belongs to {who}."})
+        value = (
+            str(rng.randint(1000, 9999))
+            if sort == "code"
+            else str(rng.randint(10, 99))
+            if sort == "berth"
+            else namer.word(2)
+        )
+        items.append(
+            {
+                "key": f"{who}/{attr}",
+                "target": value,
+                "rule": f"The {attr} of {who} is {value}.",
+                "ask": f"What is the {attr} of {who}?",
+                "ask_other": f"Tell me the {attr} that belongs to {who}.",
+            }
+        )
     return items
 
 
@@ -101,11 +170,15 @@ def _lexicon(rng: random.Random, namer: _Namer, n: int) -> list[dict[str, Any]]:
     items = []
     for meaning in meanings:
         word = namer.word(2)
-        items.append({
-            "key": f"{tongue}/{word}", "target": meaning,
-            "rule": f"In the {tongue} tongue, '{word}' means {meaning}.",
-            "ask": f"In the {tongue} tongue, what does the word '{word}' mean?",
-            "ask_other": f"Translate the {tongue} word '{word}' into English."})
+        items.append(
+            {
+                "key": f"{tongue}/{word}",
+                "target": meaning,
+                "rule": f"In the {tongue} tongue, '{word}' means {meaning}.",
+                "ask": f"In the {tongue} tongue, what does the word '{word}' mean?",
+                "ask_other": f"Translate the {tongue} word '{word}' into English.",
+            }
+        )
     return items
 
 
@@ -115,21 +188,32 @@ def _make_cipher(rng: random.Random, namer: _Namer) -> tuple[str, int]:
 
 def _cipher_item(name: str, k: int, plain: str) -> dict[str, Any]:
     enc = _shift(plain, k)
-    return {"key": f"{name}/{plain}", "target": enc,
-            "rule": f"The {name} cipher moves every letter {k} places forward in the alphabet "
-                    f"(wrapping from z to a), so '{plain}' becomes '{enc}'.",
-            "ask": f"Using the {name} cipher, encode the word '{plain}'."}
+    return {
+        "key": f"{name}/{plain}",
+        "target": enc,
+        "rule": f"The {name} cipher moves every letter {k} places forward in the alphabet "
+        f"(wrapping from z to a), so '{plain}' becomes '{enc}'.",
+        "ask": f"Using the {name} cipher, encode the word '{plain}'.",
+    }
 
 
 def _make_units(rng: random.Random, namer: _Namer) -> tuple[str, str, int]:
-    return namer.word(1), namer.word(2), rng.randint(2, 12)
+    plural_friendly = ("n", "r", "l", "m", "rk", "nd")  # unit names take a plain "s"
+    return (
+        namer.word(1, codas=plural_friendly),
+        namer.word(2, codas=plural_friendly),
+        rng.randint(2, 12),
+    )
 
 
 def _conversion_item(big: str, small: str, factor: int, q: int) -> dict[str, Any]:
     total = str(q * factor)
-    return {"key": f"{big}->{small}/{q}", "target": total,
-            "rule": f"One {big} equals {factor} {small}s, so {q} {big}s make {total} {small}s.",
-            "ask": f"How many {small}s make {q} {big}s?"}
+    return {
+        "key": f"{big}->{small}/{q}",
+        "target": total,
+        "rule": f"One {big} equals {factor} {small}s, so {q} {big}s make {total} {small}s.",
+        "ask": f"How many {small}s make {q} {big}s?",
+    }
 
 
 def _counts(total: int) -> list[int]:
@@ -178,6 +262,7 @@ def generate_seqmem_synthetic(seed: int = 0, tasks: int = 200, holdout: int = 40
     for family, items, count in (("registry", registry, held_reg), ("lexicon", lexicon, held_lex)):
         for item in rng.sample(items, min(count, len(items))) if count else []:
             held.append(_task(family, item["key"], item["ask_other"], item["target"], item["rule"]))
+    held_conv += held_reg + held_lex - len(held)  # too few distinct items: more conversions
     for i in range(held_cip):
         name, k = ciphers[i % len(ciphers)]
         item = _cipher_item(name, k, held_plain[i % len(held_plain)])
@@ -189,8 +274,14 @@ def generate_seqmem_synthetic(seed: int = 0, tasks: int = 200, holdout: int = 40
     for prefix, rows in (("syn", stream), ("syn-ho", held)):
         for i, row in enumerate(rows, start=1):
             row["id"] = f"{prefix}-{i:04d}"
-    return {"format": FORMAT, "version": VERSION, "seed": seed, "families": list(FAMILIES),
-            "tasks": stream, "holdout": held}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "seed": seed,
+        "families": list(FAMILIES),
+        "tasks": stream,
+        "holdout": held,
+    }
 
 
 def dumps_seqmem_synthetic(data: dict[str, Any]) -> str:
@@ -224,14 +315,26 @@ def _to_tasks(source: str, part: str, rows: Any, seen: set[str]) -> list[SeqTask
         if row["id"] in seen:
             raise DataError(source, where, "id", f"duplicate task id {row['id']!r}")
         seen.add(row["id"])
-        out.append(SeqTask(row["id"], row["prompt"], row["target"], "synthetic",
-                           {"family": row["family"], "key": row["key"], "reveal": row["reveal"],
-                            "source": source}))
+        out.append(
+            SeqTask(
+                row["id"],
+                row["prompt"],
+                row["target"],
+                "synthetic",
+                {
+                    "family": row["family"],
+                    "key": row["key"],
+                    "reveal": row["reveal"],
+                    "source": source,
+                },
+            )
+        )
     return out
 
 
-def synthetic_stream(data: dict[str, Any], source: str = "<generated>",
-                     sha256: str | None = None) -> SeqStream:
+def synthetic_stream(
+    data: dict[str, Any], source: str = "<generated>", sha256: str | None = None
+) -> SeqStream:
     """Validate generated (or loaded) data into a :class:`SeqStream` of kind ``synthetic``."""
     if not isinstance(data, dict):
         raise DataError(source, None, None, "expected a JSON object")
@@ -259,11 +362,3 @@ def load_seqmem_synthetic(path: str | Path) -> SeqStream:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(p, None, None, f"not a JSON file: {exc}") from None
     return synthetic_stream(data, str(p), hashlib.sha256(raw).hexdigest())
-
-
-def family_of(tasks: Sequence[SeqTask]) -> dict[str, int]:
-    """How many tasks of each family (for summaries and tests)."""
-    counts = dict.fromkeys(FAMILIES, 0)
-    for task in tasks:
-        counts[str(task.meta.get("family", ""))] = counts.get(str(task.meta.get("family", "")), 0) + 1
-    return counts

@@ -86,7 +86,7 @@ Row = tuple[str, dict[str, Any]]
 
 
 def read_records(path: str | Path) -> list[Row]:
-    """(record label, record) pairs from JSONL, a JSON array or Parquet; labels name the line/row."""
+    """(label, record) pairs from JSONL, a JSON array or Parquet; a label names the line/row."""
     p = Path(path)
     if not p.is_file():
         raise DataError(p, None, None, "file not found")
@@ -94,9 +94,12 @@ def read_records(path: str | Path) -> list[Row]:
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise DataError(p, None, None,
-                            "reading Parquet needs pyarrow (pip install pyarrow), "
-                            "or convert the file to JSONL") from None
+            raise DataError(
+                p,
+                None,
+                None,
+                "reading Parquet needs pyarrow (pip install pyarrow), or convert the file to JSONL",
+            ) from None
         try:
             rows = pq.read_table(p).to_pylist()
         except Exception as exc:  # pyarrow raises many types for a bad file
@@ -154,10 +157,16 @@ def humaneval_task(path: Path, label: str, row: Mapping[str, Any], index: int) -
         raise DataError(path, label, "entry_point", f"{entry_point!r} is not a Python name")
     solution = row.get("canonical_solution", "")
     return SeqTask(
-        id=_text(path, label, row, "task_id"), prompt=_text(path, label, row, "prompt"),
-        target=solution if isinstance(solution, str) else "", kind="code",
-        meta={"test": _text(path, label, row, "test"), "entry_point": entry_point,
-              "source": str(path)})
+        id=_text(path, label, row, "task_id"),
+        prompt=_text(path, label, row, "prompt"),
+        target=solution if isinstance(solution, str) else "",
+        kind="code",
+        meta={
+            "test": _text(path, label, row, "test"),
+            "entry_point": entry_point,
+            "source": str(path),
+        },
+    )
 
 
 def math500_task(path: Path, label: str, row: Mapping[str, Any], index: int) -> SeqTask:
@@ -167,37 +176,52 @@ def math500_task(path: Path, label: str, row: Mapping[str, Any], index: int) -> 
         solution = row.get("solution")
         answer = last_boxed(solution) if isinstance(solution, str) else None
         if not answer:
-            raise DataError(path, label, "answer",
-                            "missing, and no \\boxed{} answer in the solution")
+            raise DataError(
+                path, label, "answer", "missing, and no \\boxed{} answer in the solution"
+            )
     meta: dict[str, Any] = {"source": str(path)}
     for key in ("subject", "level", "solution"):
         if key in row and row[key] is not None:
             meta[key] = row[key]
-    return SeqTask(_ident(row, "unique_id", f"math500/{index}"), problem, answer.strip(), "math", meta)
+    return SeqTask(
+        _ident(row, "unique_id", f"math500/{index}"), problem, answer.strip(), "math", meta
+    )
 
 
 def mmlu_pro_task(path: Path, label: str, row: Mapping[str, Any], index: int) -> SeqTask:
     question = _text(path, label, row, "question")
     options = row.get("options")
-    if not isinstance(options, list) or not 2 <= len(options) <= 10 or not all(
-            isinstance(o, str) for o in options):
+    if (
+        not isinstance(options, list)
+        or not 2 <= len(options) <= 10
+        or not all(isinstance(o, str) for o in options)
+    ):
         raise DataError(path, label, "options", "must be a list of 2 to 10 strings")
-    letters = "ABCDEFGHIJ"[:len(options)]
+    letters = "ABCDEFGHIJ"[: len(options)]
     letter = row.get("answer")
     index_value = row.get("answer_index")
-    if letter is not None and not (isinstance(letter, str) and letter.strip().upper() in letters
-                                   and len(letter.strip()) == 1):
+    if letter is not None and not (
+        isinstance(letter, str) and letter.strip().upper() in letters and len(letter.strip()) == 1
+    ):
         raise DataError(path, label, "answer", f"must be one letter of {letters}, got {letter!r}")
-    if index_value is not None and (isinstance(index_value, bool) or not isinstance(index_value, int)
-                                    or not 0 <= index_value < len(options)):
-        raise DataError(path, label, "answer_index",
-                        f"must be an integer in 0..{len(options) - 1}, got {index_value!r}")
+    if index_value is not None and (
+        isinstance(index_value, bool)
+        or not isinstance(index_value, int)
+        or not 0 <= index_value < len(options)
+    ):
+        raise DataError(
+            path,
+            label,
+            "answer_index",
+            f"must be an integer in 0..{len(options) - 1}, got {index_value!r}",
+        )
     if letter is None and index_value is None:
         raise DataError(path, label, "answer", "missing (give answer or answer_index)")
     target = letter.strip().upper() if isinstance(letter, str) else letters[index_value]
     if index_value is not None and letters[index_value] != target:
-        raise DataError(path, label, "answer_index",
-                        f"index {index_value} disagrees with answer {target!r}")
+        raise DataError(
+            path, label, "answer_index", f"index {index_value} disagrees with answer {target!r}"
+        )
     meta: dict[str, Any] = {"options": list(options), "source": str(path)}
     if isinstance(row.get("category"), str):
         meta["category"] = row["category"]
@@ -220,16 +244,23 @@ def apibench_task(path: Path, label: str, row: Mapping[str, Any], index: int) ->
     meta = {"api_data": api_data, "source": str(path)}
     if isinstance(row.get("provider"), str):
         meta["framework"] = row["provider"]
-    return SeqTask(_ident(row, "question_id", f"apibench-hf/{index}"), question, api_call, "api", meta)
+    return SeqTask(
+        _ident(row, "question_id", f"apibench-hf/{index}"), question, api_call, "api", meta
+    )
 
 
-def _build(path: Path, make: Callable[[Path, str, Mapping[str, Any], int], SeqTask],
-           keep: Callable[[SeqTask], bool] | None = None) -> list[SeqTask]:
+def _build(
+    path: Path,
+    make: Callable[[Path, str, Mapping[str, Any], int], SeqTask],
+    keep: Callable[[SeqTask], bool] | None = None,
+) -> list[SeqTask]:
     tasks, seen = [], {}
     for index, (label, row) in enumerate(read_records(path), start=1):
         task = make(path, label, row, index)
         if task.id in seen:
-            raise DataError(path, label, "id", f"duplicate task id {task.id!r} (first at {seen[task.id]})")
+            raise DataError(
+                path, label, "id", f"duplicate task id {task.id!r} (first at {seen[task.id]})"
+            )
         seen[task.id] = label
         if keep is None or keep(task):
             tasks.append(task)
@@ -250,8 +281,9 @@ def _count(n_total: int, holdout: int | float) -> int:
     return n
 
 
-def split_holdout(tasks: Sequence[SeqTask], holdout: int | float, mode: HoldoutMode = "last",
-                  seed: int = 0) -> tuple[list[SeqTask], list[SeqTask]]:
+def split_holdout(
+    tasks: Sequence[SeqTask], holdout: int | float, mode: HoldoutMode = "last", seed: int = 0
+) -> tuple[list[SeqTask], list[SeqTask]]:
     """(stream, hold-out), both in original order (rules in the module docstring)."""
     n = _count(len(tasks), holdout)
     if n == 0:
@@ -278,8 +310,10 @@ def split_holdout(tasks: Sequence[SeqTask], holdout: int | float, mode: HoldoutM
         quota[largest] -= 1
     rng = random.Random(seed)
     chosen = {i for c in names for i in rng.sample(groups[c], min(quota[c], len(groups[c])))}
-    return ([t for i, t in enumerate(tasks) if i not in chosen],
-            [t for i, t in enumerate(tasks) if i in chosen])
+    return (
+        [t for i, t in enumerate(tasks) if i not in chosen],
+        [t for i, t in enumerate(tasks) if i in chosen],
+    )
 
 
 def _digest(*paths: Path) -> str:
@@ -289,10 +323,18 @@ def _digest(*paths: Path) -> str:
     return hashlib.sha256(joined.encode()).hexdigest()
 
 
-def _stream(name: str, path: str | Path, make: Callable[..., SeqTask], holdout: int | float,
-            holdout_mode: HoldoutMode, seed: int, holdout_path: str | Path | None,
-            keep: Callable[[SeqTask], bool] | None = None,
-            extra: Sequence[Path] = (), api_pool: tuple[dict[str, Any], ...] = ()) -> SeqStream:
+def _stream(
+    name: str,
+    path: str | Path,
+    make: Callable[..., SeqTask],
+    holdout: int | float,
+    holdout_mode: HoldoutMode,
+    seed: int,
+    holdout_path: str | Path | None,
+    keep: Callable[[SeqTask], bool] | None = None,
+    extra: Sequence[Path] = (),
+    api_pool: tuple[dict[str, Any], ...] = (),
+) -> SeqStream:
     p = Path(path)
     tasks = _build(p, make, keep)
     files = [p, *extra]
@@ -310,23 +352,40 @@ def _stream(name: str, path: str | Path, make: Callable[..., SeqTask], holdout: 
     return SeqStream(tuple(stream), tuple(held), str(p), _digest(*files), name, api_pool)
 
 
-def load_humaneval(path: str | Path, holdout: int | float = 0, holdout_mode: HoldoutMode = "last",
-                   seed: int = 0, holdout_path: str | Path | None = None) -> SeqStream:
+def load_humaneval(
+    path: str | Path,
+    holdout: int | float = 0,
+    holdout_mode: HoldoutMode = "last",
+    seed: int = 0,
+    holdout_path: str | Path | None = None,
+) -> SeqStream:
     return _stream("humaneval", path, humaneval_task, holdout, holdout_mode, seed, holdout_path)
 
 
-def load_math500(path: str | Path, holdout: int | float = 0, holdout_mode: HoldoutMode = "last",
-                 seed: int = 0, holdout_path: str | Path | None = None) -> SeqStream:
+def load_math500(
+    path: str | Path,
+    holdout: int | float = 0,
+    holdout_mode: HoldoutMode = "last",
+    seed: int = 0,
+    holdout_path: str | Path | None = None,
+) -> SeqStream:
     return _stream("math500", path, math500_task, holdout, holdout_mode, seed, holdout_path)
 
 
-def load_mmlu_pro(path: str | Path, holdout: int | float = 0, holdout_mode: HoldoutMode = "last",
-                  seed: int = 0, holdout_path: str | Path | None = None,
-                  categories: Sequence[str] | None = None) -> SeqStream:
+def load_mmlu_pro(
+    path: str | Path,
+    holdout: int | float = 0,
+    holdout_mode: HoldoutMode = "last",
+    seed: int = 0,
+    holdout_path: str | Path | None = None,
+    categories: Sequence[str] | None = None,
+) -> SeqStream:
     """``categories`` keeps only tasks of those categories (case-insensitive)."""
     wanted = {c.lower() for c in categories} if categories else None
+
     def keep(task: SeqTask) -> bool:
         return wanted is None or str(task.meta.get("category", "")).lower() in wanted
+
     return _stream("mmlu-pro", path, mmlu_pro_task, holdout, holdout_mode, seed, holdout_path, keep)
 
 
@@ -343,12 +402,26 @@ def load_api_pool(path: str | Path) -> tuple[dict[str, Any], ...]:
     return tuple(pool)
 
 
-def load_apibench_hf(path: str | Path, pool_path: str | Path, holdout: int | float = 0,
-                     holdout_mode: HoldoutMode = "last", seed: int = 0,
-                     holdout_path: str | Path | None = None) -> SeqStream:
+def load_apibench_hf(
+    path: str | Path,
+    pool_path: str | Path,
+    holdout: int | float = 0,
+    holdout_mode: HoldoutMode = "last",
+    seed: int = 0,
+    holdout_path: str | Path | None = None,
+) -> SeqStream:
     pool = load_api_pool(pool_path)
-    return _stream("apibench-hf", path, apibench_task, holdout, holdout_mode, seed, holdout_path,
-                   extra=[Path(pool_path)], api_pool=pool)
+    return _stream(
+        "apibench-hf",
+        path,
+        apibench_task,
+        holdout,
+        holdout_mode,
+        seed,
+        holdout_path,
+        extra=[Path(pool_path)],
+        api_pool=pool,
+    )
 
 
 def iter_tasks(stream: SeqStream) -> Iterator[tuple[int, SeqTask]]:
@@ -363,11 +436,16 @@ def load_seqmem_stream(benchmark: str, path: str | Path, **options: Any) -> SeqS
 
         return load_seqmem_synthetic(path, **options)
     loaders: dict[str, Callable[..., SeqStream]] = {
-        "humaneval": load_humaneval, "math500": load_math500, "mmlu-pro": load_mmlu_pro,
-        "apibench-hf": load_apibench_hf}
+        "humaneval": load_humaneval,
+        "math500": load_math500,
+        "mmlu-pro": load_mmlu_pro,
+        "apibench-hf": load_apibench_hf,
+    }
     if benchmark not in loaders:
-        raise SpecError(f"unknown SeqMem benchmark {benchmark!r} "
-                        f"(known: {', '.join(sorted([*loaders, 'synthetic']))})")
+        raise SpecError(
+            f"unknown SeqMem benchmark {benchmark!r} "
+            f"(known: {', '.join(sorted([*loaders, 'synthetic']))})"
+        )
     try:
         return loaders[benchmark](path, **options)
     except TypeError as exc:

@@ -27,7 +27,13 @@ _REGISTRY: dict[str, dict[str, str]] = {
     "benchmark": {
         "oaks": "clstream.benchmarks.oaks_loader:load_oaks",
     },
-    "judge": {},
+    "judge": {
+        "code": "clstream.judges.evaluators:CodeEvaluator",
+        "math": "clstream.judges.evaluators:MathEvaluator",
+        "mc": "clstream.judges.evaluators:ChoiceEvaluator",
+        "api": "clstream.judges.evaluators:ApiCallEvaluator",
+        "synthetic": "clstream.judges.evaluators:SyntheticEvaluator",
+    },
 }
 
 

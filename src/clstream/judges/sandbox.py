@@ -4,8 +4,8 @@ SeqMem-Eval scores HumanEval-style answers by executing them with the task's tes
 harness must survive whatever the program does. Each run gets:
 
 - a fresh ``python -I -B`` interpreter (isolated mode: no user site, no PYTHON* variables, no
-  bytecode written) in its own session, with a scratch directory as cwd, HOME and TMPDIR, which
-  is removed afterwards;
+  bytecode written) in its own process group, with a scratch directory as cwd, HOME and
+  TMPDIR, which is removed afterwards;
 - resource limits (address space, CPU seconds, file size, no core files, few descriptors, no
   new processes) applied by a loader inside the child before any user code runs. The loader
   sets them instead of a ``preexec_fn``: ``preexec_fn`` is unsafe when the calling process has
@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 Status = Literal["ok", "fail", "timeout", "memory", "forbidden", "error"]
@@ -47,7 +47,7 @@ EXIT_MEMORY = 114
 EXIT_EARLY = 115
 MARKER = "clstream-sandbox:"
 
-_LOADER = r'''
+_LOADER = r"""
 import sys
 def _main():
     import builtins, os, posix, resource, stat, traceback
@@ -226,12 +226,14 @@ def _main():
         except BaseException:
             stop(1, "fail: output could not be flushed")
     _exit(0)
-'''
+"""
 
 
 def _loader_source() -> str:
-    constants = (f"MARKER = {MARKER!r}\nEXIT_FORBIDDEN = {EXIT_FORBIDDEN}\n"
-                 f"EXIT_MEMORY = {EXIT_MEMORY}\nEXIT_EARLY = {EXIT_EARLY}\n")
+    constants = (
+        f"MARKER = {MARKER!r}\nEXIT_FORBIDDEN = {EXIT_FORBIDDEN}\n"
+        f"EXIT_MEMORY = {EXIT_MEMORY}\nEXIT_EARLY = {EXIT_EARLY}\n"
+    )
     return constants + _LOADER + "_main()\n"
 
 
@@ -248,7 +250,6 @@ class SandboxResult:
     reason: str = ""
     cpu_s: float = 0.0
     max_rss_kb: int = 0
-    meta: dict[str, object] = field(default_factory=dict, compare=False)
 
 
 def _clip(data: bytes, dropped: int) -> str:
@@ -316,19 +317,50 @@ def run_python(
     try:
         with open(program, "w", encoding="utf-8") as fh:
             fh.write(code)
-        argv = [python or sys.executable, "-I", "-B", "-c", _loader_source(), root, program,
-                "1" if run_as_main else "0", str(memory_mb << 20),
-                str(max(1, math.ceil(timeout_s))), str(file_size_mb << 20), str(max_open_files)]
-        env = {"PATH": "/usr/bin:/bin", "HOME": root, "TMPDIR": root, "LANG": "C.UTF-8",
-               "LC_ALL": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-               "MKL_NUM_THREADS": "1"}
+        argv = [
+            python or sys.executable,
+            "-I",
+            "-B",
+            "-c",
+            _loader_source(),
+            root,
+            program,
+            "1" if run_as_main else "0",
+            str(memory_mb << 20),
+            str(max(1, math.ceil(timeout_s))),
+            str(file_size_mb << 20),
+            str(max_open_files),
+        ]
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": root,
+            "TMPDIR": root,
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
         try:
-            proc = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True, close_fds=True)
+            proc = subprocess.Popen(
+                argv,
+                cwd=root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+            )
         except OSError as exc:
-            return SandboxResult(False, "error", "", "", time.monotonic() - start,
-                                 reason=f"could not start the interpreter: {exc}")
+            return SandboxResult(
+                False,
+                "error",
+                "",
+                "",
+                time.monotonic() - start,
+                reason=f"could not start the interpreter: {exc}",
+            )
         return _collect(proc, start, start + timeout_s, max_output_bytes, math.ceil(timeout_s))
     finally:
         if proc is not None and proc.returncode is None:
@@ -341,8 +373,9 @@ def run_python(
         _remove_tree(workdir)
 
 
-def _collect(proc: subprocess.Popen[bytes], start: float, deadline: float, cap: int,
-             cpu_limit: int) -> SandboxResult:
+def _collect(
+    proc: subprocess.Popen[bytes], start: float, deadline: float, cap: int, cpu_limit: int
+) -> SandboxResult:
     assert proc.stdout is not None and proc.stderr is not None
     kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
     dropped = dict.fromkeys(kept, 0)
@@ -361,7 +394,7 @@ def _collect(proc: subprocess.Popen[bytes], start: float, deadline: float, cap: 
                     sel.unregister(key.fileobj)
                     continue
                 room = cap - len(kept[key.fd])
-                kept[key.fd] += chunk[:max(room, 0)]
+                kept[key.fd] += chunk[: max(room, 0)]
                 dropped[key.fd] += max(len(chunk) - max(room, 0), 0)
     reaped = None if timed_out else _reap(proc.pid, deadline)
     if reaped is None:
@@ -378,14 +411,25 @@ def _collect(proc: subprocess.Popen[bytes], start: float, deadline: float, cap: 
     stdout_d, stderr_d = list(dropped.values())
     stderr = _clip(bytes(stderr_b), stderr_d)
     status, reason = _classify(returncode, timed_out, cpu_s, cpu_limit, stderr)
-    return SandboxResult(status == "ok", status, _clip(bytes(stdout_b), stdout_d), stderr,
-                         time.monotonic() - start, returncode, reason, cpu_s, rss)
+    return SandboxResult(
+        status == "ok",
+        status,
+        _clip(bytes(stdout_b), stdout_d),
+        stderr,
+        time.monotonic() - start,
+        returncode,
+        reason,
+        cpu_s,
+        rss,
+    )
 
 
-def _classify(returncode: int, timed_out: bool, cpu_s: float, cpu_limit: int,
-              stderr: str) -> tuple[Status, str]:
-    marked = [line[len(MARKER):].strip() for line in stderr.splitlines()
-              if line.startswith(MARKER)]
+def _classify(
+    returncode: int, timed_out: bool, cpu_s: float, cpu_limit: int, stderr: str
+) -> tuple[Status, str]:
+    marked = [
+        line[len(MARKER) :].strip() for line in stderr.splitlines() if line.startswith(MARKER)
+    ]
     note = marked[-1] if marked else ""
     if timed_out:
         return "timeout", "wall-clock limit reached; process group killed"
@@ -395,12 +439,12 @@ def _classify(returncode: int, timed_out: bool, cpu_s: float, cpu_limit: int,
         return "forbidden", note or "forbidden operation"
     if returncode == EXIT_MEMORY:
         return "memory", note or "memory limit reached"
-    if returncode == -signal.SIGXCPU or (returncode == -signal.SIGKILL and cpu_s >= cpu_limit - 0.5):
+    if returncode == -signal.SIGXCPU or (
+        returncode == -signal.SIGKILL and cpu_s >= cpu_limit - 0.5
+    ):
         return "timeout", f"CPU limit of {cpu_limit} s reached"
     if returncode == -signal.SIGKILL:
         return "memory", "killed by SIGKILL (out of memory)"
-    if returncode == -signal.SIGXFSZ:
-        return "fail", "file size limit exceeded"
     if returncode < 0:
         return "error", f"killed by signal {signal.Signals(-returncode).name}"
     return "fail", note or f"exit status {returncode}"
