@@ -10,7 +10,8 @@ stream needs when it retrieves from the older part of what it has seen.
 Scoring (Robertson and Sparck Jones idf with +1 inside the log, so it is never negative)::
 
     idf(q)      = ln(1 + (N - df(q) + 0.5) / (df(q) + 0.5))
-    score(d, Q) = sum over distinct q in Q of idf(q) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))
+    score(d, Q) = sum over distinct q in Q of  idf(q) * tf * (k1 + 1) / (tf + K(d))
+    K(d)        = k1 * (1 - b + b * |d| / avgdl)
 
 Only documents sharing at least one term with the query are returned. Equal scores are
 ordered newest first (higher doc id), so in a stream the latest evidence wins a tie.

@@ -70,26 +70,28 @@ QUESTION_LABEL = "Question:"
 OPTIONS_LABEL = "Options:"
 HEAD_LABEL = "Current head index:"
 TAG_PATTERN = re.compile(r"^\[chunk index (\d+)\]$", re.MULTILINE)
+_OPTION_LINE = re.compile(r"^([A-Z])[.)]\s+(.*\S)\s*$")
 
-_TEMPLATES = (
-    PROMPT_TEMPLATE_VERSION,
-    SYSTEM_PROMPT,
-    CONTEXT_HEADER,
-    RECENT_HEADER,
-    RETRIEVED_HEADER,
-    PASSAGE_TEMPLATE,
-    HEAD_TEMPLATE,
-    QUESTION_TEMPLATE,
-    OPTIONS_HEADER,
-    OPTION_TEMPLATE,
-    REMINDER_OPEN,
-    REMINDER_MC,
+_TEMPLATE_NAMES = (
+    "PROMPT_TEMPLATE_VERSION",
+    "SYSTEM_PROMPT",
+    "CONTEXT_HEADER",
+    "RECENT_HEADER",
+    "RETRIEVED_HEADER",
+    "PASSAGE_TEMPLATE",
+    "HEAD_TEMPLATE",
+    "QUESTION_TEMPLATE",
+    "OPTIONS_HEADER",
+    "OPTION_TEMPLATE",
+    "REMINDER_OPEN",
+    "REMINDER_MC",
 )
 
 
 def template_fingerprint() -> str:
     """sha256 of every template string, recorded by runs to tell prompt versions apart."""
-    return hashlib.sha256("\x00".join(_TEMPLATES).encode()).hexdigest()
+    texts = (f"{name}={globals()[name]}" for name in _TEMPLATE_NAMES)
+    return hashlib.sha256("\x00".join(texts).encode()).hexdigest()
 
 
 def passage_block(index: int, text: str) -> str:
@@ -132,9 +134,60 @@ def question_text(query: Query, head_index: int | None = None) -> str:
     return "".join(parts)
 
 
-def build_messages(context: str, query: Query, head_index: int | None = None) -> tuple[Message, ...]:
+def build_messages(
+    context: str, query: Query, head_index: int | None = None
+) -> tuple[Message, ...]:
     """System rules, then one user message: ``context`` first, the question block last."""
     return (
         Message(role="system", content=SYSTEM_PROMPT),
         Message(role="user", content=context + question_text(query, head_index)),
     )
+
+
+# --- reading the layout back (used by the builtin reader model) ------------------------
+
+
+def split_prompt(text: str) -> tuple[str, str]:
+    """(context, question block): the block starts at the last line opening with "Question:".
+
+    Without that label the last paragraph is taken as the question.
+    """
+    label = QUESTION_LABEL
+    at = text.rfind("\n" + label)
+    if at >= 0:
+        return text[: at + 1], text[at + 1 :]
+    if text.startswith(label):
+        return "", text
+    at = text.rstrip().rfind("\n\n")
+    return (text[: at + 2], text[at + 2 :]) if at >= 0 else ("", text)
+
+
+def parse_question(block: str) -> tuple[str, list[str]]:
+    """The question sentence and the option texts (in letter order) of a question block."""
+    lines = block.strip().splitlines()
+    first = lines[0] if lines else ""
+    if first.startswith(QUESTION_LABEL):
+        first = first[len(QUESTION_LABEL) :]
+    options: list[str] = []
+    for line in lines[1:]:
+        m = _OPTION_LINE.match(line.strip())
+        if m and ord(m.group(1)) - ord("A") == len(options):
+            options.append(m.group(2))
+    return first.strip(), options
+
+
+def parse_passages(context: str) -> list[tuple[int, str]]:
+    """(chunk index, text) of each tagged passage; untagged text is one passage, index 0."""
+    rest, _, last = context.rstrip().rpartition("\n")
+    if last.startswith(HEAD_LABEL):
+        context = rest
+    for header in (CONTEXT_HEADER, RECENT_HEADER, RETRIEVED_HEADER):
+        context = context.replace(header, "\n")
+    tags = list(TAG_PATTERN.finditer(context))
+    if not tags:
+        return [(0, context.strip())] if context.strip() else []
+    passages = []
+    for n, tag in enumerate(tags):
+        end = tags[n + 1].start() if n + 1 < len(tags) else len(context)
+        passages.append((int(tag.group(1)), context[tag.end() : end].strip()))
+    return passages

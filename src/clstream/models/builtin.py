@@ -1,0 +1,282 @@
+"""The builtin offline reader: a deterministic, labelled baseline model (DESIGN.md, "Offline").
+
+It answers from the prompt text alone -- the tagged passages, the question and any lettered
+options of the OAKS layout (SPECS §1.2, :mod:`clstream.systems.prompts`); it never sees gold
+answers or how a stream was generated. :mod:`clstream.models.builtin_reader` turns passages
+into ordered sentences and events; this module reads the question and answers:
+
+* where-questions: the latest move of the person (or of whoever last held the object);
+  "where was A the last time B went to P", "where did A go after taking O", "where did A
+  take O" step through the same events;
+* who-questions: the current holder, the latest giver, the latest to travel P1 -> P2 directly;
+* how-many questions: events matching the people, objects and places named, counted, or
+  their distinct people / objects / places counted when the question says unique/different;
+* comparisons ("A or B"): the same count for each side, the larger side or "Same";
+* anything else: the sentence sharing most words with the question (latest on ties), and a
+  short span from it; multiple choice takes the option the latest relevant sentence supports,
+  or the "cannot answer" option when none is supported.
+
+The open-question routines over events live with the reading in the reader module; this
+module routes questions, does the lexical fallback and multiple choice, and is the Model.
+The reply is one reasoning line then ``## Answer: ...`` so answer extraction is exercised.
+Decoding parameters are accepted and ignored except ``max_tokens`` and ``stop``: the reader is
+deterministic, so its n samples are identical texts. Reading a long context is cached by the
+hash of the context text (a small LRU), so the questions of one interval read it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from clstream.core.types import GenerationRequest, GenerationResult, Sample, SamplingParams, Usage
+from clstream.errors import SpecError
+from clstream.models.builtin_reader import (
+    DETERMINERS,
+    GENERIC,
+    STOP,
+    UNKNOWN,
+    WORD_NUMBERS,
+    Question,
+    ReadText,
+    answer_compare,
+    answer_count,
+    answer_where,
+    answer_who,
+    content_words,
+    is_name,
+    phrase_at,
+    read_question,
+    tokens_of,
+)
+from clstream.models.tokenizers import approx_tokenizer
+from clstream.systems import prompts
+
+READER_VERSION = "builtin-reader-v1"
+_CACHE_SIZE = 8  # read contexts kept; an interval's questions share one
+_COMPARE = frozenset("more greater most fewer less larger often".split())
+_SPAN_PREPS = frozenset(("to", "into", "in", "at", "inside", "from", "with", "on"))
+_ABSTAIN = re.compile(
+    r"cannot answer|can't answer|can not answer|not (?:yet )?answerable|"
+    r"not enough information|^\s*n/?a\s*$|^\s*unknown\s*$",
+    re.IGNORECASE,
+)
+
+
+def _anchor_sentences(read: ReadText, q: Question) -> tuple[list[int], frozenset[str]]:
+    """Sentences sharing a name (else any content word) with the question, and those words."""
+    words = frozenset(w for w in q.lower if w not in STOP and w not in GENERIC)
+    names = frozenset(w for t, w in zip(q.tokens, q.lower, strict=True) if is_name(t)) & words
+    table = read.postings()
+    for anchors in (names, words):
+        hits = sorted({n for w in anchors for n in table.get(w, ())})
+        if hits:
+            return hits, words
+    return [], words
+
+
+def answer_lexical(read: ReadText, q: Question) -> tuple[str, str]:
+    hits, words = _anchor_sentences(read, q)
+    if not hits:
+        return "Nothing in the passages relates to the question.", UNKNOWN
+    best = max(hits, key=lambda n: (len(words & read.words[n]), n))
+    tokens = tokens_of(read.sentences[best])
+    where = f"(chunk index {read.chunk_of[best]})"
+    for i, tok in enumerate(tokens):
+        if tok.lower() in _SPAN_PREPS:
+            span, _ = phrase_at(tokens, i + 1, names=True)
+            if span and not set(span.lower().split()) <= words:
+                return f"Closest statement {where}: '{read.sentences[best]}'.", _short(span)
+    for tok in tokens[1:]:
+        if is_name(tok) and tok.lower() not in words:
+            return f"Closest statement {where}: '{read.sentences[best]}'.", tok
+    return f"Closest statement {where} names no answer.", UNKNOWN
+
+
+def _short(span: str) -> str:
+    return " ".join(span.split()[-2:])
+
+
+def answer_open(read: ReadText, text: str) -> tuple[str, str]:
+    q = read_question(read, text)
+    head = q.lower[0] if q.lower else ""
+    out = None
+    if q.has("or") and q.has(*_COMPARE):
+        out = answer_compare(read, q)
+    elif head == "how" and q.has("many"):
+        out = answer_count(read, q)
+    elif head == "where":
+        out = answer_where(read, q)
+    elif head == "who":
+        out = answer_who(read, q)
+    return out if out is not None else answer_lexical(read, q)
+
+
+def _number(text: str) -> int | None:
+    words = content_words(text)
+    for w in sorted(words):
+        if w.isdigit():
+            return int(w)
+        if w in WORD_NUMBERS:
+            return WORD_NUMBERS[w]
+    return None
+
+
+def _match_option(answer_text: str, options: list[str], abstain: int | None) -> int | None:
+    value = _number(answer_text) if answer_text.strip().isdigit() else None
+    want = content_words(answer_text) - DETERMINERS
+    for i, option in enumerate(options):
+        if i == abstain:
+            continue
+        if value is not None and _number(option) == value:
+            return i
+        have = content_words(option) - DETERMINERS
+        if want and (have == want or (len(have) <= 3 and want <= have)):
+            return i
+    return None
+
+
+def answer_choice(read: ReadText, text: str, options: list[str]) -> tuple[str, str]:
+    letters = [chr(ord("A") + i) for i in range(len(options))]
+    abstain = next((i for i, o in enumerate(options) if _ABSTAIN.search(o)), None)
+    reason, found = answer_open(read, text)
+    if found != UNKNOWN:
+        pick = _match_option(found, options, abstain)
+        if pick is not None:
+            return f"{reason} That is option {letters[pick]}.", letters[pick]
+    q = read_question(read, text)
+    hits, qwords = _anchor_sentences(read, q)
+    terms = [content_words(o) - STOP - qwords for o in options]
+    for n in reversed(hits[-400:]):
+        cover = [
+            (len(t & read.words[n]) / len(t) if t and i != abstain else 0.0, -i)
+            for i, t in enumerate(terms)
+        ]
+        score, neg = max(cover)
+        if score >= 0.5:
+            where = f"chunk index {read.chunk_of[n]}"
+            return f"Latest supporting statement ({where}): '{read.sentences[n]}'.", letters[-neg]
+    if abstain is not None:
+        return "No option is supported by the passages yet.", letters[abstain]
+    return "No option is supported; taking the first.", letters[0] if letters else UNKNOWN
+
+
+def respond(read: ReadText, question: str, options: list[str]) -> tuple[str, str]:
+    """(reasoning line, short answer) for a question over what was read."""
+    if options:
+        return answer_choice(read, question, options)
+    return answer_open(read, question)
+
+
+_BLOCK_START = re.compile(r"^(?=\[chunk index \d+\]$)", re.MULTILINE)
+
+
+@lru_cache(maxsize=4096)
+def _count_cached(text: str) -> int:
+    return approx_tokenizer().count(text)
+
+
+def _count_context(context: str) -> int:
+    """Tokens of a context, counted per tagged block so that retrieved contexts sharing
+    passages reuse counts; blocks start at a line start, so the parts add up exactly."""
+    return sum(_count_cached(part) for part in _BLOCK_START.split(context))
+
+
+class BuiltinReader:
+    """A deterministic reader that answers OAKS-style prompts with no network and no GPU."""
+
+    name = "builtin"
+
+    def __init__(self, target: str | None = None, **kwargs: Any):
+        if kwargs:
+            raise SpecError(f"model 'builtin': unknown argument(s) {', '.join(sorted(kwargs))}")
+        if target:
+            raise SpecError(f"model 'builtin' takes no model name or path, got {target!r}")
+        self.tokenizer = approx_tokenizer()
+        self._read_cache: OrderedDict[str, tuple[ReadText, int]] = OrderedDict()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": "builtin",
+            "name": self.name,
+            "baseline": True,
+            "version": READER_VERSION,
+            "tokenizer": self.tokenizer.name,
+            "deterministic": True,
+        }
+
+    def _read(self, context: str) -> tuple[ReadText, int]:
+        """The read context and its token count, from the LRU when seen recently."""
+        key = hashlib.sha256(context.encode()).hexdigest()
+        hit = self._read_cache.get(key)
+        if hit is not None:
+            self._read_cache.move_to_end(key)
+            return hit
+        entry = (ReadText(prompts.parse_passages(context)), _count_context(context))
+        self._read_cache[key] = entry
+        if len(self._read_cache) > _CACHE_SIZE:
+            self._read_cache.popitem(last=False)
+        return entry
+
+    def reply(self, request: GenerationRequest) -> tuple[str, int]:
+        """The reply text for one request, and the prompt's token count."""
+        system_tokens = 0
+        body: list[str] = []
+        for message in request.messages:
+            if message.role == "system":
+                system_tokens += _count_cached(message.content)
+            else:
+                body.append(message.content)
+        context, block = prompts.split_prompt("\n\n".join(body))
+        read, context_tokens = self._read(context)
+        question, options = prompts.parse_question(block)
+        reason, text = respond(read, question, options)
+        # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
+        prompt_tokens = system_tokens + context_tokens + self.tokenizer.count(block)
+        return f"{reason}\n## Answer: {text}", prompt_tokens
+
+    def _finish(self, text: str, params: SamplingParams) -> tuple[str, str]:
+        reason = "stop"
+        for stop in params.stop:
+            at = text.find(stop) if stop else -1
+            if at >= 0:
+                text, reason = text[:at], "stop"
+        if self.tokenizer.count(text) > params.max_tokens:
+            text, reason = _truncate_right(text, params.max_tokens), "length"
+        return text, reason
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        results = []
+        for request in requests:
+            start = time.perf_counter()
+            raw, prompt_tokens = self.reply(request)
+            text, finish = self._finish(raw, request.params)
+            n = request.params.n
+            usage = Usage(
+                prompt_tokens=prompt_tokens,
+                completion_tokens=n * self.tokenizer.count(text),
+                latency_s=time.perf_counter() - start,
+            )
+            samples = [Sample(text=text, finish_reason=finish) for _ in range(n)]
+            results.append(
+                GenerationResult(key=request.key, samples=samples, usage=usage, stage=request.stage)
+            )
+        return results
+
+
+def _truncate_right(text: str, budget: int) -> str:
+    """The longest prefix of ``text`` with at most ``budget`` approximate tokens."""
+    tokenizer = approx_tokenizer()
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tokenizer.count(text[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]

@@ -1,0 +1,288 @@
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from clstream.core.events import Chunk, Document
+from clstream.core.protocols import System, respond_all
+from clstream.core.registry import resolve
+from clstream.core.specs import ComponentSpec, derive_seed
+from clstream.core.types import GenerationRequest, GenerationResult, Query, Sample, SamplingParams
+from clstream.errors import DataError, SpecError
+from clstream.models.tokenizers import approx_tokenizer
+from clstream.systems import prompts
+from clstream.systems.context import (
+    QUESTION_RESERVE,
+    FullContext,
+    RagSystem,
+    RagWindow,
+    RollingWindow,
+)
+
+CHUNKS = [
+    "Mara went to the kitchen.",
+    "A storm passed over the harbour.",
+    "Tobin picked up the lantern.",
+    "The harbour bells rang at dusk.",
+    "Mara travelled to the garden.",
+    "Tobin gave the lantern to Mara.",
+]
+
+
+class RecordingModel:
+    """Answers every request with a fixed text and keeps what it was sent."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.tokenizer = approx_tokenizer()
+        self.calls: list[list[GenerationRequest]] = []
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        self.calls.append(list(requests))
+        answer = [Sample(text="## Answer: x")]
+        return [GenerationResult(key=r.key, samples=answer) for r in requests]
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "recorder"}
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def feed(system, n: int, stream: str = "doc") -> None:
+    for i in range(n):
+        run(system.observe(Chunk(stream, i, CHUNKS[i])))
+
+
+def user_text(system, query: Query) -> str:
+    run(system.respond(query))
+    return system.model.calls[-1][0].messages[1].content
+
+
+def context_of(system, query: Query) -> str:
+    text = user_text(system, query)
+    return text[: text.rindex("\nQuestion:") + 1]
+
+
+def tags(text: str) -> list[int]:
+    return [int(m.group(1)) for m in prompts.TAG_PATTERN.finditer(text)]
+
+
+Q = Query("doc_q0@1", "Where is Mara?")
+
+
+def test_context_systems_satisfy_protocol_and_registry():
+    for name, cls in [
+        ("full", FullContext),
+        ("window", RollingWindow),
+        ("rag", RagSystem),
+        ("rag+window", RagWindow),
+    ]:
+        system = resolve("system", name)(RecordingModel())
+        assert type(system) is cls and isinstance(system, System)
+        assert system.name == name
+        assert system.replayable  # observe makes no model calls: replay rebuilds memory
+
+
+def test_context_describe_fills_defaults_and_parses_spec_args():
+    model = RecordingModel()
+    assert FullContext(model).describe() == {"name": "full", "args": {"budget": 120000}}
+    assert RollingWindow(model).describe() == {"name": "window", "args": {"w": 8}}
+    assert RagSystem(model).describe() == {"name": "rag", "args": {"k": 8}}
+    assert RagWindow(model).describe() == {"name": "rag+window", "args": {"k": 4, "w": 4}}
+    spec = ComponentSpec.parse("rag+window:k=30")
+    assert RagWindow(model, **spec.args).describe()["args"] == {"k": 30, "w": 4}
+
+
+@pytest.mark.parametrize(
+    "cls, args, word",
+    [
+        (RagSystem, {"kk": 3}, "kk"),
+        (RollingWindow, {"k": 3}, "k"),
+        (RagSystem, {"k": "many"}, "k"),
+        (RagSystem, {"k": True}, "k"),
+        (RollingWindow, {"w": 0}, "w"),
+        (FullContext, {"budget": 2.5}, "budget"),
+    ],
+)
+def test_context_bad_args_raise_spec_error_naming_them(cls, args, word):
+    with pytest.raises(SpecError, match=repr(word)):
+        cls(RecordingModel(), **args)
+
+
+def test_context_full_keeps_all_chunks_in_order_and_extends():
+    system = FullContext(RecordingModel())
+    contexts = []
+    for t in range(1, 5):
+        feed_one(system, t - 1)
+        contexts.append(context_of(system, Q))
+        assert tags(contexts[-1]) == list(range(t))
+    for earlier, later in zip(contexts, contexts[1:], strict=False):
+        assert later.startswith(earlier)
+
+
+def feed_one(system, i: int) -> None:
+    run(system.observe(Chunk("doc", i, CHUNKS[i])))
+
+
+def test_context_full_drops_oldest_over_budget():
+    tok = approx_tokenizer()
+    blocks = [tok.count(prompts.passage_block(i, c)) for i, c in enumerate(CHUNKS)]
+    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(prompts.CONTEXT_HEADER)
+    budget = QUESTION_RESERVE + fixed + sum(blocks[-3:])
+    system = FullContext(RecordingModel(), budget=budget)
+    feed(system, 6)
+    assert tags(context_of(system, Q)) == [3, 4, 5]
+    system = FullContext(RecordingModel(), budget=budget - 1)
+    feed(system, 6)
+    assert tags(context_of(system, Q)) == [4, 5]
+
+
+def test_context_full_truncates_newest_chunk_when_nothing_fits():
+    tok = approx_tokenizer()
+    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(prompts.CONTEXT_HEADER)
+    system = FullContext(RecordingModel(), budget=QUESTION_RESERVE + fixed + 8)
+    run(system.observe(Chunk("doc", 0, "one two three four five six seven eight nine ten")))
+    context = context_of(system, Q)
+    assert tags(context) == [0]
+    assert "ten" in context and "one" not in context
+
+
+def test_context_full_long_question_gets_a_shorter_context_alone():
+    tok = approx_tokenizer()
+    blocks = [tok.count(prompts.passage_block(i, c)) for i, c in enumerate(CHUNKS)]
+    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(prompts.CONTEXT_HEADER)
+    system = FullContext(RecordingModel(), budget=QUESTION_RESERVE + fixed + sum(blocks))
+    feed(system, 6)
+    assert tags(context_of(system, Q)) == list(range(6))
+    long_q = Query("long@6", "Where is Mara? " + "so " * (QUESTION_RESERVE + 10))
+    prompt = system.model.calls[-1][0]
+    text = user_text(system, long_q)
+    assert tags(text)[-1] == 5 and tags(text)[0] > 0
+    assert tok.count(system.model.calls[-1][0].prompt_text) <= system.args["budget"]
+    assert tok.count(prompt.prompt_text) <= system.args["budget"]
+
+
+def test_context_window_keeps_w_most_recent():
+    system = RollingWindow(RecordingModel(), w=2)
+    feed_one(system, 0)
+    assert tags(context_of(system, Q)) == [0]
+    for i in range(1, 5):
+        feed_one(system, i)
+    assert tags(context_of(system, Q)) == [3, 4]
+
+
+def test_context_rag_retrieves_top_k_in_chunk_order():
+    system = RagSystem(RecordingModel(), k=2)
+    feed(system, 6)
+    context = context_of(system, Query("h@6", "What rang in the harbour?"))
+    assert tags(context) == [1, 3]
+    context = context_of(system, Query("m@6", "Where did Mara go?"))
+    assert set(tags(context)) <= {0, 4, 5} and len(tags(context)) == 2
+    assert tags(context) == sorted(tags(context))
+    assert tags(context_of(system, Query("z@6", "Zebra?"))) == []
+
+
+def test_context_rag_window_uses_rag_only_past_the_window():
+    system = RagWindow(RecordingModel(), k=1, w=3)
+    feed(system, 3)
+    text = user_text(system, Query("h@3", "harbour"))
+    assert prompts.RETRIEVED_HEADER not in text
+    assert tags(text) == [0, 1, 2]
+    assert "Current head index: 2\nQuestion: harbour" in text
+    feed_one(system, 3)
+    feed_one(system, 4)
+    text = user_text(system, Query("h@5", "harbour"))
+    recent, retrieved = text.split(prompts.RETRIEVED_HEADER)
+    assert tags(recent) == [2, 3, 4]
+    assert tags(retrieved) == [1]  # chunk 3 also matches but sits inside the window
+    assert "Current head index: 4\n" in retrieved
+
+
+def test_context_probes_leave_memory_unchanged():
+    for cls in (FullContext, RollingWindow, RagSystem, RagWindow):
+        system = cls(RecordingModel())
+        feed(system, 5)
+        before = json.dumps(system.snapshot())
+        run(respond_all(system, [Q, Query("b", "Who has the lantern?")]))
+        assert json.dumps(system.snapshot()) == before
+
+
+def test_context_snapshot_restore_gives_identical_prompts():
+    queries = [Q, Query("l@5", "Who has the lantern?", options=("Mara", "Tobin"), kind="mc")]
+    for cls in (FullContext, RollingWindow, RagSystem, RagWindow):
+        args = {"k": 2} if cls in (RagSystem, RagWindow) else {}
+        system = cls(RecordingModel(), **args)
+        feed(system, 5)
+        state = json.loads(json.dumps(system.snapshot()))
+        assert [c["index"] for c in state["chunks"]] == [0, 1, 2, 3, 4]
+        run(respond_all(system, queries))
+        first = [r.messages for r in system.model.calls[-1]]
+        clone = type(system)(RecordingModel(), **system.args)
+        clone.restore(state)
+        run(respond_all(clone, queries))
+        assert [r.messages for r in clone.model.calls[-1]] == first
+        # The restored system keeps growing like the original.
+        feed_one(system, 5)
+        feed_one(clone, 5)
+        run(respond_all(system, queries))
+        run(respond_all(clone, queries))
+        assert [r.messages for r in clone.model.calls[-1]] == [
+            r.messages for r in system.model.calls[-1]
+        ]
+
+
+def test_context_restore_rejects_bad_state():
+    system = RollingWindow(RecordingModel())
+    with pytest.raises(DataError, match="chunks"):
+        system.restore({"chunks": [{"index": "0", "text": 3}]})
+    with pytest.raises(DataError):
+        system.restore({})
+
+
+def test_context_batch_is_one_call_with_seeded_keyed_requests():
+    model = RecordingModel()
+    sampling = SamplingParams(temperature=0.0, max_tokens=64)
+    system = RollingWindow(model, sampling=sampling, seed=11)
+    feed(system, 3)
+    queries = [Query(f"doc_q{i}@3", f"Question {i}?") for i in range(4)]
+    responses = run(system.respond_batch(queries))
+    assert len(model.calls) == 1
+    requests = model.calls[0]
+    assert [r.key for r in requests] == [q.id for q in queries]
+    assert [r.params.seed for r in requests] == [derive_seed(11, q.id) for q in queries]
+    assert all(r.params.max_tokens == 64 and r.params.temperature == 0.0 for r in requests)
+    assert [r.query_id for r in responses] == [q.id for q in queries]
+    assert all(r.text == "## Answer: x" and set(r.timings) == {"retrieve", "generate"}
+               for r in responses)  # fmt: skip
+    # Batch or one at a time: the same requests.
+    single = [run(system.respond(q)) for q in queries]
+    assert [c[0] for c in model.calls[1:]] == requests
+    assert [r.query_id for r in single] == [q.id for q in queries]
+    assert run(system.respond_batch([])) == []
+
+
+def test_context_empty_memory_still_prompts():
+    for cls in (FullContext, RollingWindow, RagSystem, RagWindow):
+        system = cls(RecordingModel())
+        text = user_text(system, Q)
+        assert tags(text) == [] and "Question: Where is Mara?" in text
+
+
+def test_context_observe_rejects_other_events_and_returns_no_calls():
+    system = FullContext(RecordingModel())
+    assert run(system.observe(Chunk("doc", 0, "text"))) == []
+    with pytest.raises(SpecError):
+        run(system.observe(Document("d", "text")))
+
+
+def test_context_reset_clears_memory():
+    system = RagSystem(RecordingModel())
+    feed(system, 3)
+    run(system.reset())
+    assert system.snapshot() == {"chunks": []}
+    assert tags(context_of(system, Query("m", "Mara kitchen"))) == []

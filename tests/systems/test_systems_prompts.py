@@ -1,0 +1,83 @@
+import re
+
+from clstream.core.types import Query
+from clstream.systems import prompts
+
+OPTS = ("the kitchen", "the garden", "We cannot answer this question at this point")
+
+
+def test_prompts_system_message_states_the_rules():
+    text = prompts.SYSTEM_PROMPT
+    for needle in ("Unknown", "Same", "## Answer:", "latest", "cannot be"):
+        assert needle in text
+    assert "{" not in text  # nothing left unformatted
+
+
+def test_prompts_layout_context_first_question_last():
+    context = prompts.context_text([(0, "Mara went to the hall."), (1, "Tobin ran home.")])
+    messages = prompts.build_messages(context, Query("q1@2", "Where is Mara?"))
+    assert [m.role for m in messages] == ["system", "user"]
+    user = messages[1].content
+    assert user.startswith(context)
+    assert user.index("[chunk index 0]") < user.index("[chunk index 1]") < user.index("Question:")
+    assert user.rstrip().endswith("'## Answer: <one or two words>'.")
+    assert "Options:" not in user
+
+
+def test_prompts_options_are_lettered_and_head_index_shown():
+    query = Query("q@3", "Where is\n Mara?", options=OPTS, kind="mc")
+    block = prompts.question_text(query, head_index=7)
+    assert block.startswith("Current head index: 7\nQuestion: Where is Mara?\n")
+    assert "A. the kitchen\nB. the garden\nC. We cannot answer" in block
+    assert block.endswith("'## Answer: <letter>'.")
+
+
+def test_prompts_shared_prefix_identical_across_questions():
+    context = prompts.context_text([(0, "a b c"), (1, "d e f")])
+    users = [
+        prompts.build_messages(context, q)[1].content
+        for q in (Query("x", "Who?"), Query("y", "Where is it?", options=OPTS, kind="mc"))
+    ]
+    cut = [u.rindex("\nQuestion:") + 1 for u in users]
+    assert users[0][: cut[0]] == users[1][: cut[1]] == context
+    system = {prompts.build_messages(context, Query("z", "q"))[0].content for _ in range(2)}
+    assert system == {prompts.SYSTEM_PROMPT}
+
+
+def test_prompts_context_grows_by_appending():
+    chunks = [(i, f"chunk text {i}.") for i in range(4)]
+    texts = [prompts.context_text(chunks[:t]) for t in range(1, 5)]
+    for earlier, later in zip(texts, texts[1:], strict=False):
+        assert later.startswith(earlier)
+
+
+def test_prompts_split_context_puts_window_before_retrieved():
+    text = prompts.split_context_text([(5, "new")], [(1, "old")])
+    assert text.index(prompts.RECENT_HEADER) < text.index(prompts.RETRIEVED_HEADER)
+    assert prompts.RETRIEVED_HEADER not in prompts.split_context_text([(0, "x")], [])
+
+
+def test_prompts_parsing_inverts_the_layout():
+    passages = [(3, "First passage.\nSecond line."), (9, "Last one.")]
+    context = prompts.split_context_text(passages[1:], passages[:1])
+    query = Query("q", "Who holds the lamp?", options=OPTS, kind="mc")
+    user = prompts.build_messages(context, query, head_index=9)[1].content
+    ctx, block = prompts.split_prompt(user)
+    assert sorted(prompts.parse_passages(ctx)) == passages
+    assert prompts.parse_question(block) == ("Who holds the lamp?", list(OPTS))
+
+
+def test_prompts_parsing_untagged_text():
+    ctx, block = prompts.split_prompt("Some story here.\n\nWhere is Ada?")
+    assert prompts.parse_passages(ctx) == [(0, "Some story here.")]
+    assert prompts.parse_question(block) == ("Where is Ada?", [])
+    assert prompts.parse_passages("") == []
+
+
+def test_prompts_fingerprint_tracks_template_text(monkeypatch):
+    first = prompts.template_fingerprint()
+    assert re.fullmatch(r"[0-9a-f]{64}", first)
+    assert prompts.template_fingerprint() == first
+    monkeypatch.setattr(prompts, "SYSTEM_PROMPT", prompts.SYSTEM_PROMPT + " ")
+    assert prompts.template_fingerprint() != first
+    assert prompts.PROMPT_TEMPLATE_VERSION
