@@ -48,6 +48,12 @@ def _add_backend(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from clstream.commands_seqmem import (
+        add_generate_seqmem_parser,
+        add_run_seqmem_parser,
+        add_score_seqmem_parser,
+    )
+
     parser = _Parser(prog="clstream", description="Measure continual learning of LLM systems on streams.")
     parser.add_argument("--version", action="version", version=f"clstream {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -63,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     babi.add_argument("--haystack", action="append", default=None, metavar="FILE",
                       help="text file(s) to use as distractor prose instead of generated prose")
     babi.add_argument("--out", required=True)
+    add_generate_seqmem_parser(gsub)
 
     run = sub.add_parser("run", help="run systems over a benchmark into a results directory")
     rsub = run.add_subparsers(dest="protocol", required=True, parser_class=_Parser)
@@ -76,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     roaks.add_argument("--no-progress", action="store_true")
     _add_sampling(roaks)
     _add_backend(roaks)
+    add_run_seqmem_parser(rsub)
 
     score = sub.add_parser("score", help="score a predictions or records file")
     ssub = score.add_subparsers(dest="protocol", required=True, parser_class=_Parser)
@@ -84,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     soaks.add_argument("predictions")
     soaks.add_argument("--json", action="store_true")
     soaks.add_argument("--allow-missing", action="store_true")
+    add_score_seqmem_parser(ssub)
 
     exp = sub.add_parser("export", help="write a run's predictions file (SPECS 5)")
     exp.add_argument("dir")
@@ -107,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from clstream import commands
 
     args = build_parser().parse_args(argv)
-    handler = getattr(commands, f"cmd_{args.command}")
+    handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
     try:
         result = handler(args)
         return int(result or 0)

@@ -133,12 +133,16 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 # -- export / summary / report ---------------------------------------------------------------
 def cmd_export(args: argparse.Namespace) -> int:
+    from clstream.commands_seqmem import export_seqmem
     from clstream.store.export import export_oaks, select_run
 
     with ResultsStore(args.dir) as store:
         run = select_run(store, args.system, args.model)
-        n = export_oaks(store, run, args.out)
-    print(f"wrote {n} predictions to {args.out}", file=sys.stderr)
+        if run.protocol == "seqmem":
+            n = export_seqmem(store, run, args.out)
+        else:
+            n = export_oaks(store, run, args.out)
+    print(f"wrote {n} records to {args.out}", file=sys.stderr)
     return 0
 
 

@@ -73,6 +73,10 @@ def summarize(
             entry["cost_usd"] = cost_usd(tokens, prices[run.model])
         if run.protocol == "oaks":
             entry.update(_oaks_run(store, run))
+        elif run.protocol == "seqmem":
+            from clstream.store.summary_seqmem import summarize_seqmem_run
+
+            entry.update(summarize_seqmem_run(store, run))
         runs_out.append(entry)
     return {
         "dir": str(store.dir),

@@ -1,0 +1,272 @@
+"""The SeqMem-Eval runner: the plan of probes, every method end to end on the synthetic stream
+with the builtin model, the records it stores, multi-try systems, and failed model calls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clstream.benchmarks.seqmem_synthetic import generate_seqmem_synthetic, synthetic_stream
+from clstream.core.registry import register
+from clstream.core.specs import ComponentSpec, RunSpec
+from clstream.core.types import GenerationRequest, GenerationResult
+from clstream.errors import ClstreamError, SpecError
+from clstream.metrics.seqmem import load_seqmem_records, score_seqmem
+from clstream.models.builtin import BuiltinReader
+from clstream.protocols.common import system_factory
+from clstream.protocols.seqmem import (
+    SeqMemPlan,
+    SeqMemRunner,
+    apply_delta,
+    default_checkpoints,
+    default_horizons,
+    json_delta,
+    load_memory,
+    sample_taus,
+)
+from clstream.store.db import ResultsStore
+from clstream.systems import seqmem_prompts as P
+
+SYSTEMS = {
+    "memory-free": "clstream.systems.experience:MemoryFree",
+    "exp-recent": "clstream.systems.experience:ExpRecent",
+    "exp-rag": "clstream.systems.experience:ExpRag",
+    "dc-rs": "clstream.systems.curated:DcRs",
+    "awm": "clstream.systems.curated:Awm",
+    "expel-st": "clstream.systems.expel:ExpelSt",
+    "expel-mt": "clstream.systems.expel:ExpelMt",
+    "g-memory": "clstream.systems.gmemory:GMemory",
+}
+for _name, _target in SYSTEMS.items():
+    register("system", _name, _target)
+
+
+class RecallReader(BuiltinReader):
+    """The builtin reader plus the exemplar hook it is to adopt (seqmem_prompts.recall_answer):
+    a past task in the prompt that asks the same thing gives its stated answer."""
+
+    def reply(self, request: GenerationRequest) -> tuple[str, int]:
+        text, tokens = super().reply(request)
+        body = "\n\n".join(m.content for m in request.messages if m.role != "system")
+        recalled = P.recall_answer(body)
+        if recalled is not None:
+            return f"A past task asks the same.\n## Answer: {recalled}", tokens
+        return text, tokens
+
+
+class Failing(BuiltinReader):
+    """Fails the answering call of chosen request keys."""
+
+    def __init__(self, fail: set[str]):
+        super().__init__()
+        self.fail = fail
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        out = await super().generate(requests)
+        return [r.model_copy(update={"samples": [], "error": "server said no"})
+                if r.key in self.fail else r for r in out]
+
+
+def stream(tasks: int = 12, holdout: int = 4, seed: int = 3) -> Any:
+    return synthetic_stream(generate_seqmem_synthetic(seed=seed, tasks=tasks, holdout=holdout))
+
+
+def make_runner(store: ResultsStore, data: Any, system: str, model: Any,
+                plan: SeqMemPlan | None = None) -> SeqMemRunner:
+    spec = RunSpec(protocol="seqmem", dataset_hash=data.sha256,
+                   system=ComponentSpec.parse(system), model=ComponentSpec(name="builtin"))
+    plan = plan or SeqMemPlan.build(len(data.tasks))
+    runner = SeqMemRunner(data.tasks, data.holdout, spec, store, system_factory(spec, model),
+                          data.evaluator().evaluate, plan, {"path": "mem", "n_tasks": len(data.tasks)},
+                          show_progress=False)
+    runner.register({})
+    return runner
+
+
+def rows(store: ResultsStore, run_id: str, kind: str) -> list[dict[str, Any]]:
+    return [{**json.loads(r["payload"]), "_error": r["error"], "_stage": r["stage"],
+             "_tokens": r["prompt_tokens"]} for r in store.iter_records(run_id, kind)]
+
+
+# --- the plan ------------------------------------------------------------------------------
+
+
+def test_default_checkpoints_and_horizons() -> None:
+    assert default_checkpoints(18) == [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]
+    assert default_checkpoints(10) == [0, 1, 2, 3, 4, 6, 7, 8, 9, 10]
+    assert default_checkpoints(4) == [0, 1, 2, 3, 4]
+    assert default_checkpoints(3, count=2) == [0, 2, 3]  # 1.5 rounds up
+    assert default_horizons(10) == [1, 2, 4, 8] and default_horizons(8) == [1, 2, 4]
+    assert default_horizons(1) == []
+
+
+def test_plan_validation_and_retro_pairs() -> None:
+    plan = SeqMemPlan.build(6, checkpoints=[3, 0, 3], horizons=[2, 1])
+    assert plan.checkpoints == (0, 3) and plan.horizons == (1, 2)
+    assert plan.retro_at(0) == [] and plan.retro_at(6) == []
+    assert plan.retro_at(3) == [(3, 1), (2, 2)]
+    assert sum(len(plan.retro_at(k)) for k in range(7)) == 5 + 4
+    for kwargs, flag in (({"checkpoints": [7]}, "--checkpoints"), ({"horizons": [6]}, "--horizons"),
+                         ({"retro_sample": 1.5}, "--retro-sample")):
+        with pytest.raises(SpecError, match=flag):
+            SeqMemPlan.build(6, **kwargs)
+
+
+def test_retro_sample_is_seeded_and_shared_by_horizons() -> None:
+    a, b = sample_taus(41, 0.25, seed=1), sample_taus(41, 0.25, seed=1)
+    assert a == b and len(a) == 10 and a <= set(range(1, 41))
+    assert sample_taus(41, 0.25, seed=2) != a
+    assert sample_taus(41, 1.0, 0) == frozenset(range(1, 41)) and sample_taus(41, 0.0, 0) == set()
+    plan = SeqMemPlan.build(41, horizons=[1, 4], retro_sample=0.25, seed=1)
+    pairs = [p for k in range(42) for p in plan.retro_at(k)]
+    assert {tau for tau, h in pairs if h == 1} == a
+    assert {tau for tau, h in pairs if h == 4} == {t for t in a if t + 4 <= 41}
+
+
+# --- end to end ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("system", sorted(SYSTEMS))
+def test_every_method_runs_end_to_end_with_the_builtin_model(tmp_path: Path, system: str) -> None:
+    data = stream()
+    with ResultsStore(tmp_path, writer=True) as store:
+        runner = make_runner(store, data, system, BuiltinReader())
+        result = asyncio.run(runner.run())
+        assert result.errors == 0
+        assert (result.online_done, result.holdout_done) == (12, 4 * len(runner.plan.checkpoints))
+        online = rows(store, runner.run_id, "online")
+        holdout = rows(store, runner.run_id, "holdout")
+        retro = rows(store, runner.run_id, "retro")
+        assert sorted(r["tau"] for r in online) == list(range(1, 13))
+        assert all(r["_stage"] == "generate" and r["_tokens"] > 0 for r in online)
+        ks = sorted({r["checkpoint"] for r in holdout})
+        assert ks[0] == 0 and len([k for k in ks if k > 0]) >= 2
+        per_h: dict[int, list[int]] = {}
+        for r in retro:
+            per_h.setdefault(r["horizon"], []).append(r["tau"])
+        assert sorted(per_h) == [1, 2, 4, 8]
+        assert all(sorted(v) == list(range(1, 13 - h)) for h, v in per_h.items())
+        assert store.state_steps(runner.run_id, "memory") == list(range(13))
+        updates = rows(store, runner.run_id, "update")
+        assert len(updates) == 12 and all(r["time_s"] >= 0 for r in updates)
+
+
+def test_exp_rag_beats_memory_free_on_the_synthetic_stream(tmp_path: Path) -> None:
+    """The synthetic stream asks items again; feedback states each answer; a reader that reuses
+    a matching past task's stated answer gains only when memory shows that task."""
+    data = stream(tasks=60, holdout=12, seed=1)
+    acc = {}
+    for system in ("memory-free", "exp-rag", "exp-recent"):
+        with ResultsStore(tmp_path / system, writer=True) as store:
+            runner = make_runner(store, data, system, RecallReader(),
+                                 SeqMemPlan.build(60, checkpoints=[0, 60], horizons=[1]))
+            asyncio.run(runner.run())
+            online = rows(store, runner.run_id, "online")
+            acc[system] = sum(r["correct"] for r in online) / len(online)
+    assert acc["memory-free"] <= 0.05
+    assert acc["exp-rag"] >= acc["memory-free"] + 0.10
+    assert acc["exp-rag"] > acc["exp-recent"]
+
+
+def test_multi_try_scores_any_try_online_and_one_try_on_probes(tmp_path: Path) -> None:
+    data = stream()
+    with ResultsStore(tmp_path, writer=True) as store:
+        runner = make_runner(store, data, "expel-mt:tries=2", RecallReader())
+        asyncio.run(runner.run())
+        online = rows(store, runner.run_id, "online")
+        retried = [r for r in online if r["tries"] == 2]
+        assert retried, "the synthetic stream's first questions fail on the first try"
+        for r in retried:
+            assert len(r["attempts"]) == 2 and r["attempts"][0]["score"] == 0.0
+            assert r["correct"] == int(r["attempts"][1]["score"] >= 1.0)
+        assert all(r["tries"] == 1 and "attempts" not in r for r in online if r not in retried)
+        keys = [r["key"] for r in store.iter_records(runner.run_id, "call")]
+        assert any(k.startswith("update/") and "/try1#" in k for k in keys)  # reflections
+        assert all("#try" not in json.dumps(r) for r in rows(store, runner.run_id, "holdout"))
+
+
+def test_failed_online_call_stops_the_run_and_resume_finishes_it(tmp_path: Path) -> None:
+    data = stream()
+    with ResultsStore(tmp_path, writer=True) as store:
+        runner = make_runner(store, data, "exp-rag", Failing({"online/5"}))
+        with pytest.raises(ClstreamError, match="online task 5"):
+            asyncio.run(runner.run())
+        assert store.state_steps(runner.run_id, "memory") == [0, 1, 2, 3, 4]
+        assert store.count(runner.run_id, "online") == 4
+        resumed = make_runner(store, data, "exp-rag", BuiltinReader())
+        result = asyncio.run(resumed.run())
+        assert result.online_done == 12 and result.errors == 0
+
+
+def test_failed_probe_is_stored_as_an_error_and_retried_on_resume(tmp_path: Path) -> None:
+    data = stream()
+    item = data.holdout[0].id
+    with ResultsStore(tmp_path, writer=True) as store:
+        runner = make_runner(store, data, "exp-recent", Failing({f"holdout/{item}@0", "retro/2@1"}))
+        result = asyncio.run(runner.run())
+        assert result.errors == 2
+        assert store.count(runner.run_id, "holdout", errors=True) == 1
+        again = make_runner(store, data, "exp-recent", BuiltinReader())
+        result = asyncio.run(again.run())
+        assert result.errors == 0 and result.retro_done == result.counts["retro"]
+
+
+def test_records_score_through_the_public_format(tmp_path: Path) -> None:
+    from clstream.commands_seqmem import export_seqmem
+
+    data = stream()
+    with ResultsStore(tmp_path, writer=True) as store:
+        runner = make_runner(store, data, "g-memory", RecallReader())
+        asyncio.run(runner.run())
+        run = store.runs()[0]
+        n = export_seqmem(store, run, tmp_path / "records.jsonl")
+    lines = [json.loads(x) for x in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert len(lines) == n
+    assert {tuple(sorted(x)) for x in lines} == {
+        ("correct", "kind", "tau"), ("checkpoint", "correct", "item", "kind"),
+        ("correct", "horizon", "kind", "tau")}
+    scored = score_seqmem(load_seqmem_records(tmp_path / "records.jsonl"))
+    assert set(scored) >= {"online_acc", "holdout_acc", "trend_ho", "bwt", "forgetting", "iv"}
+    assert sorted(scored["bwt"]) == ["1", "2", "4", "8"]
+
+
+# --- snapshots stored as deltas ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("old, new", [
+    ({"a": [1, 2], "b": "x", "c": {"d": 1}}, {"a": [1, 2, 3], "b": "y", "c": {"d": 1, "e": [2]}}),
+    ({"a": [1, 2], "gone": 1}, {"a": [2]}),
+    ([{"x": 1}], [{"x": 1}, {"y": 2}]),
+    ({"a": None}, {"a": {"b": []}}),
+    ("s", 3),
+])
+def test_json_delta_round_trips(old: Any, new: Any) -> None:
+    delta = json_delta(old, new)
+    assert apply_delta(old, json.loads(json.dumps(delta))) == new
+
+
+def test_append_only_memory_is_stored_as_tails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                ) -> None:
+    import clstream.protocols.seqmem as seqmem
+
+    monkeypatch.setattr(seqmem, "FULL_EVERY", 5)
+    data = stream()
+    with ResultsStore(tmp_path, writer=True) as store:
+        runner = make_runner(store, data, "exp-rag", BuiltinReader())
+        asyncio.run(runner.run())
+        for k in range(13):
+            raw = store.load_state(runner.run_id, "memory", k)
+            assert raw is not None and ("full" in raw[1]) == (k % 5 == 0)
+            if k % 5:
+                appended = raw[1]["delta"]["$dict"]["memory"]["$dict"]["records"]["$append"]
+                assert len(appended) == 1
+            state = load_memory(store, runner.run_id, k)
+            system = system_factory(runner.spec, BuiltinReader())()
+            system.restore(state)
+            assert [r.task_id for r in system.pool.records] == [t.id for t in data.tasks[:k]]
+        assert load_memory(store, runner.run_id, 13) is None
