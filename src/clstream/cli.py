@@ -39,6 +39,8 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
 
 def _add_backend(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model backend")
+    g.add_argument("--model-args", default=None, metavar="KEY=VALUE,...",
+                   help="backend settings that are part of the run spec, e.g. dtype=bfloat16")
     g.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://host:8000/v1")
     g.add_argument("--api-key-env", default=None, help="name of the environment variable holding the API key")
     g.add_argument("--max-concurrency", type=int, default=None, help="requests in flight at most")

@@ -75,7 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     dataset = load_oaks(args.data)
     sampling = _sampling(args)
-    model_spec = parse_model_spec(args.model)
+    model_spec = parse_model_spec(args.model, args.model_args)
     systems = [ComponentSpec.parse(s, "system") for s in args.system]
     model = build_model(model_spec, **_backend_options(args))
     specs = [

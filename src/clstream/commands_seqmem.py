@@ -94,7 +94,7 @@ def cmd_run_seqmem(args: argparse.Namespace) -> int:
                             _int_list("--horizons", args.horizons), args.retro_sample, args.seed)
     evaluator = stream.evaluator(**({"reveal_target": True} if args.reveal_target else {}))
     sampling = _sampling(args)
-    model_spec = parse_model_spec(args.model)
+    model_spec = parse_model_spec(args.model, args.model_args)
     systems = [ComponentSpec.parse(s, "system") for s in args.system]
     view = stream_view(stream, args.source)
     params = {**plan.as_params(), "source": args.source, "holdout": args.holdout,

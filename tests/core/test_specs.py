@@ -44,3 +44,14 @@ def test_derive_seed_stable_and_distinct() -> None:
     assert derive_seed(0, "q@1") != derive_seed(0, "q@2")
     assert derive_seed(0, "q@1") != derive_seed(1, "q@1")
     assert 0 <= derive_seed(5, "x", 3) < 2**31
+
+
+def test_model_args_are_part_of_the_spec() -> None:
+    spec = parse_model_spec("hf:/m/tiny", "dtype=float32,batch_size=2")
+    assert spec.args == {"batch_size": 2, "dtype": "float32", "target": "/m/tiny"}
+    assert spec.label == "hf:/m/tiny [batch_size=2,dtype=float32]"
+    assert parse_model_spec("openai:qwen").label == "openai:qwen"
+    with pytest.raises(SpecError):
+        parse_model_spec("hf:/m", "target=/other")
+    with pytest.raises(SpecError):
+        parse_model_spec("hf:/m", "dtype")

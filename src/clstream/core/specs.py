@@ -61,19 +61,33 @@ class ComponentSpec(BaseModel):
 
     @property
     def label(self) -> str:
-        if not self.args:
-            return self.name
-        return self.name + ":" + ",".join(f"{k}={v}" for k, v in sorted(self.args.items()))
+        """``rag:k=8`` for systems; ``hf:/models/x [dtype=bfloat16]`` for model targets."""
+        rest = {k: v for k, v in sorted(self.args.items()) if k != "target"}
+        head = self.name + (f":{self.args['target']}" if "target" in self.args else "")
+        if not rest:
+            return head
+        joined = ",".join(f"{k}={v}" for k, v in rest.items())
+        return f"{head} [{joined}]" if "target" in self.args else f"{head}:{joined}"
 
 
-def parse_model_spec(text: str) -> ComponentSpec:
-    """``builtin``, ``openai:<model>``, ``hf:<path>``, ``vllm:<path>``: the rest is the target."""
+def parse_model_spec(text: str, model_args: str | None = None) -> ComponentSpec:
+    """``builtin``, ``openai:<model>``, ``hf:<path>``, ``vllm:<path>``: the rest is the target.
+
+    ``model_args`` (``key=value,...``, from ``--model-args``) are backend settings that can change
+    outputs (dtype, max_model_len, ...), so they are part of the spec and of the run id.
+    """
     name, sep, target = text.strip().partition(":")
     if not _NAME.match(name):
         raise SpecError(f"model {text!r}: backend {name!r} is not a valid name")
     if sep and not target:
         raise SpecError(f"model {text!r}: missing model name or path after ':'")
-    return ComponentSpec(name=name, args={"target": target} if target else {})
+    args: dict[str, Any] = dict(ComponentSpec.parse(f"x:{model_args}", "--model-args").args) \
+        if model_args else {}
+    if "target" in args:
+        raise SpecError("--model-args: 'target' is given by --model itself")
+    if target:
+        args["target"] = target
+    return ComponentSpec(name=name, args=dict(sorted(args.items())))
 
 
 class RunSpec(BaseModel):

@@ -72,15 +72,33 @@ class HFTokenizer:
         self.name = f"hf:{path}"
 
     def count(self, text: str) -> int:
-        return len(self._tok.encode(text, add_special_tokens=False))
+        return len(self._tok.encode(text, add_special_tokens=False, verbose=False))
 
     def truncate_left(self, text: str, budget: int) -> str:
+        """A suffix of ``text`` with at most ``budget`` tokens.
+
+        Fast tokenizers report character offsets, so the cut is made in the original text (a
+        true suffix, nothing re-spelled by decoding); re-tokenizing a suffix can merge tokens
+        differently at its start, so the cut moves right until the count fits.
+        """
         if budget <= 0:
             return ""
-        ids = self._tok.encode(text, add_special_tokens=False)
+        try:
+            enc = self._tok(
+                text, add_special_tokens=False, return_offsets_mapping=True, verbose=False
+            )
+            ids, offsets = enc["input_ids"], enc["offset_mapping"]
+        except (NotImplementedError, ValueError, TypeError, KeyError):
+            ids, offsets = self._tok.encode(text, add_special_tokens=False, verbose=False), None
         if len(ids) <= budget:
             return text
-        return self._tok.decode(ids[-budget:])
+        if offsets is None:
+            return self._tok.decode(ids[-budget:])
+        for first in range(len(ids) - budget, len(ids)):
+            cut = text[offsets[first][0]:]
+            if self.count(cut) <= budget:
+                return cut
+        return ""
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "exact": self.exact}

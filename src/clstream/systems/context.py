@@ -34,7 +34,7 @@ from clstream.core.protocols import Model
 from clstream.core.specs import derive_seed
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response, SamplingParams
 from clstream.errors import DataError, SpecError
-from clstream.retrieval.bm25 import IncrementalBM25
+from clstream.retrieval.hybrid import RETRIEVERS, Retriever, make_index
 from clstream.systems import prompts
 
 # Tokens kept free for the question block (question, options, reminder) under `budget`.
@@ -47,6 +47,7 @@ class _ContextSystem(ABC):
     name: ClassVar[str]
     defaults: ClassVar[dict[str, int]]
     minimums: ClassVar[dict[str, int]]
+    retrieves: ClassVar[bool] = False  # rag systems: take retriever=, embedder=, k_rrf=
     # Memory is a pure function of the chunks observed and observing calls no model, so a
     # runner may rebuild it by replaying the stream instead of storing a snapshot per step.
     replayable: ClassVar[bool] = True
@@ -61,11 +62,26 @@ class _ContextSystem(ABC):
         self.model = model
         self.sampling = sampling if sampling is not None else SamplingParams()
         self.seed = seed
+        self.retrieval = self._check_retrieval(args)  # pops retriever/embedder/k_rrf
         self.args = self._check_args(args)
         self._chunks: list[Chunk] = []
-        self._index = IncrementalBM25()
+        self._index = self._new_index()
         self._block_tokens: list[int] = []
         self._shared: str | None = None  # context shared by all questions, for this memory
+
+    @classmethod
+    def _check_retrieval(cls, args: dict[str, Any]) -> dict[str, Any]:
+        if not cls.retrieves:
+            return {}
+        out = {"retriever": args.pop("retriever", "bm25"),
+               "embedder": str(args.pop("embedder", "minilm")),
+               "k_rrf": args.pop("k_rrf", 60)}
+        if out["retriever"] not in RETRIEVERS:
+            raise SpecError(f"system {cls.name!r}: retriever must be one of {', '.join(RETRIEVERS)}")
+        return out
+
+    def _new_index(self) -> Retriever:
+        return make_index(**self.retrieval) if self.retrieval else make_index("bm25")
 
     @classmethod
     def _check_args(cls, args: dict[str, Any]) -> dict[str, int]:
@@ -88,7 +104,7 @@ class _ContextSystem(ABC):
 
     async def reset(self) -> None:
         self._chunks = []
-        self._index = IncrementalBM25()
+        self._index = self._new_index()
         self._block_tokens = []
         self._shared = None
 
@@ -128,13 +144,13 @@ class _ContextSystem(ABC):
                     "<snapshot>", i, "chunks", "expected {stream_id: str, index: int, text: str}"
                 )
             parsed.append(Chunk(item["stream_id"], item["index"], item["text"]))
-        self._chunks, self._index, self._block_tokens = [], IncrementalBM25(), []
+        self._chunks, self._index, self._block_tokens = [], self._new_index(), []
         self._shared = None
         for chunk in parsed:
             self._add(chunk)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "args": dict(self.args)}
+        return {"name": self.name, "args": {**self.args, **self.retrieval}}
 
     # --- answering ------------------------------------------------------------------------
 
@@ -242,6 +258,7 @@ class RagSystem(_ContextSystem):
     name = "rag"
     defaults = {"k": 8}
     minimums = {"k": 1}
+    retrieves = True
 
     def _context(self, query: Query) -> tuple[str, int | None]:
         positions = self._retrieve(query, self.args["k"], None)
@@ -254,6 +271,7 @@ class RagWindow(_ContextSystem):
     name = "rag+window"
     defaults = {"k": 4, "w": 4}
     minimums = {"k": 1, "w": 1}
+    retrieves = True
 
     def _context(self, query: Query) -> tuple[str, int | None]:
         n, w = len(self._chunks), self.args["w"]
