@@ -92,10 +92,15 @@ def test_context_describe_fills_defaults_and_parses_spec_args():
     model = RecordingModel()
     assert FullContext(model).describe() == {"name": "full", "args": {"budget": 120000}}
     assert RollingWindow(model).describe() == {"name": "window", "args": {"w": 8}}
-    assert RagSystem(model).describe() == {"name": "rag", "args": {"k": 8}}
-    assert RagWindow(model).describe() == {"name": "rag+window", "args": {"k": 4, "w": 4}}
-    spec = ComponentSpec.parse("rag+window:k=30")
-    assert RagWindow(model, **spec.args).describe()["args"] == {"k": 30, "w": 4}
+    lexical = {"retriever": "bm25", "embedder": "minilm", "k_rrf": 60}
+    assert RagSystem(model).describe() == {"name": "rag", "args": {"k": 8, **lexical}}
+    assert RagWindow(model).describe() == {
+        "name": "rag+window", "args": {"k": 4, "w": 4, **lexical}
+    }
+    spec = ComponentSpec.parse("rag+window:k=30,retriever=hybrid")
+    assert RagWindow(model, **spec.args).describe()["args"] == {
+        "k": 30, "w": 4, **lexical, "retriever": "hybrid"
+    }
 
 
 @pytest.mark.parametrize(

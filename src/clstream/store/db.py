@@ -215,10 +215,6 @@ class ResultsStore:
             for r in rows
         ]
 
-    def find_runs(self, system: str) -> list[RunRow]:
-        """Runs whose system label (or run id) equals ``system``."""
-        return [r for r in self.runs() if system in (r.system, r.run_id)]
-
     # -- records ---------------------------------------------------------------------------
     def put_records(self, run_id: str, records: Iterable[Record]) -> int:
         """Commit records in one transaction. A successful record is never overwritten; a

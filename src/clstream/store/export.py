@@ -7,13 +7,20 @@ import os
 from pathlib import Path
 
 from clstream.benchmarks.oaks_data import from_gold_view
-from clstream.errors import StoreError
+from clstream.core.specs import ComponentSpec
+from clstream.errors import ClstreamError, StoreError
 from clstream.store.db import ResultsStore, RunRow
 
 
 def select_run(store: ResultsStore, system: str, model: str | None = None) -> RunRow:
     """The one run whose system label (or run id) is ``system``, optionally for ``model``."""
-    runs = [r for r in store.find_runs(system) if model is None or r.model == model]
+    try:  # accept the system as typed on the command line, whatever its argument order
+        canonical = ComponentSpec.parse(system).label
+    except ClstreamError:
+        canonical = system
+    runs = [r for r in store.runs()
+            if system in (r.system, r.run_id) or r.system == canonical]
+    runs = [r for r in runs if model is None or r.model == model]
     if not runs:
         known = ", ".join(sorted({r.system for r in store.runs()})) or "none"
         raise StoreError(f"{store.dir}: no run of system {system!r} (runs here: {known})")
