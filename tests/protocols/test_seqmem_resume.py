@@ -23,7 +23,6 @@ from clstream.models.builtin import BuiltinReader
 from clstream.protocols.common import system_factory
 from clstream.protocols.seqmem import SeqMemPlan, SeqMemRunner
 from clstream.store.db import ResultsStore
-from clstream.systems import seqmem_prompts as P
 
 SYSTEM = sys.argv[3]
 register("system", SYSTEM, {
@@ -32,7 +31,7 @@ register("system", SYSTEM, {
     "dc-rs": "clstream.systems.curated:DcRs"}[SYSTEM])
 
 class Model(BuiltinReader):
-    """Recalls stated answers, writes parseable memory updates, dies after N requests."""
+    """The builtin reader that also writes parseable memory updates and dies after N requests."""
     def __init__(self, kill_after, log):
         super().__init__()
         self.kill_after, self.n, self.log = kill_after, 0, log
@@ -44,8 +43,7 @@ class Model(BuiltinReader):
             h = hashlib.sha256(body.encode()).hexdigest()[:6]
             return (f"ADD: lesson {h}\nAGREE 1\nREFLECTION: check {h}\nINSIGHT: insight {h}\n"
                     f"<cheatsheet>sheet {h}</cheatsheet>"), tokens
-        recalled = P.recall_answer(body)
-        return (f"recalled\n## Answer: {recalled}" if recalled else text), tokens
+        return text, tokens
 
     async def generate(self, requests):
         for r in requests:

@@ -1,5 +1,5 @@
-"""The SeqMem-Eval runner: the plan of probes, every method end to end on the synthetic stream
-with the builtin model, the records it stores, multi-try systems, and failed model calls."""
+"""The SeqMem-Eval runner: every method end to end on the synthetic stream with the builtin
+model, the records it stores, multi-try systems, failed model calls, and stored snapshots."""
 
 from __future__ import annotations
 
@@ -15,22 +15,14 @@ from clstream.benchmarks.seqmem_synthetic import generate_seqmem_synthetic, synt
 from clstream.core.registry import register
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import GenerationRequest, GenerationResult
-from clstream.errors import ClstreamError, SpecError
+from clstream.errors import ClstreamError
 from clstream.metrics.seqmem import load_seqmem_records, score_seqmem
 from clstream.models.builtin import BuiltinReader
+from clstream.protocols import seqmem_plan
 from clstream.protocols.common import system_factory
-from clstream.protocols.seqmem import (
-    SeqMemPlan,
-    SeqMemRunner,
-    apply_delta,
-    default_checkpoints,
-    default_horizons,
-    json_delta,
-    load_memory,
-    sample_taus,
-)
+from clstream.protocols.seqmem import SeqMemRunner
+from clstream.protocols.seqmem_plan import SeqMemPlan, load_memory
 from clstream.store.db import ResultsStore
-from clstream.systems import seqmem_prompts as P
 
 SYSTEMS = {
     "memory-free": "clstream.systems.experience:MemoryFree",
@@ -44,19 +36,6 @@ SYSTEMS = {
 }
 for _name, _target in SYSTEMS.items():
     register("system", _name, _target)
-
-
-class RecallReader(BuiltinReader):
-    """The builtin reader plus the exemplar hook it is to adopt (seqmem_prompts.recall_answer):
-    a past task in the prompt that asks the same thing gives its stated answer."""
-
-    def reply(self, request: GenerationRequest) -> tuple[str, int]:
-        text, tokens = super().reply(request)
-        body = "\n\n".join(m.content for m in request.messages if m.role != "system")
-        recalled = P.recall_answer(body)
-        if recalled is not None:
-            return f"A past task asks the same.\n## Answer: {recalled}", tokens
-        return text, tokens
 
 
 class Failing(BuiltinReader):
@@ -93,41 +72,6 @@ def rows(store: ResultsStore, run_id: str, kind: str) -> list[dict[str, Any]]:
              "_tokens": r["prompt_tokens"]} for r in store.iter_records(run_id, kind)]
 
 
-# --- the plan ------------------------------------------------------------------------------
-
-
-def test_default_checkpoints_and_horizons() -> None:
-    assert default_checkpoints(18) == [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]
-    assert default_checkpoints(10) == [0, 1, 2, 3, 4, 6, 7, 8, 9, 10]
-    assert default_checkpoints(4) == [0, 1, 2, 3, 4]
-    assert default_checkpoints(3, count=2) == [0, 2, 3]  # 1.5 rounds up
-    assert default_horizons(10) == [1, 2, 4, 8] and default_horizons(8) == [1, 2, 4]
-    assert default_horizons(1) == []
-
-
-def test_plan_validation_and_retro_pairs() -> None:
-    plan = SeqMemPlan.build(6, checkpoints=[3, 0, 3], horizons=[2, 1])
-    assert plan.checkpoints == (0, 3) and plan.horizons == (1, 2)
-    assert plan.retro_at(0) == [] and plan.retro_at(6) == []
-    assert plan.retro_at(3) == [(3, 1), (2, 2)]
-    assert sum(len(plan.retro_at(k)) for k in range(7)) == 5 + 4
-    for kwargs, flag in (({"checkpoints": [7]}, "--checkpoints"), ({"horizons": [6]}, "--horizons"),
-                         ({"retro_sample": 1.5}, "--retro-sample")):
-        with pytest.raises(SpecError, match=flag):
-            SeqMemPlan.build(6, **kwargs)
-
-
-def test_retro_sample_is_seeded_and_shared_by_horizons() -> None:
-    a, b = sample_taus(41, 0.25, seed=1), sample_taus(41, 0.25, seed=1)
-    assert a == b and len(a) == 10 and a <= set(range(1, 41))
-    assert sample_taus(41, 0.25, seed=2) != a
-    assert sample_taus(41, 1.0, 0) == frozenset(range(1, 41)) and sample_taus(41, 0.0, 0) == set()
-    plan = SeqMemPlan.build(41, horizons=[1, 4], retro_sample=0.25, seed=1)
-    pairs = [p for k in range(42) for p in plan.retro_at(k)]
-    assert {tau for tau, h in pairs if h == 1} == a
-    assert {tau for tau, h in pairs if h == 4} == {t for t in a if t + 4 <= 41}
-
-
 # --- end to end ----------------------------------------------------------------------------
 
 
@@ -157,13 +101,14 @@ def test_every_method_runs_end_to_end_with_the_builtin_model(tmp_path: Path, sys
 
 
 def test_exp_rag_beats_memory_free_on_the_synthetic_stream(tmp_path: Path) -> None:
-    """The synthetic stream asks items again; feedback states each answer; a reader that reuses
-    a matching past task's stated answer gains only when memory shows that task."""
+    """The synthetic stream asks items again and feedback states each answer; the builtin
+    reader reuses a matching past task's stated answer, so it gains only when memory shows
+    that task."""
     data = stream(tasks=60, holdout=12, seed=1)
     acc = {}
     for system in ("memory-free", "exp-rag", "exp-recent"):
         with ResultsStore(tmp_path / system, writer=True) as store:
-            runner = make_runner(store, data, system, RecallReader(),
+            runner = make_runner(store, data, system, BuiltinReader(),
                                  SeqMemPlan.build(60, checkpoints=[0, 60], horizons=[1]))
             asyncio.run(runner.run())
             online = rows(store, runner.run_id, "online")
@@ -176,7 +121,7 @@ def test_exp_rag_beats_memory_free_on_the_synthetic_stream(tmp_path: Path) -> No
 def test_multi_try_scores_any_try_online_and_one_try_on_probes(tmp_path: Path) -> None:
     data = stream()
     with ResultsStore(tmp_path, writer=True) as store:
-        runner = make_runner(store, data, "expel-mt:tries=2", RecallReader())
+        runner = make_runner(store, data, "expel-mt:tries=2", BuiltinReader())
         asyncio.run(runner.run())
         online = rows(store, runner.run_id, "online")
         retried = [r for r in online if r["tries"] == 2]
@@ -221,7 +166,7 @@ def test_records_score_through_the_public_format(tmp_path: Path) -> None:
 
     data = stream()
     with ResultsStore(tmp_path, writer=True) as store:
-        runner = make_runner(store, data, "g-memory", RecallReader())
+        runner = make_runner(store, data, "g-memory", BuiltinReader())
         asyncio.run(runner.run())
         run = store.runs()[0]
         n = export_seqmem(store, run, tmp_path / "records.jsonl")
@@ -238,23 +183,9 @@ def test_records_score_through_the_public_format(tmp_path: Path) -> None:
 # --- snapshots stored as deltas ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("old, new", [
-    ({"a": [1, 2], "b": "x", "c": {"d": 1}}, {"a": [1, 2, 3], "b": "y", "c": {"d": 1, "e": [2]}}),
-    ({"a": [1, 2], "gone": 1}, {"a": [2]}),
-    ([{"x": 1}], [{"x": 1}, {"y": 2}]),
-    ({"a": None}, {"a": {"b": []}}),
-    ("s", 3),
-])
-def test_json_delta_round_trips(old: Any, new: Any) -> None:
-    delta = json_delta(old, new)
-    assert apply_delta(old, json.loads(json.dumps(delta))) == new
-
-
 def test_append_only_memory_is_stored_as_tails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                                 ) -> None:
-    import clstream.protocols.seqmem as seqmem
-
-    monkeypatch.setattr(seqmem, "FULL_EVERY", 5)
+    monkeypatch.setattr(seqmem_plan, "FULL_EVERY", 5)
     data = stream()
     with ResultsStore(tmp_path, writer=True) as store:
         runner = make_runner(store, data, "exp-rag", BuiltinReader())

@@ -16,9 +16,17 @@ into ordered sentences and events; this module reads the question and answers:
   short span from it; multiple choice takes the option the latest relevant sentence supports,
   or the "cannot answer" option when none is supported.
 
-The open-question routines over events live with the reading in the reader module; this
+Memory of a SeqMem-Eval method (SPECS §2.3) comes first: when the prompt shows past-task
+records in the solver layout of :mod:`clstream.systems.seqmem_prompts` and one asks the same
+thing as the current task, the reply reuses the answer that record's feedback states as
+correct, or the answer it gave when its outcome was correct (``recall_answer``), formatted as
+the current task's instruction asks. Prompts without such records (OAKS, a memory-free
+method) take the reading path above unchanged.
+
+The open-question routines over events live in :mod:`clstream.models.builtin_answer`; this
 module routes questions, does the lexical fallback and multiple choice, and is the Model.
-The reply is one reasoning line then ``## Answer: ...`` so answer extraction is exercised.
+The reply is one reasoning line then ``## Answer: ...`` so answer extraction is exercised
+(a recalled program or multi-line reply is given as the record holds it).
 Decoding parameters are accepted and ignored except ``max_tokens`` and ``stop``: the reader is
 deterministic, so its n samples are identical texts. Reading a long context is cached by the
 hash of the context text (a small LRU), so the questions of one interval read it once.
@@ -36,28 +44,30 @@ from typing import Any
 
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, SamplingParams, Usage
 from clstream.errors import SpecError
-from clstream.models.builtin_reader import (
-    DETERMINERS,
+from clstream.models.builtin_answer import (
     GENERIC,
     STOP,
     UNKNOWN,
-    WORD_NUMBERS,
     Question,
-    ReadText,
     answer_compare,
     answer_count,
     answer_where,
     answer_who,
+    read_question,
+)
+from clstream.models.builtin_reader import (
+    DETERMINERS,
+    WORD_NUMBERS,
+    ReadText,
     content_words,
     is_name,
     phrase_at,
-    read_question,
     tokens_of,
 )
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems import prompts
+from clstream.systems import prompts, seqmem_prompts
 
-READER_VERSION = "builtin-reader-v1"
+READER_VERSION = "builtin-reader-v2"
 _CACHE_SIZE = 8  # read contexts kept; an interval's questions share one
 _COMPARE = frozenset("more greater most fewer less larger often".split())
 _SPAN_PREPS = frozenset(("to", "into", "in", "at", "inside", "from", "with", "on"))
@@ -173,6 +183,23 @@ def respond(read: ReadText, question: str, options: list[str]) -> tuple[str, str
     return answer_open(read, question)
 
 
+_RECALLED = "A past task shown above asks the same question; its record gives the answer."
+
+
+def recalled_reply(answer: str, block: str) -> str:
+    """A reply carrying an answer read from a past-task record, in the format the current
+    task's instruction (the question block) asks for: a fenced program, a ``\\boxed{}``
+    answer, a multi-line reply kept as it was given, else ``## Answer: ...``."""
+    if "```python" in block:
+        code = answer if "```" in answer else f"```python\n{answer}\n```"
+        return f"{_RECALLED}\n{code}"
+    if "\\boxed{" in block and "\\boxed{" not in answer:
+        return f"{_RECALLED}\n## Answer: \\boxed{{{answer}}}"
+    if "\n" in answer:
+        return f"{_RECALLED}\n{answer}"
+    return f"{_RECALLED}\n## Answer: {answer}"
+
+
 _BLOCK_START = re.compile(r"^(?=\[chunk index \d+\]$)", re.MULTILINE)
 
 
@@ -232,13 +259,17 @@ class BuiltinReader:
                 system_tokens += _count_cached(message.content)
             else:
                 body.append(message.content)
-        context, block = prompts.split_prompt("\n\n".join(body))
+        text = "\n\n".join(body)
+        context, block = prompts.split_prompt(text)
+        # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
+        outside_context = system_tokens + self.tokenizer.count(block)
+        recalled = seqmem_prompts.recall_answer(text)
+        if recalled is not None:
+            return recalled_reply(recalled, block), outside_context + _count_context(context)
         read, context_tokens = self._read(context)
         question, options = prompts.parse_question(block)
-        reason, text = respond(read, question, options)
-        # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
-        prompt_tokens = system_tokens + context_tokens + self.tokenizer.count(block)
-        return f"{reason}\n## Answer: {text}", prompt_tokens
+        reason, answer = respond(read, question, options)
+        return f"{reason}\n## Answer: {answer}", outside_context + context_tokens
 
     def _finish(self, text: str, params: SamplingParams) -> tuple[str, str]:
         reason = "stop"

@@ -3,9 +3,10 @@
 For tau = 1..T the system answers x_tau under its current memory M_tau (the *online* record),
 the evaluator scores the answer and its verdict goes back as :class:`Feedback`, and the system
 updates its memory. The state after k updates (M_{k+1} in SPECS notation) is snapshotted into
-the store as step k (as a delta from step k-1, see :func:`load_memory`), in the same
-transaction as the online record and the update's model calls, so a SIGKILL loses at most the
-task in flight and nothing is ever done twice.
+the store as step k, in the same transaction as the online record and the update's model
+calls, so a SIGKILL loses at most the task in flight and nothing is ever done twice. How
+states are stored (deltas) and which probes a run makes (checkpoints, horizons) is in
+:mod:`clstream.protocols.seqmem_plan`.
 
 Evaluations under earlier states need no replay: right after step k is stored, the system
 holds exactly that state, so the hold-out set is answered there when k is a checkpoint
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,154 +35,21 @@ from typing import Any
 
 from clstream.core.events import Feedback
 from clstream.core.protocols import System, respond_all
-from clstream.core.specs import RunSpec, derive_seed
+from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationResult, Query, Response, Usage
 from clstream.errors import ClstreamError, SpecError, StoreError
 from clstream.judges.evaluators import TaskLike, Verdict
 from clstream.store.db import Record, ResultsStore
 
 from .common import progress_bar
+from .seqmem_plan import MEMORY, SeqMemPlan, load_memory, stored_form
 
 PROTOCOL = "seqmem"
-MEMORY = "memory"  # the stream name under which memory snapshots are stored
 PROBE_BATCH = 32  # probes answered (and committed) together at one state
 EVAL_CONCURRENCY = 4  # evaluations (sandboxed programs) running at once
 
 
 Evaluate = Callable[[TaskLike, str], Verdict]
-
-
-# --- the plan: which probes exist ------------------------------------------------------------
-
-
-def default_checkpoints(n_tasks: int, count: int = 9) -> list[int]:
-    """0 plus K_i = round(i*T/count), i = 1..count (SPECS §2.1); halves round up here."""
-    if count < 1:
-        raise SpecError(f"checkpoint count must be >= 1, got {count}")
-    return sorted({0} | {(2 * i * n_tasks + count) // (2 * count) for i in range(1, count + 1)})
-
-
-def default_horizons(n_tasks: int) -> list[int]:
-    """Powers of two below T (SPECS §2.1)."""
-    out, t = [], 1
-    while t < n_tasks:
-        out.append(t)
-        t *= 2
-    return out
-
-
-@dataclass(frozen=True)
-class SeqMemPlan:
-    """The checkpoints, horizons and re-evaluated tasks of one run."""
-
-    n_tasks: int
-    checkpoints: tuple[int, ...]
-    horizons: tuple[int, ...]
-    retro_taus: frozenset[int]
-    retro_sample: float = 1.0
-
-    @classmethod
-    def build(
-        cls,
-        n_tasks: int,
-        checkpoints: Sequence[int] | None = None,
-        horizons: Sequence[int] | None = None,
-        retro_sample: float = 1.0,
-        seed: int = 0,
-    ) -> SeqMemPlan:
-        if n_tasks < 1:
-            raise SpecError("a SeqMem stream needs at least one task")
-        ks = default_checkpoints(n_tasks) if checkpoints is None else sorted(set(checkpoints))
-        for k in ks:
-            if not 0 <= k <= n_tasks:
-                raise SpecError(f"flag --checkpoints: {k} is outside 0..T (T = {n_tasks})")
-        hs = default_horizons(n_tasks) if horizons is None else sorted(set(horizons))
-        for h in hs:
-            if not 1 <= h < n_tasks:
-                raise SpecError(f"flag --horizons: {h} is outside 1..T-1 (T = {n_tasks})")
-        if not 0.0 <= retro_sample <= 1.0:
-            raise SpecError(f"flag --retro-sample: must be in [0, 1], got {retro_sample}")
-        return cls(n_tasks, tuple(ks), tuple(hs), sample_taus(n_tasks, retro_sample, seed),
-                   float(retro_sample))
-
-    def retro_at(self, k: int) -> list[tuple[int, int]]:
-        """(tau, horizon) pairs answered under the state after k updates: tau + h - 1 = k."""
-        pairs = []
-        for h in self.horizons:
-            tau = k - h + 1
-            if tau >= 1 and tau + h <= self.n_tasks and tau in self.retro_taus:
-                pairs.append((tau, h))
-        return pairs
-
-    def as_params(self) -> dict[str, Any]:
-        return {"checkpoints": list(self.checkpoints), "horizons": list(self.horizons),
-                "retro_sample": self.retro_sample}
-
-
-def sample_taus(n_tasks: int, fraction: float, seed: int) -> frozenset[int]:
-    """The tasks re-evaluated at every horizon: all, or a seeded fraction (same set for every
-    horizon, so forgetting can compare a task across horizons)."""
-    candidates = list(range(1, n_tasks))
-    if fraction >= 1.0:
-        return frozenset(candidates)
-    count = round(fraction * len(candidates))
-    rng = random.Random(derive_seed(seed, "seqmem/retro-sample"))
-    return frozenset(rng.sample(candidates, count))
-
-
-# --- memory snapshots as deltas ---------------------------------------------------------------
-#
-# Memories mostly grow by appending (records, nodes), so a full snapshot per step would make the
-# store grow with T^2. Step t is stored as a delta from step t-1 (dicts patched key by key, a
-# list that only grew stored as its new tail, anything else replaced), with a full snapshot every
-# FULL_EVERY steps so rebuilding any state applies at most FULL_EVERY - 1 deltas.
-
-FULL_EVERY = 32
-
-
-def json_delta(old: Any, new: Any) -> dict[str, Any]:
-    """A delta turning JSON value ``old`` into ``new`` (see :func:`apply_delta`)."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        patch = {k: json_delta(old.get(k), v) for k, v in new.items()
-                 if k not in old or old[k] != v}
-        gone = [k for k in old if k not in new]
-        return {"$dict": patch, **({"$del": gone} if gone else {})}
-    if isinstance(old, list) and isinstance(new, list) and len(new) >= len(old) \
-            and new[:len(old)] == old:
-        return {"$append": new[len(old):]}
-    return {"$set": new}
-
-
-def apply_delta(old: Any, delta: dict[str, Any]) -> Any:
-    if "$set" in delta:
-        return delta["$set"]
-    if "$append" in delta:
-        return [*old, *delta["$append"]]
-    out = dict(old)
-    for key, sub in delta["$dict"].items():
-        out[key] = apply_delta(out.get(key), sub)
-    for key in delta.get("$del", ()):
-        out.pop(key, None)
-    return out
-
-
-def load_memory(store: ResultsStore, run_id: str, t: int) -> dict[str, Any] | None:
-    """The system snapshot stored for step t (after t updates) of a SeqMem run, or None."""
-    chain: list[dict[str, Any]] = []
-    step = t
-    while True:
-        row = store.load_state(run_id, MEMORY, step)
-        if row is None:
-            return None
-        stored = row[1]
-        if "full" in stored:
-            state = stored["full"]
-            break
-        chain.append(stored["delta"])
-        step -= 1
-    for delta in reversed(chain):
-        state = apply_delta(state, delta)
-    return state
 
 
 # --- records ---------------------------------------------------------------------------------
@@ -473,9 +340,8 @@ class SeqMemRunner:
             payload={"tau": tau, "time_s": round(update_s, 6), "calls": update_calls},
         ))
         state = json.loads(json.dumps(system.snapshot()))  # detached, as a resume reads it
-        stored = ({"full": state} if tau % FULL_EVERY == 0 else
-                  {"delta": json_delta(self._last, state)})
-        self.store.save_state(self.run_id, MEMORY, tau, stored, records)
+        self.store.save_state(self.run_id, MEMORY, tau, stored_form(self._last, state, tau),
+                              records)
         self._last = state
         self._tick(1)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +23,10 @@ from matplotlib.figure import Figure as MplFigure
 
 # Okabe-Ito colours (distinguishable with common colour-vision deficiencies), then tab20.
 _PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000"]
-_EXTRA = [matplotlib.colormaps["tab20"](i) for i in range(20)]
+_EXTRA = [  # tab20, dark shades first, without those too close to a palette colour
+    c for c in (matplotlib.colormaps["tab20"](i) for i in [*range(0, 20, 2), *range(1, 20, 2)])
+    if min(math.dist(c[:3], matplotlib.colors.to_rgb(p)) for p in _PALETTE) > 0.2
+]
 
 _RC = {
     "svg.fonttype": "none",
@@ -197,6 +201,108 @@ def stacked_hbars(
         ax.set_xlim(0, 1.0)
         ax.set_xlabel(xlabel)
         ax.grid(axis="y", visible=False)
+        handles, labels = ax.get_legend_handles_labels()
+        _legend_below(fig, handles, labels)
+        fig.tight_layout()
+        return _svg(fig, title)
+
+
+def xy_chart(
+    series: Sequence[tuple[str, Sequence[float], Sequence[float | None]]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    ylim: tuple[float, float] | None = (0.0, 1.02),
+    log2_x: bool = False,
+    zero_line: bool = False,
+    width: float = 9.0,
+    height: float = 3.4,
+) -> Markup:
+    """One line per series over its own x values (checkpoints, horizons); ``log2_x`` spaces
+    powers of two evenly and labels the ticks with the x values themselves."""
+    with matplotlib.rc_context(_RC):
+        fig = MplFigure(figsize=(width, height))
+        ax = fig.add_subplot()
+        ticks: set[float] = set()
+        for (label, xs, ys), color in zip(series, colors(len(series)), strict=True):
+            values = [float("nan") if y is None else y for y in ys]
+            ticks.update(xs)
+            ax.plot(xs, values, color=color, label=plain(label), linewidth=1.8,
+                    marker="o" if len(xs) <= 30 else None, markersize=3.5)
+        if log2_x and ticks and min(ticks) > 0:
+            ax.set_xscale("log", base=2)
+            shown = sorted(ticks)
+            ax.set_xticks(shown, [f"{x:g}" for x in shown])
+            ax.minorticks_off()
+        if zero_line:
+            ax.axhline(0.0, color="#888888", linewidth=0.8)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        handles, labels = ax.get_legend_handles_labels()
+        _legend_below(fig, handles, labels)
+        fig.tight_layout()
+        return _svg(fig, title)
+
+
+@dataclass(frozen=True)
+class StackPanel:
+    """One axes of horizontal stacked bars: ``parts`` are (name, value per row, colour)."""
+
+    title: str
+    xlabel: str
+    parts: list[tuple[str, list[float | None], str]]
+
+
+def stacked_hbar_panels(
+    rows: Sequence[str], panels: Sequence[StackPanel], *, title: str, width: float = 9.0
+) -> Markup:
+    """Side-by-side panels of absolute stacked bars (tokens, seconds), one bar per row, the
+    first row at the top; the panels share rows and part colours, so one legend serves all."""
+    with matplotlib.rc_context(_RC):
+        fig = MplFigure(figsize=(width, 1.1 + 0.42 * max(len(rows), 1)))
+        axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+        ys = list(range(len(rows)))[::-1]
+        for ax, panel in zip(axes, panels, strict=True):
+            left = [0.0] * len(rows)
+            for name, values, color in panel.parts:
+                vals = [0.0 if v is None else v for v in values]
+                ax.barh(ys, vals, left=left, color=color, label=plain(name), height=0.62)
+                left = [a + b for a, b in zip(left, vals, strict=True)]
+            ax.set_title(panel.title, fontsize=10)
+            ax.set_xlabel(panel.xlabel)
+            ax.grid(axis="y", visible=False)
+        axes[0].set_yticks(ys, [plain(r) for r in rows])
+        handles, labels = axes[0].get_legend_handles_labels()
+        _legend_below(fig, handles, labels)
+        fig.tight_layout()
+        return _svg(fig, title)
+
+
+def radar_chart(
+    dimensions: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float]]],
+    *,
+    title: str,
+    width: float = 5.6,
+    height: float = 5.0,
+) -> Markup:
+    """One closed polygon per series over ``dimensions`` (values in [0, 1], outward = better)."""
+    with matplotlib.rc_context(_RC):
+        fig = MplFigure(figsize=(width, height))
+        ax = fig.add_subplot(projection="polar")
+        ax.set_theta_offset(math.pi / 2)  # the first dimension at the top, then clockwise
+        ax.set_theta_direction(-1)
+        angles = [2 * math.pi * i / len(dimensions) for i in range(len(dimensions))]
+        for (label, values), color in zip(series, colors(len(series)), strict=True):
+            xs, ys = [*angles, angles[0]], [*values, values[0]]
+            ax.plot(xs, ys, color=color, label=plain(label), linewidth=1.8)
+            ax.fill(xs, ys, color=color, alpha=0.08)
+        ax.set_xticks(angles, [plain(d) for d in dimensions])
+        ax.set_ylim(0, 1)
+        ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], fontsize=8)
         handles, labels = ax.get_legend_handles_labels()
         _legend_below(fig, handles, labels)
         fig.tight_layout()

@@ -19,12 +19,16 @@ from clstream.errors import DataError
 from clstream.report.base import Fields, Section, display_labels, run_fields
 from clstream.report.generic import render_generic_section
 from clstream.report.oaks import render_oaks_section
+from clstream.report.seqmem import render_seqmem_section
 
 SectionRenderer = Callable[[list[dict[str, Any]], list[str], object], Section]
 """``(runs of one protocol, their display labels, summary source) -> Section``."""
 
 PROTOCOL_ORDER = ["oaks", "seqmem", "clbench", "imprint"]
-_SECTIONS: dict[str, SectionRenderer] = {"oaks": render_oaks_section}
+_SECTIONS: dict[str, SectionRenderer] = {
+    "oaks": render_oaks_section,
+    "seqmem": render_seqmem_section,
+}
 _TEMPLATES = Path(__file__).parent / "templates"
 
 BASELINE_NOTE = (

@@ -24,6 +24,9 @@ better, so any set of runs can be ranked from them:
 * efficiency = 1000 / (1000 + tokens per online task): 1 when free, 0.5 at 1000 tokens.
 
 A dimension without its records is None.
+
+:func:`text_rows` lays out the SeqMem lines of ``clstream summary``'s text table from these
+summaries (the HTML view is :mod:`clstream.report.seqmem`).
 """
 
 from __future__ import annotations
@@ -190,3 +193,43 @@ def summarize_seqmem_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
                        "time_s_by_stage": costs["time_s"]["probes"]},
         "radar": radar(metrics, run_tokens / m if m else None),
     }
+
+
+# --- the text table of ``clstream summary`` ---------------------------------------------------
+
+TEXT_HEADER = (f"{'system':<22}{'model':<16}{'online':>8}{'holdout':>8}{'IV':>8}{'BWT(1)':>8}"
+               f"{'F(1)':>8}{'tasks':>9}{'errors':>7}{'ret tok':>9}{'upd tok':>9}"
+               f"{'ret s':>8}{'upd s':>8}{'tokens':>11}{'wall s':>9}")
+
+
+def _cell(value: Any, width: int = 8, digits: int = 3) -> str:
+    return f"{value:>{width}.{digits}f}" if isinstance(value, int | float) else f"{'-':>{width}}"
+
+
+def _stage_tokens(efficiency: dict[str, Any], stage: str) -> int:
+    b = (efficiency.get("tokens_by_stage") or {}).get(stage) or {}
+    return int(b.get("prompt", 0) + b.get("completion", 0) + b.get("reasoning", 0))
+
+
+def text_rows(runs: list[dict[str, Any]]) -> list[str]:
+    """``clstream summary`` lines for SeqMem runs: the header, then one line per run with the
+    main metrics, online progress, and the retrieve / update cost of the sequential run."""
+    lines = [TEXT_HEADER]
+    for run in runs:
+        m = run.get("metrics") or {}
+        status = run.get("status") or {}
+        eff = run.get("efficiency") or {}
+        seconds = eff.get("time_s_by_stage") or {}
+        scores = [m.get("online_acc"), m.get("holdout_acc"), m.get("iv"),
+                  (m.get("bwt") or {}).get("1"), (m.get("forgetting") or {}).get("1")]
+        tasks = f"{status.get('online_done', 0)}/{status.get('online_total', 0)}"
+        total = run.get("tokens") or {}
+        lines.append(
+            f"{run['system']:<22}{run['model']:<16}{''.join(_cell(s) for s in scores)}"
+            f"{tasks:>9}{status.get('errors', 0):>7}"
+            f"{_stage_tokens(eff, 'retrieve'):>9}{_stage_tokens(eff, 'update'):>9}"
+            f"{_cell(seconds.get('retrieve'))}{_cell(seconds.get('update'))}"
+            f"{total.get('prompt', 0) + total.get('completion', 0):>11}"
+            f"{run.get('wall_s', 0.0):>9.1f}"
+        )
+    return lines
