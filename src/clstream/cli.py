@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     roaks.add_argument("--model", default="builtin", help="builtin | openai:<model> | hf:<path> | vllm:<path>")
     roaks.add_argument("--out", required=True, help="results directory")
     roaks.add_argument("--docs-in-flight", type=int, default=1, help="documents processed concurrently")
+    roaks.add_argument("--cache-budget-tokens", type=int, default=None, metavar="N",
+                       help="prefix-cache size of the server in tokens: run max(1, N // largest "
+                            "per-document context) documents at once (replaces --docs-in-flight)")
     roaks.add_argument("--no-progress", action="store_true")
     _add_sampling(roaks)
     _add_backend(roaks)

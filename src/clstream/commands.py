@@ -70,9 +70,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from clstream.benchmarks.oaks_loader import load_oaks
     from clstream.protocols.common import build_model, run_info, system_factory
-    from clstream.protocols.oaks import OaksRunner
+    from clstream.protocols.oaks import OaksRunner, docs_for_cache_budget
     from clstream.systems.prompts import template_fingerprint
 
+    for name, value in (("--docs-in-flight", args.docs_in_flight),
+                        ("--cache-budget-tokens", args.cache_budget_tokens)):
+        if value is not None and value < 1:
+            raise SpecError(f"flag {name}: must be >= 1, got {value}")
     dataset = load_oaks(args.data)
     sampling = _sampling(args)
     model_spec = parse_model_spec(args.model, args.model_args)
@@ -86,8 +90,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
     with ResultsStore(args.out, writer=True) as store:
         for spec, make in zip(specs, factories, strict=True):
-            runner = OaksRunner(dataset, spec, store, make, docs_in_flight=args.docs_in_flight,
-                                show_progress=not args.no_progress)
+            docs = args.docs_in_flight
+            if args.cache_budget_tokens is not None:
+                docs = docs_for_cache_budget(args.cache_budget_tokens, dataset, make(),
+                                             model.tokenizer)
+                print(f"{spec.system.label}: {docs} documents in flight for a cache of "
+                      f"{args.cache_budget_tokens} tokens", file=sys.stderr)
+            runner = OaksRunner(dataset, spec, store, make, docs_in_flight=docs,
+                                show_progress=not args.no_progress, model=model)
             info = run_info(model, make(), {"prompt_template_hash": template_fingerprint(),
                                             "dataset_path": dataset.path})
             resumed = runner.register(info)
@@ -148,25 +158,40 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from clstream.store.summary import summarize
+    from clstream.store.summary_seqmem import text_rows
 
     with ResultsStore(args.dir) as store:
         summary = summarize(store, _load_prices(args.prices))
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    header = f"{'system':<22}{'model':<16}{'acc':>8}{'AL':>8}{'DS':>8}{'PM':>8}" \
-             f"{'probes':>12}{'errors':>8}{'tokens':>12}{'wall s':>9}"
-    print(header)
+    groups: dict[str, list[dict[str, Any]]] = {}
     for run in summary["runs"]:
-        m = run.get("metrics") or {}
-        status = run.get("status", {})
-        cells = [m.get(k) for k in ("accuracy", "acquisition_latency",
-                                   "distraction_susceptibility", "phase_miss")]
-        nums = "".join(f"{c:>8.3f}" if c is not None else f"{'-':>8}" for c in cells)
-        tokens = run["tokens"]["prompt"] + run["tokens"]["completion"]
-        probes = f"{status.get('probes_done', 0)}/{status.get('probes_total', 0)}"
-        print(f"{run['system']:<22}{run['model']:<16}{nums}{probes:>12}"
-              f"{status.get('errors', 0):>8}{tokens:>12}{run['wall_s']:>9.1f}")
+        groups.setdefault(run["protocol"], []).append(run)
+    order = ["oaks", "seqmem", "clbench", "imprint"]  # known protocols first, as the report does
+    rank = {p: i for i, p in enumerate(order)}
+    for n, protocol in enumerate(sorted(groups, key=lambda p: (rank.get(p, len(order)), p))):
+        runs = groups[protocol]
+        print(("\n" if n else "") + f"[{protocol}]")
+        if protocol == "seqmem":  # SPECS 2.2: online, hold-out, transfer, stage costs
+            print("\n".join(text_rows(runs)))
+            continue
+        oaks = protocol == "oaks"
+        print(f"{'system':<22}{'model':<16}"
+              + (f"{'acc':>8}{'AL':>8}{'DS':>8}{'PM':>8}{'probes':>12}" if oaks else "")
+              + f"{'errors':>8}{'tokens':>12}{'wall s':>9}")
+        for run in runs:
+            m = run.get("metrics") or {}
+            status = run.get("status", {})
+            nums = ""
+            if oaks:
+                cells = [m.get(k) for k in ("accuracy", "acquisition_latency",
+                                           "distraction_susceptibility", "phase_miss")]
+                nums = "".join(f"{c:>8.3f}" if c is not None else f"{'-':>8}" for c in cells)
+                nums += f"{status.get('probes_done', 0)}/{status.get('probes_total', 0)}".rjust(12)
+            tokens = run["tokens"]["prompt"] + run["tokens"]["completion"]
+            print(f"{run['system']:<22}{run['model']:<16}{nums}"
+                  f"{status.get('errors', 0):>8}{tokens:>12}{run['wall_s']:>9.1f}")
     return 0
 
 

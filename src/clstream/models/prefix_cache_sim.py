@@ -1,0 +1,213 @@
+"""A simulated block prefix cache, to check that a run's request order suits a serving engine.
+
+Serving engines such as vLLM keep the attention keys and values of earlier prompts in fixed-size
+blocks and reuse them when a new prompt starts with the same tokens (automatic prefix caching).
+How much prefill work a run costs therefore depends on the *order* in which prompts arrive, not
+only on the prompts. DESIGN.md asks that systems talk to such servers; SPECS §1.2 has every
+question of a document asked at every interval, so the same long context recurs many times and
+the harness should send it in an order the cache can exploit. This module replays an arrival
+order through a model of that cache and reports the prefill work, so the order can be measured
+without a GPU (``benchmarks/bench_prefix_cache.py``).
+
+The model:
+
+* a prompt is a sequence of tokens, cut into blocks of ``block_size`` tokens; only full blocks
+  are cached, the partial tail of a prompt is always computed;
+* a full block is identified by a chained hash of its parent block's hash and its own tokens,
+  so the same tokens at another position, or after a different prefix, are a different block;
+* lookup walks the blocks from the start and stops at the first one not cached: every block
+  from there on is computed, even if a later one happens to be cached (the engine's rule);
+* while a prompt runs, its blocks (hit or new) are in use and cannot be evicted; new blocks
+  take the room of the least recently used others. Afterwards its blocks are released tail
+  first and head last, so under memory pressure a prompt's tail is evicted before its head
+  (the engine frees blocks in reverse order for the same reason). The capacity is in blocks;
+  a prompt larger than the whole cache keeps only its head blocks.
+
+Two figures per replay: ``computed_tokens`` (blocks missed x block size + tails) and
+``lower_bound_tokens`` (distinct blocks x block size + tails: what a cache that never evicts
+would compute for the same prompts, in any order).
+
+Tokens: any hashable items (token ids from a real tokenizer), or text, which is cut into the
+pieces of the offline approximate tokenizer (:mod:`clstream.models.tokenizers`, ``approx-v1``)
+so that the token count of a text here equals that tokenizer's count. Block identity uses
+Python's built-in hash of (parent hash, block tokens); with 64-bit hashes a collision among a
+few million blocks has odds below one in a million, and a collision could only make the
+simulated cache look better by one block.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+_PIECE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_PARAGRAPHS = re.compile(r"(\n\s*\n)")
+# approx-v1 costs a word run of length L as 1 + (L-1)//5 tokens, i.e. one token per 5 characters.
+_WORD_PIECE = 5
+_SPACE = "\u2581"  # marks a piece preceded by whitespace, so "a.b" and "a . b" differ
+
+Prompt = str | Sequence[Hashable]
+
+
+@lru_cache(maxsize=1 << 16)
+def _paragraph_tokens(text: str, after_space: bool) -> tuple[str, ...]:
+    out: list[str] = []
+    prev_end = 0 if not after_space else -1
+    for m in _PIECE.finditer(text):
+        piece = m.group()
+        marker = _SPACE if m.start() != prev_end else ""
+        prev_end = m.end()
+        if piece[0].isalnum() or piece[0] == "_":
+            parts = [piece[i : i + _WORD_PIECE] for i in range(0, len(piece), _WORD_PIECE)]
+        else:
+            parts = [piece]
+        out.append(marker + parts[0])
+        out.extend(parts[1:])
+    return tuple(out)
+
+
+def approx_tokens(text: str) -> list[str]:
+    """``text`` as the pieces of the approx-v1 tokenizer (``len`` equals its ``count``).
+
+    Text is tokenized paragraph by paragraph with a memo, so contexts that recur across many
+    prompts are cut once; a paragraph break is whitespace, so the pieces are the same as for
+    the whole text at once.
+    """
+    tokens: list[str] = []
+    after_space = False
+    for part in _PARAGRAPHS.split(text):
+        if not part:
+            continue
+        if part.isspace():
+            after_space = True
+            continue
+        tokens.extend(_paragraph_tokens(part, after_space))
+        after_space = part[-1].isspace()
+    return tokens
+
+
+def render_chat(messages: Iterable[Mapping[str, str]]) -> str:
+    """A chat request as one text, as a chat template would lay it out before tokenizing.
+
+    The markers are generic; what matters for caching is that equal message prefixes give
+    equal text prefixes, which holds for the templates of real chat models too.
+    """
+    parts = [f"<|{m['role']}|>\n{m['content']}\n<|end|>\n" for m in messages]
+    return "".join(parts) + "<|assistant|>\n"
+
+
+@dataclass(frozen=True)
+class ReplayStats:
+    """What one replay cost. ``hit_rate`` is the share of prompt tokens served from cache."""
+
+    requests: int
+    prompt_tokens: int
+    computed_tokens: int
+    lower_bound_tokens: int
+    block_size: int
+    capacity_blocks: int
+
+    @property
+    def cached_tokens(self) -> int:
+        return self.prompt_tokens - self.computed_tokens
+
+    @property
+    def hit_rate(self) -> float:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
+    def ratio(self) -> float:
+        """Computed tokens over the lower bound (1.0 = as good as a cache that never evicts)."""
+        if self.lower_bound_tokens == 0:
+            return 1.0 if self.computed_tokens == 0 else math.inf
+        return self.computed_tokens / self.lower_bound_tokens
+
+
+class PrefixCacheSim:
+    """An LRU block prefix cache; feed prompts in arrival order with :meth:`replay`."""
+
+    def __init__(
+        self,
+        capacity_blocks: int,
+        block_size: int = 16,
+        tokenize: Callable[[str], Sequence[Hashable]] = approx_tokens,
+    ):
+        for name, value in (("capacity_blocks", capacity_blocks), ("block_size", block_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        self.capacity_blocks = capacity_blocks
+        self.block_size = block_size
+        self.tokenize = tokenize
+        self._lru: OrderedDict[int, None] = OrderedDict()
+        self._seen: set[int] = set()
+        self.requests = 0
+        self.prompt_tokens = 0
+        self.computed_tokens = 0
+        self.tail_tokens = 0
+
+    def block_hashes(self, tokens: Sequence[Hashable]) -> list[int]:
+        """Chained hashes of the full blocks of ``tokens``, in order."""
+        size, parent, out = self.block_size, 0, []
+        for start in range(0, len(tokens) - size + 1, size):
+            parent = hash((parent, tuple(tokens[start : start + size])))
+            out.append(parent)
+        return out
+
+    def __contains__(self, block: int) -> bool:
+        return block in self._lru
+
+    def add(self, prompt: Prompt) -> int:
+        """Serve one prompt; returns the prefill tokens it cost."""
+        tokens = self.tokenize(prompt) if isinstance(prompt, str) else prompt
+        blocks = self.block_hashes(tokens)
+        tail = len(tokens) - len(blocks) * self.block_size
+        hit = 0
+        while hit < len(blocks) and blocks[hit] in self._lru:
+            hit += 1
+        computed = (len(blocks) - hit) * self.block_size + tail
+        # While the prompt runs its blocks are in use: only other blocks can be evicted.
+        for block in blocks:
+            self._lru.pop(block, None)
+        while self._lru and len(self._lru) + len(blocks) > self.capacity_blocks:
+            self._lru.popitem(last=False)
+        # Then they are released tail first, head last, so the head is evicted last.
+        for block in reversed(blocks):
+            self._lru[block] = None
+        while len(self._lru) > self.capacity_blocks:
+            self._lru.popitem(last=False)
+        self._seen.update(blocks)
+        self.requests += 1
+        self.prompt_tokens += len(tokens)
+        self.computed_tokens += computed
+        self.tail_tokens += tail
+        return computed
+
+    def stats(self) -> ReplayStats:
+        return ReplayStats(
+            requests=self.requests,
+            prompt_tokens=self.prompt_tokens,
+            computed_tokens=self.computed_tokens,
+            lower_bound_tokens=len(self._seen) * self.block_size + self.tail_tokens,
+            block_size=self.block_size,
+            capacity_blocks=self.capacity_blocks,
+        )
+
+    def replay(self, prompts: Iterable[Prompt]) -> ReplayStats:
+        """Serve ``prompts`` in order (after whatever was served before) and return the totals."""
+        for prompt in prompts:
+            self.add(prompt)
+        return self.stats()
+
+
+def replay(
+    prompts: Iterable[Prompt],
+    capacity_blocks: int,
+    block_size: int = 16,
+    tokenize: Callable[[str], Sequence[Hashable]] = approx_tokens,
+) -> ReplayStats:
+    """Replay ``prompts`` through a fresh :class:`PrefixCacheSim`."""
+    return PrefixCacheSim(capacity_blocks, block_size, tokenize).replay(prompts)

@@ -1,0 +1,126 @@
+"""The simulated block prefix cache on hand-computed cases, plus properties on random prompts."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clstream.models.prefix_cache_sim import (
+    PrefixCacheSim,
+    approx_tokens,
+    render_chat,
+    replay,
+)
+from clstream.models.tokenizers import approx_tokenizer
+
+
+def costs(sim: PrefixCacheSim, prompts: list[list[int]]) -> list[int]:
+    return [sim.add(p) for p in prompts]
+
+
+def test_shared_prefix_hits_and_tails_are_always_computed() -> None:
+    stats = replay([[1, 2, 3, 4, 5], [1, 2, 3, 4, 6, 7, 8]], capacity_blocks=10, block_size=2)
+    # first: blocks (1,2) (3,4) + tail 5 -> 5; second: two hits, block (6,7) + tail 8 -> 3
+    assert stats.requests == 2
+    assert stats.prompt_tokens == 12
+    assert stats.computed_tokens == 8
+    assert stats.cached_tokens == 4
+    assert stats.hit_rate == pytest.approx(4 / 12)
+    # three distinct blocks (6 tokens) plus two one-token tails
+    assert stats.lower_bound_tokens == 8
+    assert stats.ratio == 1.0
+
+
+def test_chained_hash_same_block_elsewhere_does_not_hit() -> None:
+    sim = PrefixCacheSim(capacity_blocks=100, block_size=2)
+    assert costs(sim, [[1, 2, 3, 4], [3, 4], [9, 9, 3, 4], [1, 2, 3, 4]]) == [4, 2, 4, 0]
+    # (1,2) (1,2)->(3,4) (3,4) (9,9) (9,9)->(3,4): five distinct blocks
+    assert sim.stats().lower_bound_tokens == 10
+
+
+def test_a_miss_in_the_middle_stops_reuse() -> None:
+    sim = PrefixCacheSim(capacity_blocks=100, block_size=2)
+    assert costs(sim, [[1, 2, 3, 4, 5, 6], [1, 2, 7, 7, 5, 6]]) == [6, 4]
+
+
+def test_lru_eviction_order() -> None:
+    sim = PrefixCacheSim(capacity_blocks=2, block_size=2)
+    a, b, c = [1, 2], [3, 4], [5, 6]
+    # a, b fill the cache; a is touched (hit); c evicts b, the least recently used;
+    # b then misses and evicts a; a misses.
+    assert costs(sim, [a, b, a, c, b, a]) == [2, 2, 0, 2, 2, 2]
+    assert sim.stats().lower_bound_tokens == 6
+
+
+def test_tail_blocks_are_evicted_before_the_head() -> None:
+    sim = PrefixCacheSim(capacity_blocks=3, block_size=2)
+    # [1,2,3,4] leaves head (1,2) and tail (1,2)->(3,4); two one-block prompts push one
+    # block out: the tail, so the head still hits and only the tail is recomputed.
+    assert costs(sim, [[1, 2, 3, 4], [5, 6], [7, 8], [1, 2], [1, 2, 3, 4]]) == [4, 2, 2, 0, 2]
+
+
+def test_hit_blocks_are_not_evicted_by_their_own_prompt() -> None:
+    sim = PrefixCacheSim(capacity_blocks=3, block_size=2)
+    # cache: (1,2) then (5,6) and (7,8) more recent. [1,2,9,9] hits (1,2), which is the least
+    # recently used block, and must stay: its new block evicts (5,6) instead.
+    assert costs(sim, [[1, 2], [5, 6], [7, 8], [1, 2, 9, 9], [1, 2], [7, 8], [5, 6]]) == [
+        2, 2, 2, 2, 0, 0, 2,
+    ]
+
+
+def test_a_prompt_larger_than_the_cache_keeps_its_head() -> None:
+    sim = PrefixCacheSim(capacity_blocks=2, block_size=2)
+    assert costs(sim, [[1, 2, 3, 4, 5, 6], [1, 2, 3, 4], [1, 2, 3, 4, 5, 6]]) == [6, 0, 2]
+
+
+def test_text_prompts_use_the_approx_tokenizer_pieces() -> None:
+    texts = [
+        "Mary went to the kitchen.",
+        "Extraordinarily long words split, every five characters: antidisestablishment!",
+        "a.b a . b\n\n\nNew paragraph, after blank lines.\n\n  indented one\n\nlast",
+        "",
+        "   \n\n  ",
+    ]
+    tok = approx_tokenizer()
+    for text in texts:
+        assert len(approx_tokens(text)) == tok.count(text)
+    assert approx_tokens("a.b") != approx_tokens("a . b")  # whitespace is part of identity
+    head = "Context first.\n\n[chunk index 0]\nsome passage text here\n\n"
+    whole = approx_tokens(head + "Question: where?")
+    assert whole[: len(approx_tokens(head))] == approx_tokens(head)
+    stats = replay([head + "Question: where?", head + "Question: who?"], 100, block_size=4)
+    assert stats.computed_tokens < stats.prompt_tokens
+
+
+def test_render_chat_keeps_message_prefixes() -> None:
+    system = {"role": "system", "content": "rules"}
+    one = render_chat([system, {"role": "user", "content": "context A\n\nQuestion: x"}])
+    two = render_chat([system, {"role": "user", "content": "context A\n\nQuestion: y"}])
+    assert os.path.commonprefix([one, two]) == one[: one.rindex("x")]
+    assert one.startswith("<|system|>\nrules\n") and one.endswith("<|assistant|>\n")
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="capacity_blocks"):
+        PrefixCacheSim(0)
+    with pytest.raises(ValueError, match="block_size"):
+        PrefixCacheSim(4, block_size=0)
+
+
+prompt_lists = st.lists(st.lists(st.integers(0, 3), max_size=14), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(prompts=prompt_lists, capacity=st.integers(1, 6), block=st.integers(1, 3))
+def test_bounds_hold_for_any_order(prompts: list[list[int]], capacity: int, block: int) -> None:
+    stats = replay(prompts, capacity, block)
+    assert stats.lower_bound_tokens <= stats.computed_tokens <= stats.prompt_tokens
+    assert replay(list(reversed(prompts)), capacity, block).lower_bound_tokens == (
+        stats.lower_bound_tokens
+    )
+    # a cache that can hold everything computes exactly the lower bound
+    big = replay(prompts, 10_000, block)
+    assert big.computed_tokens == big.lower_bound_tokens == stats.lower_bound_tokens
