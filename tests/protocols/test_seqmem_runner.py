@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from clstream.benchmarks.seqmem_synthetic import generate_seqmem_synthetic, synthetic_stream
-from clstream.core.registry import register
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import GenerationRequest, GenerationResult
 from clstream.errors import ClstreamError
@@ -24,18 +23,9 @@ from clstream.protocols.seqmem import SeqMemRunner
 from clstream.protocols.seqmem_plan import SeqMemPlan, load_memory
 from clstream.store.db import ResultsStore
 
-SYSTEMS = {
-    "memory-free": "clstream.systems.experience:MemoryFree",
-    "exp-recent": "clstream.systems.experience:ExpRecent",
-    "exp-rag": "clstream.systems.experience:ExpRag",
-    "dc-rs": "clstream.systems.curated:DcRs",
-    "awm": "clstream.systems.curated:Awm",
-    "expel-st": "clstream.systems.expel:ExpelSt",
-    "expel-mt": "clstream.systems.expel:ExpelMt",
-    "g-memory": "clstream.systems.gmemory:GMemory",
-}
-for _name, _target in SYSTEMS.items():
-    register("system", _name, _target)
+SYSTEMS = [
+    "memory-free", "exp-recent", "exp-rag", "dc-rs", "awm", "expel-st", "expel-mt", "g-memory",
+]
 
 
 class Failing(BuiltinReader):
