@@ -281,6 +281,24 @@ def score_oaks(
     (OAKS-B). ``accuracy_by_interval[t-1]`` averages c_t over questions whose document has at
     least t chunks. ``by_type`` and ``by_subset`` list only groups with questions.
     """
+    result, missing, _rows = score_oaks_with_rows(
+        dataset, predictions, allow_missing, predictions_path=predictions_path,
+        bins_open=bins_open, bins_mc=bins_mc,
+    )
+    return result, missing
+
+
+def score_oaks_with_rows(
+    dataset: OaksDataset,
+    predictions: Mapping[tuple[str, int], str],
+    allow_missing: bool = False,
+    *,
+    predictions_path: str = "predictions",
+    bins_open: Bins = OAKS_B_BINS,
+    bins_mc: Bins = OAKS_N_BINS,
+) -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
+    """:func:`score_oaks` plus the :func:`per_question_table` rows, judging only once
+    (summaries need both: the metrics and the per-question values for bootstrap CIs)."""
     judged, missing = judge_dataset(dataset, predictions, allow_missing,
                                     predictions_path=predictions_path)
     if not judged:
@@ -305,7 +323,7 @@ def score_oaks(
         for s in subsets if any(r["subset"] == s for r in rows)
     }
     result["accuracy_by_interval"] = by_interval
-    return result, missing
+    return result, missing, rows
 
 
 PREDICTION_KEYS = ("question_id", "t", "output")

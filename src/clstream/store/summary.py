@@ -11,7 +11,7 @@ from typing import Any
 import clstream
 from clstream.benchmarks.oaks_data import from_gold_view
 from clstream.metrics.bootstrap import ci_for_metrics
-from clstream.metrics.oaks import per_question_table, score_oaks
+from clstream.metrics.oaks import score_oaks_with_rows
 from clstream.models.pricing import cost_usd
 from clstream.store.db import ResultsStore, RunRow
 from clstream.store.export import oaks_predictions
@@ -32,8 +32,7 @@ def _oaks_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
     metrics: dict[str, Any] | None = None
     ci: dict[str, list[float]] = {}
     if preds:
-        metrics, _missing = score_oaks(dataset, preds, allow_missing=True)
-        rows = per_question_table(dataset, preds, allow_missing=True)
+        metrics, _missing, rows = score_oaks_with_rows(dataset, preds, allow_missing=True)
         ci = {k: list(v) for k, v in ci_for_metrics(rows, _CI_KEYS).items()}
     errors = store.count(run.run_id, "probe", errors=True)
     return {
