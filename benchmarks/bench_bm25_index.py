@@ -10,7 +10,7 @@ import copy
 import statistics
 import time
 
-from clstream.benchmarks.oaks_babi import generate_oaks_babi
+from clstream.protocols.oaks.babi import generate_oaks_babi
 from clstream.retrieval.bm25 import IncrementalBM25
 
 

@@ -14,11 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from clstream.benchmarks.oaks_babi import write_oaks_babi
-from clstream.benchmarks.oaks_loader import load_oaks
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
 from clstream.protocols.common import build_model, system_factory
-from clstream.protocols.oaks import OaksRunner
+from clstream.protocols.oaks.babi import write_oaks_babi
+from clstream.protocols.oaks.loader import load_oaks
+from clstream.protocols.oaks.runner import OaksRunner
 from clstream.store.db import ResultsStore
 
 SYSTEMS = ("full", "window:w=8", "rag:k=8", "rag+window:k=4,w=4")

@@ -30,14 +30,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clstream.benchmarks.oaks_babi import write_oaks_babi
-from clstream.benchmarks.oaks_loader import load_oaks
 from clstream.cli import main as cli
 from clstream.core.specs import ComponentSpec, RunSpec, derive_seed, parse_model_spec
 from clstream.models.prefix_cache_sim import approx_tokens, render_chat, replay
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.common import build_model, system_factory
-from clstream.protocols.oaks import context_tokens, docs_for_cache_budget, probe_key
+from clstream.protocols.oaks.babi import write_oaks_babi
+from clstream.protocols.oaks.loader import load_oaks
+from clstream.protocols.oaks.runner import context_tokens, docs_for_cache_budget, probe_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "models"))
 from fake_openai_server import FakeOpenAIServer  # noqa: E402

@@ -23,12 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clstream.benchmarks.seqmem_synthetic import generate_seqmem_synthetic, synthetic_stream
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.common import system_factory
-from clstream.protocols.seqmem import SeqMemRunner
-from clstream.protocols.seqmem_plan import SeqMemPlan, default_horizons
+from clstream.protocols.seqmem.plan import SeqMemPlan, default_horizons
+from clstream.protocols.seqmem.runner import SeqMemRunner
+from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, synthetic_stream
 from clstream.store.db import ResultsStore
 
 SYSTEM = "exp-rag"

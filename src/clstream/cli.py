@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from clstream import __version__
-from clstream.errors import ClstreamError
+from clstream.core.errors import ClstreamError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,7 +50,7 @@ def _add_backend(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from clstream.commands_seqmem import (
+    from clstream.protocols.seqmem.commands import (
         add_generate_seqmem_parser,
         add_run_seqmem_parser,
         add_score_seqmem_parser,

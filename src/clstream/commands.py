@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from clstream.core.errors import SpecError
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
 from clstream.core.types import SamplingParams
-from clstream.errors import SpecError
 from clstream.store.db import ResultsStore
 
 
@@ -48,7 +48,7 @@ def _load_prices(path: str | None) -> dict[str, dict[str, float]] | None:
 
 # -- generate --------------------------------------------------------------------------------
 def cmd_generate(args: argparse.Namespace) -> int:
-    from clstream.benchmarks.oaks_babi import write_oaks_babi
+    from clstream.protocols.oaks.babi import write_oaks_babi
 
     for name, value in (("--docs", args.docs), ("--chunks", args.chunks),
                         ("--chunk-tokens", args.chunk_tokens)):
@@ -68,9 +68,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 # -- run -------------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace) -> int:
-    from clstream.benchmarks.oaks_loader import load_oaks
     from clstream.protocols.common import build_model, run_info, system_factory
-    from clstream.protocols.oaks import OaksRunner, docs_for_cache_budget
+    from clstream.protocols.oaks.loader import load_oaks
+    from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
     from clstream.systems.prompts import template_fingerprint
 
     for name, value in (("--docs-in-flight", args.docs_in_flight),
@@ -116,8 +116,8 @@ def _fmt(x: float) -> str:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from clstream.benchmarks.oaks_loader import load_oaks
-    from clstream.metrics.oaks import load_predictions, score_oaks
+    from clstream.protocols.oaks.loader import load_oaks
+    from clstream.protocols.oaks.metrics import load_predictions, score_oaks
 
     dataset = load_oaks(args.data)
     preds = load_predictions(args.predictions, dataset)
@@ -143,7 +143,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 # -- export / summary / report ---------------------------------------------------------------
 def cmd_export(args: argparse.Namespace) -> int:
-    from clstream.commands_seqmem import export_seqmem
+    from clstream.protocols.seqmem.commands import export_seqmem
     from clstream.store.export import export_oaks, select_run
 
     with ResultsStore(args.dir) as store:
@@ -157,8 +157,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from clstream.store.summary import summarize
-    from clstream.store.summary_seqmem import text_rows
+    from clstream.protocols.seqmem.summary import text_rows
+    from clstream.report.summary import summarize
 
     with ResultsStore(args.dir) as store:
         summary = summarize(store, _load_prices(args.prices))
@@ -197,7 +197,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from clstream.report.html import render_report
-    from clstream.store.summary import summarize
+    from clstream.report.summary import summarize
 
     with ResultsStore(args.dir) as store:
         summary = summarize(store, _load_prices(args.prices))

@@ -1,7 +1,7 @@
 import pytest
 
+from clstream.core.errors import SpecError
 from clstream.core.registry import names, register, resolve
-from clstream.errors import SpecError
 
 
 def test_builtin_names_registered() -> None:

@@ -1,8 +1,8 @@
 import pytest
 
+from clstream.core.errors import SpecError
 from clstream.core.specs import ComponentSpec, RunSpec, derive_seed, parse_model_spec
 from clstream.core.types import SamplingParams
-from clstream.errors import SpecError
 
 
 def test_parse_bare_and_args() -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clstream.benchmarks.seqmem_tasks import SeqTask
-from clstream.errors import DataError, SpecError
+from clstream.core.errors import DataError, SpecError
 from clstream.judges.evaluators import (
     ApiCallEvaluator,
     ChoiceEvaluator,
@@ -20,6 +19,7 @@ from clstream.judges.evaluators import (
     extract_code,
     final_answer,
 )
+from clstream.protocols.seqmem.tasks import SeqTask
 
 PROMPT = '''from typing import List
 

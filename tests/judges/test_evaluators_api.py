@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from clstream.benchmarks.seqmem_tasks import SeqTask
 from clstream.judges.api_eval import build_pool, extract_api_call, match_api_call
 from clstream.judges.evaluators import ApiCallEvaluator
+from clstream.protocols.seqmem.tasks import SeqTask
 
 SST2 = "distilbert-base-uncased-finetuned-sst-2-english"
 

@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from clstream.benchmarks.seqmem_tasks import SeqTask
 from clstream.judges import math_eval
 from clstream.judges.evaluators import MathEvaluator
 from clstream.judges.latex_expr import LatexParseError, numerically_equal, parse_latex
 from clstream.judges.math_eval import last_boxed, math_equal, normalize_math
+from clstream.protocols.seqmem.tasks import SeqTask
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clstream.core.protocols import Model
+from clstream.core.contracts import Model
+from clstream.core.errors import SpecError
 from clstream.core.registry import resolve
 from clstream.core.specs import parse_model_spec
 from clstream.core.types import GenerationRequest, Message, Query, SamplingParams
-from clstream.errors import SpecError
 from clstream.models import builtin_reader
 from clstream.models.builtin import BuiltinReader
 from clstream.models.tokenizers import approx_tokenizer

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from fake_openai_server import FakeOpenAIServer, always
 
+from clstream.core.errors import StoreError
 from clstream.core.types import (
     GenerationRequest,
     GenerationResult,
@@ -19,7 +20,6 @@ from clstream.core.types import (
     SamplingParams,
     Usage,
 )
-from clstream.errors import StoreError
 from clstream.models.cache import ResponseCache
 from clstream.models.openai_compat import OpenAICompatModel
 
@@ -180,7 +180,7 @@ def test_cache_path_opens_a_cache(tmp_path: Path) -> None:
 
 
 def test_cache_and_cache_path_together_are_refused(tmp_path: Path) -> None:
-    from clstream.errors import SpecError
+    from clstream.core.errors import SpecError
 
     with ResponseCache(tmp_path / "a.sqlite") as cache, pytest.raises(SpecError):
         OpenAICompatModel("m", cache=cache, cache_path=tmp_path / "b.sqlite")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from clstream.core.errors import SpecError
 from clstream.core.types import GenerationRequest, GenerationResult, Message, SamplingParams
-from clstream.errors import SpecError
 from clstream.models.hf import (
     HFModel,
     cut_at_stop,

@@ -15,10 +15,10 @@ from fake_openai_server import (
     expected_usage,
 )
 
-from clstream.core.protocols import Model
+from clstream.core.contracts import Model
+from clstream.core.errors import SpecError
 from clstream.core.specs import derive_seed
 from clstream.core.types import GenerationRequest, GenerationResult, Message, SamplingParams
-from clstream.errors import SpecError
 from clstream.models.cache import ResponseCache
 from clstream.models.openai_compat import OpenAICompatModel
 from clstream.models.wire import build_body, parse_samples, parse_usage

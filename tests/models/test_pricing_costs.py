@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from clstream.core.errors import DataError
 from clstream.core.types import GenerationResult, Usage
-from clstream.errors import DataError
 from clstream.models.pricing import cost_usd, load_prices, usage_totals
 
 

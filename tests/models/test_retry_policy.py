@@ -6,7 +6,7 @@ import email.utils
 
 import pytest
 
-from clstream.errors import SpecError
+from clstream.core.errors import SpecError
 from clstream.models.retry import RetryPolicy, is_retryable_status, jitter_rng, parse_retry_after
 
 

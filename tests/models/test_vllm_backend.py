@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from clstream.core.errors import SpecError
 from clstream.core.specs import derive_seed
 from clstream.core.types import GenerationRequest, Message, SamplingParams
-from clstream.errors import SpecError
 from clstream.models.vllm_backend import VLLMModel
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from clstream.errors import DataError
+from clstream.core.errors import DataError
+from clstream.render.base import Section, display_labels
+from clstream.render.fmt import fmt_cost, fmt_int, fmt_rate, fmt_seconds
 from clstream.report import register_section, render_html, render_report
-from clstream.report.base import Section, display_labels
-from clstream.report.fmt import fmt_cost, fmt_int, fmt_rate, fmt_seconds
 from clstream.report.html import _SECTIONS
 
 LABELS = ["full", "window:w=4", "rag:k=8", "rag+window:k=8,w=4"]

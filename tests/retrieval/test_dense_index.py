@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clstream.errors import SpecError
+from clstream.core.errors import SpecError
 from clstream.retrieval.dense import (
     CachedEmbedder,
     DenseIndex,

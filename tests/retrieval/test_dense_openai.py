@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from clstream.errors import SpecError
+from clstream.core.errors import SpecError
 from clstream.retrieval.dense import (
     DenseIndex,
     EmbeddingError,

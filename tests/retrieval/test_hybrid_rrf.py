@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from clstream.errors import SpecError
+from clstream.core.errors import SpecError
 from clstream.retrieval.bm25 import IncrementalBM25
 from clstream.retrieval.dense import DenseIndex
 from clstream.retrieval.hybrid import HybridIndex, Retriever, make_index, reciprocal_rank_fusion

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from clstream.core.errors import StoreError
 from clstream.core.types import Usage
-from clstream.errors import StoreError
 from clstream.store.db import Record, ResultsStore
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Chunk, Feedback
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Sample, Usage
-from clstream.errors import DataError, SpecError
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems import seqmem_prompts as P
+from clstream.systems import memory_prompts as P
 from clstream.systems.curated import Awm, DcRs
 from clstream.systems.expel import ExpelMt, ExpelSt, Rule, apply_rule_ops
 from clstream.systems.experience import ExpRag, ExpRecent, MemoryFree

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clstream.core.types import Query
-from clstream.systems import seqmem_prompts as P
+from clstream.systems import memory_prompts as P
 
 
 def _ex(question: str, output: str, feedback: str, success: bool) -> P.Exemplar:

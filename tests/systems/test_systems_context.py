@@ -5,12 +5,12 @@ from typing import Any
 
 import pytest
 
+from clstream.core.contracts import System, respond_all
+from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Chunk, Document
-from clstream.core.protocols import System, respond_all
 from clstream.core.registry import resolve
 from clstream.core.specs import ComponentSpec, derive_seed
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Sample, SamplingParams
-from clstream.errors import DataError, SpecError
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.systems import prompts
 from clstream.systems.context import (

@@ -2,8 +2,8 @@
 
 import asyncio
 
+from clstream.core.contracts import respond_all
 from clstream.core.events import Chunk
-from clstream.core.protocols import respond_all
 from clstream.core.types import Query
 from clstream.models.builtin import BuiltinReader
 from clstream.systems.context import FullContext, RagSystem, RagWindow, RollingWindow

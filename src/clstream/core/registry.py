@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from clstream.errors import SpecError
+from clstream.core.errors import SpecError
 
 _REGISTRY: dict[str, dict[str, str]] = {
     "system": {
@@ -33,7 +33,7 @@ _REGISTRY: dict[str, dict[str, str]] = {
         "vllm": "clstream.models.vllm_backend:VLLMModel",
     },
     "benchmark": {
-        "oaks": "clstream.benchmarks.oaks_loader:load_oaks",
+        "oaks": "clstream.protocols.oaks.loader:load_oaks",
     },
     "judge": {
         "code": "clstream.judges.evaluators:CodeEvaluator",

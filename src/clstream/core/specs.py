@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clstream.core.errors import SpecError
 from clstream.core.types import SamplingParams
-from clstream.errors import SpecError
 
 _NAME = re.compile(r"^[a-z][a-z0-9_+\-]*$")
 _KEY = re.compile(r"^[a-z_][a-z0-9_]*$")

@@ -15,7 +15,7 @@ feedback text is for the memory method to learn from, and ``detail`` is for the 
   letter after the last answer marker, else the last standalone letter of the output.
 - :class:`ApiCallEvaluator`: AST match against an API pool, see :mod:`clstream.judges.api_eval`.
 - :class:`SyntheticEvaluator`: exact match for the procedural stream of
-  :mod:`clstream.benchmarks.seqmem_synthetic`; its feedback reveals the hidden rule instance.
+  :mod:`clstream.protocols.seqmem.synthetic`; its feedback reveals the hidden rule instance.
 
 ``reveal_target=True`` adds the reference answer to the feedback of the dataset evaluators
 (off by default: the paper's methods learn from success and failure, not from gold answers).
@@ -28,14 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from clstream.errors import DataError, SpecError
+from clstream.core.errors import DataError, SpecError
 from clstream.judges.api_eval import MatchMode, build_pool, match_api_call
 from clstream.judges.math_eval import last_boxed, math_equal, normalize_math
 from clstream.judges.sandbox import run_python
 
 
 class TaskLike(Protocol):
-    """What an evaluator reads from a task (``clstream.benchmarks.seqmem_tasks.SeqTask``)."""
+    """What an evaluator reads from a task (``clstream.protocols.seqmem.tasks.SeqTask``)."""
 
     @property
     def id(self) -> str: ...

@@ -65,7 +65,7 @@ def ci_for_metrics(
     """``{key: [lo, hi]}`` bootstrap intervals of the mean of ``row[key]`` over rows.
 
     ``rows`` are per-question rows such as those of
-    :func:`clstream.metrics.oaks.per_question_table`. The same seed for every key means the
+    :func:`clstream.protocols.oaks.metrics.per_question_table`. The same seed for every key means the
     same resampled questions, so intervals of related metrics are paired.
     """
     intervals: dict[str, list[float]] = {}

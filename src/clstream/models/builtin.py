@@ -17,7 +17,7 @@ into ordered sentences and events; this module reads the question and answers:
   or the "cannot answer" option when none is supported.
 
 Memory of a SeqMem-Eval method (SPECS §2.3) comes first: when the prompt shows past-task
-records in the solver layout of :mod:`clstream.systems.seqmem_prompts` and one asks the same
+records in the solver layout of :mod:`clstream.systems.memory_prompts` and one asks the same
 thing as the current task, the reply reuses the answer that record's feedback states as
 correct, or the answer it gave when its outcome was correct (``recall_answer``), formatted as
 the current task's instruction asks. Prompts without such records (OAKS, a memory-free
@@ -42,8 +42,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from clstream.core.errors import SpecError
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, SamplingParams, Usage
-from clstream.errors import SpecError
 from clstream.models.builtin_answer import (
     GENERIC,
     STOP,
@@ -65,7 +65,7 @@ from clstream.models.builtin_reader import (
     tokens_of,
 )
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems import prompts, seqmem_prompts
+from clstream.systems import memory_prompts, prompts
 
 READER_VERSION = "builtin-reader-v2"
 _CACHE_SIZE = 8  # read contexts kept; an interval's questions share one
@@ -263,7 +263,7 @@ class BuiltinReader:
         context, block = prompts.split_prompt(text)
         # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
         outside_context = system_tokens + self.tokenizer.count(block)
-        recalled = seqmem_prompts.recall_answer(text)
+        recalled = memory_prompts.recall_answer(text)
         if recalled is not None:
             return recalled_reply(recalled, block), outside_context + _count_context(context)
         read, context_tokens = self._read(context)

@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from clstream.core.errors import StoreError
 from clstream.core.types import Sample, Usage
-from clstream.errors import StoreError
 
 FORMAT = "clstream-response-cache-1"
 

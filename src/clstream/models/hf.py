@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clstream.core.errors import SpecError
 from clstream.core.specs import derive_seed
 from clstream.core.types import (
     GenerationRequest,
@@ -49,7 +50,6 @@ from clstream.core.types import (
     SamplingParams,
     Usage,
 )
-from clstream.errors import SpecError
 from clstream.models.tokenizers import HFTokenizer
 from clstream.models.wire import request_seed
 

@@ -40,9 +40,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from clstream.core.protocols import Tokenizer
+from clstream.core.contracts import Tokenizer
+from clstream.core.errors import SpecError
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
-from clstream.errors import SpecError
 from clstream.models.cache import ResponseCache
 from clstream.models.retry import (
     AttemptFailure,

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from clstream.core.errors import DataError
 from clstream.core.types import GenerationResult, Usage
-from clstream.errors import DataError
 
 RATE_FIELDS = ("prompt", "cached", "completion", "reasoning")
 REQUIRED_RATES = ("prompt", "completion")

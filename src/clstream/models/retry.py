@@ -17,8 +17,8 @@ import random
 import time
 from dataclasses import dataclass
 
+from clstream.core.errors import SpecError
 from clstream.core.specs import derive_seed
-from clstream.errors import SpecError
 
 # Request timeout, conflict and rate limit: the same request may succeed later. Other 4xx
 # statuses mean the request itself is wrong, so repeating it cannot help.

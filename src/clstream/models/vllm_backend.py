@@ -30,8 +30,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from clstream.core.errors import SpecError
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
-from clstream.errors import SpecError
 from clstream.models.hf import (
     config_fingerprint,
     import_optional,

@@ -21,10 +21,10 @@ import json
 import re
 from typing import Any
 
-from clstream.core.protocols import Tokenizer
+from clstream.core.contracts import Tokenizer
+from clstream.core.errors import SpecError
 from clstream.core.specs import derive_seed
 from clstream.core.types import GenerationRequest, Sample, Usage
-from clstream.errors import SpecError
 
 # Body fields the backend owns: setting them through extra_body would silently bypass
 # SamplingParams (and the seed derivation), so it is refused.

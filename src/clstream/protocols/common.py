@@ -11,11 +11,11 @@ from typing import Any
 from tqdm import tqdm
 
 import clstream
-from clstream.core.protocols import Model, System
+from clstream.core.contracts import Model, System
+from clstream.core.errors import SpecError
 from clstream.core.registry import resolve
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import GenerationResult
-from clstream.errors import SpecError
 from clstream.store.db import Record
 
 

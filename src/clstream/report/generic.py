@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from clstream.report.base import Cell, Column, Fields, Section, Table, run_fields
-from clstream.report.common import (
+from clstream.render.base import Cell, Column, Fields, Section, Table, run_fields
+from clstream.render.common import (
     UsageColumns,
     details_table,
     status_cells,
     status_columns,
     system_cell,
 )
-from clstream.report.fmt import MISSING, fmt_int, fmt_rate
+from clstream.render.fmt import MISSING, fmt_int, fmt_rate
 
 
 def _scalar_keys(runs: list[dict[str, Any]]) -> list[str]:

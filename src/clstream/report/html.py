@@ -15,11 +15,11 @@ from typing import Any
 
 import jinja2
 
-from clstream.errors import DataError
-from clstream.report.base import Fields, Section, display_labels, run_fields
+from clstream.core.errors import DataError
+from clstream.protocols.oaks.report import render_oaks_section
+from clstream.protocols.seqmem.report import render_seqmem_section
+from clstream.render.base import Fields, Section, display_labels, run_fields
 from clstream.report.generic import render_generic_section
-from clstream.report.oaks import render_oaks_section
-from clstream.report.seqmem import render_seqmem_section
 
 SectionRenderer = Callable[[list[dict[str, Any]], list[str], object], Section]
 """``(runs of one protocol, their display labels, summary source) -> Section``."""

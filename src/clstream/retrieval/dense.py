@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 import httpx
 import numpy as np
 
-from clstream.errors import ClstreamError, SpecError
+from clstream.core.errors import ClstreamError, SpecError
 from clstream.models.retry import (
     AttemptFailure,
     RetryPolicy,

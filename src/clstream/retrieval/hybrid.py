@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from clstream.errors import SpecError
+from clstream.core.errors import SpecError
 from clstream.retrieval.bm25 import IncrementalBM25
 from clstream.retrieval.dense import DenseIndex, load_embedder
 

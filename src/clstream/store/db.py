@@ -19,12 +19,11 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clstream.core.types import Usage
-from clstream.errors import StoreError
+from clstream.core.errors import StoreError
+from clstream.core.records import Record, RunRow
 
 DB_NAME = "results.sqlite"
 LOCK_NAME = ".writer.lock"
@@ -74,34 +73,6 @@ CREATE TABLE IF NOT EXISTS states (
     PRIMARY KEY (run_id, stream, t)
 );
 """
-
-
-@dataclass(frozen=True)
-class Record:
-    """One stored record to write: a probe answer, a memory-update call, a task result."""
-
-    kind: str
-    key: str
-    payload: dict[str, Any]
-    stream: str = ""
-    t: int = 0
-    error: str | None = None
-    stage: str = "generate"
-    usage: Usage = field(default_factory=Usage)
-    cache_hit: bool = False
-
-
-@dataclass(frozen=True)
-class RunRow:
-    run_id: str
-    protocol: str
-    system: str
-    model: str
-    dataset_sha256: str
-    spec: dict[str, Any]
-    info: dict[str, Any]
-    created_at: float
-    wall_s: float
 
 
 class ResultsStore:

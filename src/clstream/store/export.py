@@ -6,9 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from clstream.benchmarks.oaks_data import from_gold_view
+from clstream.core.errors import ClstreamError, StoreError
 from clstream.core.specs import ComponentSpec
-from clstream.errors import ClstreamError, StoreError
+from clstream.protocols.oaks.data import from_gold_view
 from clstream.store.db import ResultsStore, RunRow
 
 

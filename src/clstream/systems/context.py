@@ -29,11 +29,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from clstream.core.contracts import Model
+from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Chunk, Event
-from clstream.core.protocols import Model
 from clstream.core.specs import derive_seed
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response, SamplingParams
-from clstream.errors import DataError, SpecError
 from clstream.retrieval.hybrid import RETRIEVERS, Retriever, make_index
 from clstream.systems import prompts
 

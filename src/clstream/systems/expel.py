@@ -31,7 +31,7 @@ from typing import Any
 
 from clstream.core.events import Feedback
 from clstream.core.types import GenerationResult, Query
-from clstream.systems import seqmem_prompts as P
+from clstream.systems import memory_prompts as P
 from clstream.systems.experience import (
     ExperiencePool,
     ExperienceRecord,

@@ -25,8 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from clstream.core.contracts import Model
+from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Event, Feedback
-from clstream.core.protocols import Model
 from clstream.core.specs import derive_seed
 from clstream.core.types import (
     GenerationRequest,
@@ -36,9 +37,8 @@ from clstream.core.types import (
     Response,
     SamplingParams,
 )
-from clstream.errors import DataError, SpecError
 from clstream.retrieval.bm25 import IncrementalBM25
-from clstream.systems import seqmem_prompts as P
+from clstream.systems import memory_prompts as P
 
 SNAPSHOT = "<snapshot>"
 RETRIEVERS: dict[str, Callable[[], IncrementalBM25]] = {"bm25": IncrementalBM25}

@@ -1,0 +1,172 @@
+"""Answer extraction and exact-match judging for OAKS (SPECS §1.3; OAKS (Kim et al.), App. B.2.1).
+
+Models reason freely and finish with an answer marker ("## Answer: kitchen"). Scoring needs
+one short string per output, so this module pulls it out, normalizes it, folds the counting
+equivalences into a *canonical* form, and compares it with the accepted golds. The same
+canonical form is what the transition table compares between consecutive intervals, so a
+model that says "2" then "two" has not changed its answer.
+
+Readings chosen here where SPECS leaves room:
+- the extracted span is the first non-empty line after the last marker (reasoning that follows
+  on later lines is not part of the answer);
+- punctuation is deleted, not replaced by a space ("twenty-one" -> "twentyone", which the
+  numeral parser also understands);
+- the numeral equivalences apply to every open-ended answer, gold or predicted, whatever the
+  question type ("always applied"), so both sides of a comparison stay consistent.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from clstream.protocols.oaks.data import OaksQuestion
+
+# The word "answer", optional quotes/asterisks/hashes, a colon. Quotes, asterisks or hashes
+# before the word need no pattern: only where the marker ends matters.
+_MARKER = re.compile(r"""\banswer\b[ \t"'*#]*:""", re.IGNORECASE)
+_MC_LETTER = re.compile(r"\b[A-Z]\b")
+_EDGE = " \t\r\n\"'*`"
+_TAIL = _EDGE + ",}]"  # also drop what closes a JSON reply: {"answer": "kitchen"}
+_ARTICLES = frozenset({"a", "an", "the"})
+
+_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+}
+_TENS_WORDS = tuple(_TENS)
+_WORD_VALUE = {w: i for i, w in enumerate(_UNITS)} | _TENS
+_ADVERBS = {"once": 1, "twice": 2, "thrice": 3, "never": 0, "none": 0}
+
+UNKNOWN = "unknown"
+SAME = "same"
+_EARLY_EQUIVALENTS = {
+    "counting": frozenset({"0", UNKNOWN}),
+    "comparison": frozenset({UNKNOWN, SAME}),
+}
+
+
+def extract_answer(output: str, mc: bool) -> str:
+    """The answer part of a raw model output (SPECS §1.3).
+
+    The span starts after the last answer marker ("## Answer:", "**Answer**:", "\"answer\":",
+    "Answer:"; case-insensitive) and ends at the end of the first non-empty line after it;
+    surrounding quotes, asterisks, backticks and whitespace (and a closing ``}``, ``]`` or
+    ``,`` of a JSON reply) are stripped. Without a marker an open-ended output is kept whole
+    (stripped) and a multiple-choice output yields "".
+    For multiple choice the result is the first standalone capital letter of the span, or "".
+    """
+    matches = list(_MARKER.finditer(output))
+    if matches:
+        rest = output[matches[-1].end():].lstrip(_EDGE)
+        span = rest.split("\n", 1)[0].rstrip(_TAIL).strip(_EDGE)
+    elif mc:
+        return ""
+    else:
+        span = output.strip(_EDGE)
+    if not mc:
+        return span
+    letter = _MC_LETTER.search(span)
+    return letter.group(0) if letter else ""
+
+
+def normalize(text: str, mc: bool) -> str:
+    """Lowercase, delete punctuation, drop articles (open-ended only), collapse whitespace."""
+    lowered = text.lower()
+    kept = "".join(ch for ch in lowered if not unicodedata.category(ch).startswith("P"))
+    words = kept.split()
+    if not mc:
+        words = [w for w in words if w not in _ARTICLES]
+    return " ".join(words)
+
+
+def _number(words: list[str]) -> int | None:
+    """Value of a cardinal written as digits or English words below one hundred."""
+    if len(words) == 1:
+        word = words[0]
+        if word.isascii() and word.isdigit():
+            return int(word)
+        if word in _WORD_VALUE:
+            return _WORD_VALUE[word]
+        if not word.startswith(_TENS_WORDS):
+            return None
+        for tens, value in _TENS.items():  # "twentyone" (a hyphen deleted by normalize)
+            unit = word[len(tens):]
+            if word.startswith(tens) and unit in _WORD_VALUE and 0 < _WORD_VALUE[unit] < 10:
+                return value + _WORD_VALUE[unit]
+        return None
+    if len(words) == 2 and words[0] in _TENS and words[1] in _WORD_VALUE:
+        unit = _WORD_VALUE[words[1]]
+        return _TENS[words[0]] + unit if 0 < unit < 10 else None
+    return None
+
+
+def _count(words: list[str]) -> int | None:
+    """Value of a count expression: "3", "three", "3 times", "one time", "twice", "never"."""
+    if len(words) == 1 and words[0] in _ADVERBS:
+        return _ADVERBS[words[0]]
+    if len(words) >= 2 and words[-1] in ("time", "times"):
+        words = words[:-1]
+    return _number(words)
+
+
+def canonical(answer: str, mc: bool) -> str:
+    """The form two answers are compared in: normalized, counts written as decimal numerals.
+
+    "2", "two", "twice", "2 times" and "two times" all become "2"; "zero", "none", "never"
+    become "0". Non-count answers are returned normalized. Multiple choice: the normalized
+    letter.
+    """
+    norm = normalize(answer, mc)
+    if mc:
+        return norm
+    value = _count(norm.split())
+    return norm if value is None else str(value)
+
+
+def canonical_answer(output: str, mc: bool) -> str:
+    """Canonical form of what a raw output answers (used for correctness and model change)."""
+    return canonical(extract_answer(output, mc), mc)
+
+
+def canonical_golds(question: OaksQuestion) -> tuple[str, ...]:
+    """Per-interval canonical gold: MC the option letter, open-ended the first accepted gold."""
+    if question.is_mc:
+        return tuple(
+            canonical(question.gold_letter(t), True) for t in range(1, len(question.golds) + 1)
+        )
+    return tuple(canonical(golds[0], False) if golds else "" for golds in question.golds)
+
+
+def accepted_answers(question: OaksQuestion) -> tuple[frozenset[str], ...]:
+    """Canonical answers accepted at each interval t = 1..C, equivalences included.
+
+    Reading chosen for "before the counted event first happens" / "before evidence exists":
+    interval t is *before* when every accepted gold at every interval <= t is "0"/"Unknown"
+    (counting) or "Unknown"/"Same" (comparison); there both answers of that pair are correct.
+    """
+    if question.is_mc:
+        return tuple(frozenset({gold}) for gold in canonical_golds(question))
+    qtype = (question.question_type or "").strip().lower()
+    early = _EARLY_EQUIVALENTS.get(qtype, frozenset())
+    before_evidence = bool(early)
+    accepted_per_t: list[frozenset[str]] = []
+    for golds in question.golds:
+        accepted = {canonical(g, False) for g in golds}
+        before_evidence = before_evidence and bool(accepted) and accepted <= early
+        if before_evidence:
+            accepted |= early
+        accepted_per_t.append(frozenset(accepted))
+    return tuple(accepted_per_t)
+
+
+def is_correct(output: str, question: OaksQuestion, t: int) -> bool:
+    """Whether a raw output answers ``question`` correctly at 1-based interval ``t``."""
+    if not 1 <= t <= len(question.golds):
+        raise ValueError(f"interval {t} outside 1..{len(question.golds)}")
+    answer = canonical_answer(output, question.is_mc)
+    return answer in accepted_answers(question)[t - 1]

@@ -1,0 +1,395 @@
+"""OAKS metrics: accuracy, intra-phase errors, transition behaviours, subsets (SPECS §1.4, §5).
+
+Source: OAKS (Kim et al.), Appendix B.2 (equations 1-4) and the transition table of §6.1.
+The metric functions are pure (arrays in, numbers out) so that ``clstream score oaks`` gives
+the same numbers on any saved run or on a user's own predictions file; ``score_oaks`` only
+judges every (question, interval) once and aggregates. ``load_predictions`` reads the
+predictions JSONL of SPECS §5 strictly, naming file, line and field on any defect.
+
+Everything is per question first, then averaged over questions (paper eq. 1), except the
+transition table, which pools all intervals t = 2..C of all questions (SPECS §1.4).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clstream.core.errors import DataError, SpecError
+from clstream.protocols.oaks.answers import accepted_answers, canonical_answer, canonical_golds
+from clstream.protocols.oaks.data import OaksDataset, OaksQuestion
+
+INTRA_PHASE_KEYS = ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss")
+# (GT change, model change, correct) -> behaviour, in the order of SPECS §1.4.
+TRANSITIONS: dict[tuple[bool, bool, bool], str] = {
+    (True, True, True): "adaptability",
+    (True, True, False): "maladaptation",
+    (True, False, True): "prescience",
+    (True, False, False): "stubbornness",
+    (False, True, True): "lag",
+    (False, True, False): "volatility",
+    (False, False, True): "stability",
+    (False, False, False): "obstinacy",
+}
+TRANSITION_NAMES = tuple(TRANSITIONS.values())
+
+# A bin table maps a subset name to the smallest number of answer changes it holds; a question
+# falls in the last bin whose threshold it reaches (so fewer than 2 changes is "sparse").
+Bins = tuple[tuple[str, int], ...]
+OAKS_B_BINS: Bins = (("sparse", 0), ("moderate", 4), ("frequent", 6))  # open-ended
+OAKS_N_BINS: Bins = (("sparse", 0), ("moderate", 4), ("frequent", 5))  # multiple choice
+
+
+def phases(canonical_golds: Sequence[str]) -> list[tuple[int, int]]:
+    """Maximal runs of equal consecutive gold, as 0-based half-open ``(start, end)`` slices.
+
+    A -> B -> A is three phases. ``canonical_golds[t-1]`` is the gold at interval t.
+    """
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(canonical_golds)):
+        if canonical_golds[i] != canonical_golds[i - 1]:
+            runs.append((start, i))
+            start = i
+    if canonical_golds:
+        runs.append((start, len(canonical_golds)))
+    return runs
+
+
+def question_metrics(correct: np.ndarray, golds: Sequence[str]) -> dict[str, float]:
+    """Accuracy, AL, DS and PM of one question (OAKS Appendix B.2, eqs. 1-4; SPECS §1.4).
+
+    With c_t the correctness at interval t, C intervals, phases k of length D_k and tau_k the
+    1-based position of the first correct answer in phase k (0 if none):
+
+        Accuracy = (1/C) sum_t c_t
+        AL = (1/C) sum_k (tau_k - 1) [tau_k > 0]
+        DS = (1/C) sum_k #{wrong intervals after tau_k in phase k} [tau_k > 0]
+        PM = (1/C) sum_k D_k [tau_k = 0]
+
+    The four sum to 1: every interval is correct, before the first hit, after it, or missed.
+    """
+    hits = np.asarray(correct, dtype=bool)
+    if hits.ndim != 1 or hits.size == 0 or hits.size != len(golds):
+        raise ValueError(f"need one correctness per gold, got {hits.shape} and {len(golds)}")
+    n = hits.size
+    latency = lapses = missed = 0
+    for start, end in phases(golds):
+        phase = hits[start:end]
+        first = int(np.argmax(phase)) if phase.any() else -1
+        if first < 0:
+            missed += end - start
+        else:
+            latency += first
+            lapses += int(np.count_nonzero(~phase[first + 1:]))
+    return {
+        "accuracy": float(np.count_nonzero(hits)) / n,
+        "acquisition_latency": latency / n,
+        "distraction_susceptibility": lapses / n,
+        "phase_miss": missed / n,
+    }
+
+
+def n_changes(golds: Sequence[str]) -> int:
+    """Number of t in 2..C with gold_t != gold_{t-1} (the first Unknown -> X counts)."""
+    return sum(1 for a, b in zip(golds, golds[1:], strict=False) if a != b)
+
+
+def check_bins(bins: Bins) -> Bins:
+    """Validate a bin table: thresholds start at 0 and strictly increase, names are unique."""
+    names = [name for name, _ in bins]
+    lows = [low for _, low in bins]
+    if not bins or lows[0] != 0 or any(b <= a for a, b in zip(lows, lows[1:], strict=False)):
+        raise SpecError(f"subset bins {bins!r}: thresholds must start at 0 and increase")
+    if len(set(names)) != len(names):
+        raise SpecError(f"subset bins {bins!r}: names must be unique")
+    return bins
+
+
+def subset_of(changes: int, bins: Bins) -> str:
+    """The subset (Sparse / Moderate / Frequent by default) of a question with ``changes``."""
+    name = bins[0][0]
+    for candidate, low in bins:
+        if changes >= low:
+            name = candidate
+    return name
+
+
+def transition_counts(
+    golds: Sequence[Sequence[str]],
+    answers: Sequence[Sequence[str]],
+    correct: Sequence[np.ndarray],
+) -> dict[str, int]:
+    """Counts of the eight behaviours over t = 2..C, pooled over questions (SPECS §1.4 table).
+
+    Row j gives question j's canonical golds, canonical model answers and correctness per
+    interval; GT change = gold_t != gold_{t-1}, model change = answer_t != answer_{t-1}.
+    """
+    counts = dict.fromkeys(TRANSITION_NAMES, 0)
+    for gold, answer, hits in zip(golds, answers, correct, strict=True):
+        g, a, c = np.asarray(gold), np.asarray(answer), np.asarray(hits, dtype=bool)
+        if not len(g) == len(a) == len(c):
+            raise ValueError("golds, answers and correctness differ in length")
+        gt_change, model_change, ok = g[1:] != g[:-1], a[1:] != a[:-1], c[1:]
+        for (gt, model, right), name in TRANSITIONS.items():
+            mask = (gt_change == gt) & (model_change == model) & (ok == right)
+            counts[name] += int(np.count_nonzero(mask))
+    return counts
+
+
+def transition_rates(counts: Mapping[str, int]) -> dict[str, float]:
+    """Each count over its GT group's total (GT change: first four, GT stay: last four).
+
+    An empty group (e.g. no gold ever changes) reports 0.0 for its four rates.
+    """
+    rates: dict[str, float] = {}
+    for group in (TRANSITION_NAMES[:4], TRANSITION_NAMES[4:]):
+        total = sum(counts[name] for name in group)
+        rates.update({name: counts[name] / total if total else 0.0 for name in group})
+    return rates
+
+
+@dataclass(frozen=True)
+class JudgedQuestion:
+    """One question of a dataset with its per-interval canonical golds, answers, correctness."""
+
+    bid: str
+    question: OaksQuestion
+    golds: tuple[str, ...]
+    answers: tuple[str, ...]
+    correct: np.ndarray
+
+
+def _check_question(path: str, record: str, q: OaksQuestion, n_chunks: int) -> None:
+    """What scoring relies on: one non-empty gold per chunk, MC golds among <= 26 options."""
+    if not n_chunks:
+        raise DataError(path, record, "chunks", "the document has no chunks")
+    if len(q.golds) != n_chunks:
+        raise DataError(path, record, "chunk_to_answer", f"{len(q.golds)} golds for "
+                        f"{n_chunks} chunks")
+    for t, golds in enumerate(q.golds, 1):
+        if not golds:
+            raise DataError(path, record, "chunk_to_answer", f"no accepted answer at t {t}")
+        if q.is_mc and golds[0] not in q.options[:26]:
+            raise DataError(path, record, "chunk_to_answer",
+                            f"gold {golds[0]!r} at t {t} is not one of the first 26 options")
+
+
+def judge_dataset(
+    dataset: OaksDataset,
+    predictions: Mapping[tuple[str, int], str],
+    allow_missing: bool = False,
+    *,
+    predictions_path: str = "predictions",
+) -> tuple[list[JudgedQuestion], int]:
+    """Judge every (question, t) in dataset order; returns the judged questions and the number
+    of missing predictions (a missing one is wrong and its answer is "" for transitions)."""
+    sizes: dict[str, int] = {}
+    for doc in dataset.documents:
+        for q in doc.questions:
+            record = f"document {doc.bid} question {q.question_id}"
+            if q.question_id in sizes:
+                raise DataError(dataset.path, record, "question_id", "duplicate question id")
+            _check_question(dataset.path, record, q, doc.num_chunks)
+            sizes[q.question_id] = doc.num_chunks
+    for qid, t in predictions:
+        if qid not in sizes:
+            raise DataError(predictions_path, f"question {qid} t {t}", "question_id",
+                            "question not in the dataset")
+        if not 1 <= t <= sizes[qid]:
+            raise DataError(predictions_path, f"question {qid} t {t}", "t",
+                            f"interval outside 1..{sizes[qid]}")
+    judged: list[JudgedQuestion] = []
+    missing = 0
+    for doc in dataset.documents:
+        for q in doc.questions:
+            accepted = accepted_answers(q)
+            answers: list[str] = []
+            hits = np.zeros(doc.num_chunks, dtype=bool)
+            for t in range(1, doc.num_chunks + 1):
+                output = predictions.get((q.question_id, t))
+                if output is None:
+                    if not allow_missing:
+                        raise DataError(predictions_path, f"question {q.question_id} t {t}",
+                                        "output", "missing prediction (--allow-missing counts "
+                                        "missing ones as wrong)")
+                    missing += 1
+                    answers.append("")
+                    continue
+                answers.append(canonical_answer(output, q.is_mc))
+                hits[t - 1] = answers[-1] in accepted[t - 1]
+            judged.append(JudgedQuestion(doc.bid, q, canonical_golds(q), tuple(answers), hits))
+    return judged, missing
+
+
+def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins) -> list[dict]:
+    check_bins(bins_open)
+    check_bins(bins_mc)
+    rows: list[dict[str, Any]] = []
+    for j in judged:
+        changes = n_changes(j.golds)
+        bins = bins_mc if j.question.is_mc else bins_open
+        rows.append({
+            "question_id": j.question.question_id,
+            "document": j.bid,
+            "type": j.question.question_type,
+            "subset": subset_of(changes, bins),
+            "n_changes": changes,
+            **question_metrics(j.correct, j.golds),
+            "correct": [int(c) for c in j.correct],
+        })
+    return rows
+
+
+def per_question_table(
+    dataset: OaksDataset,
+    predictions: Mapping[tuple[str, int], str],
+    allow_missing: bool = False,
+    *,
+    predictions_path: str = "predictions",
+    bins_open: Bins = OAKS_B_BINS,
+    bins_mc: Bins = OAKS_N_BINS,
+) -> list[dict[str, Any]]:
+    """One row per question: question_id, document, type, subset, n_changes, the four
+    intra-phase metrics and the correctness vector (for reports and bootstrap CIs)."""
+    judged, _ = judge_dataset(dataset, predictions, allow_missing,
+                              predictions_path=predictions_path)
+    return _table(judged, bins_open, bins_mc)
+
+
+def _mean_accuracy(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {"accuracy": float(np.mean([r["accuracy"] for r in rows])), "n_questions": len(rows)}
+
+
+def score_oaks(
+    dataset: OaksDataset,
+    predictions: Mapping[tuple[str, int], str],
+    allow_missing: bool = False,
+    *,
+    predictions_path: str = "predictions",
+    bins_open: Bins = OAKS_B_BINS,
+    bins_mc: Bins = OAKS_N_BINS,
+) -> tuple[dict[str, Any], int]:
+    """The ``clstream score oaks`` JSON of SPECS §5 and the number of missing predictions.
+
+    Multiple-choice questions use ``bins_mc`` (OAKS-N), open-ended ones ``bins_open``
+    (OAKS-B). ``accuracy_by_interval[t-1]`` averages c_t over questions whose document has at
+    least t chunks. ``by_type`` and ``by_subset`` list only groups with questions.
+    """
+    result, missing, _rows = score_oaks_with_rows(
+        dataset, predictions, allow_missing, predictions_path=predictions_path,
+        bins_open=bins_open, bins_mc=bins_mc,
+    )
+    return result, missing
+
+
+def score_oaks_with_rows(
+    dataset: OaksDataset,
+    predictions: Mapping[tuple[str, int], str],
+    allow_missing: bool = False,
+    *,
+    predictions_path: str = "predictions",
+    bins_open: Bins = OAKS_B_BINS,
+    bins_mc: Bins = OAKS_N_BINS,
+) -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
+    """:func:`score_oaks` plus the :func:`per_question_table` rows, judging only once
+    (summaries need both: the metrics and the per-question values for bootstrap CIs)."""
+    judged, missing = judge_dataset(dataset, predictions, allow_missing,
+                                    predictions_path=predictions_path)
+    if not judged:
+        raise DataError(dataset.path, None, "qas", "the dataset has no questions")
+    rows = _table(judged, bins_open, bins_mc)
+    counts = transition_counts([j.golds for j in judged], [j.answers for j in judged],
+                               [j.correct for j in judged])
+    types = sorted({r["type"] for r in rows if r["type"] is not None})
+    subsets = [name for name, _ in (*bins_open, *bins_mc)]
+    subsets = [s for i, s in enumerate(subsets) if s not in subsets[:i]]
+    longest = max(len(j.correct) for j in judged)
+    by_interval = [
+        float(np.mean([j.correct[t] for j in judged if len(j.correct) > t]))
+        for t in range(longest)
+    ]
+    result: dict[str, Any] = {"n_questions": len(rows)}
+    result.update({k: float(np.mean([r[k] for r in rows])) for k in INTRA_PHASE_KEYS})
+    result["transitions"] = transition_rates(counts)
+    result["by_type"] = {t: _mean_accuracy([r for r in rows if r["type"] == t]) for t in types}
+    result["by_subset"] = {
+        s: _mean_accuracy([r for r in rows if r["subset"] == s])
+        for s in subsets if any(r["subset"] == s for r in rows)
+    }
+    result["accuracy_by_interval"] = by_interval
+    return result, missing, rows
+
+
+PREDICTION_KEYS = ("question_id", "t", "output")
+
+
+def _prediction(path: str, record: str, obj: object) -> tuple[str, int, str]:
+    if not isinstance(obj, dict):
+        raise DataError(path, record, None, "expected a JSON object")
+    for key in PREDICTION_KEYS:
+        if key not in obj:
+            raise DataError(path, record, key, "missing key")
+    extra = sorted(set(obj) - set(PREDICTION_KEYS))
+    if extra:
+        raise DataError(path, record, extra[0], "unexpected key (allowed: question_id, t, output)")
+    qid, t, output = obj["question_id"], obj["t"], obj["output"]
+    if not isinstance(qid, str) or not qid:
+        raise DataError(path, record, "question_id", "expected a non-empty string")
+    if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+        raise DataError(path, record, "t", f"expected an integer >= 1, got {t!r}")
+    if not isinstance(output, str):
+        raise DataError(path, record, "output", f"expected a string, got {type(output).__name__}")
+    return qid, t, output
+
+
+def load_predictions(
+    path: str | Path, dataset: OaksDataset | None = None
+) -> dict[tuple[str, int], str]:
+    """Read OAKS predictions (SPECS §5): one JSON object per line with exactly the keys
+    question_id (str), t (int >= 1) and output (str). Blank lines are skipped.
+
+    Malformed JSON, a missing, extra or mistyped key, a duplicate (question_id, t) and, when
+    ``dataset`` is given, an unknown question id or an interval beyond its document raise
+    :class:`DataError` naming the file, the line and the field.
+    """
+    name = str(path)
+    chunks = (
+        {q.question_id: d.num_chunks for d in dataset.documents for q in d.questions}
+        if dataset is not None else None
+    )
+    predictions: dict[tuple[str, int], str] = {}
+    first_line: dict[tuple[str, int], int] = {}
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                record = f"line {number}"
+                try:
+                    line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                except UnicodeDecodeError:
+                    raise DataError(name, record, None, "not UTF-8 text") from None
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(name, record, None, f"invalid JSON ({exc.msg})") from None
+                qid, t, output = _prediction(name, record, obj)
+                if chunks is not None and qid not in chunks:
+                    raise DataError(name, record, "question_id", f"unknown question {qid!r}")
+                if chunks is not None and t > chunks[qid]:
+                    raise DataError(name, record, "t",
+                                    f"interval {t} beyond the document's {chunks[qid]} chunks")
+                if (qid, t) in first_line:
+                    raise DataError(name, record, "t", f"duplicate prediction for question "
+                                    f"{qid} t {t} (first on line {first_line[qid, t]})")
+                first_line[qid, t] = number
+                predictions[qid, t] = output
+    except OSError as exc:
+        raise DataError(name, None, None, f"cannot read: {exc.strerror or exc}") from None
+    return predictions

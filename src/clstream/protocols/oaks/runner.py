@@ -1,0 +1,386 @@
+"""The streaming-knowledge runner (OAKS, SPECS §1.2).
+
+For every document and every interval t: the system observes chunk t, then every question of the
+document is asked; probes never change memory. All questions of one interval go to the system
+together (one batched call), so they share the context prefix on a serving engine.
+
+Request order, for prefix caching (:mod:`clstream.models.prefix_cache_sim` measures it): a
+serving engine keeps the blocks of recent prompts and reuses any it sees again at the start of
+a new prompt, so the order requests arrive in decides how much prefill is recomputed. Probes
+do not change memory, so for a replayable system (memory rebuilt from the chunks alone) the
+intervals of a document need not be asked one after another: the runner builds a *pool* of
+consecutive intervals, one system instance per interval, collects every request the pool makes
+and sends them sorted by prompt text. In that order each prompt follows the one it shares the
+longest prefix with (a depth-first walk of the prompts' prefix tree), so a cache holding one
+prompt's worth of blocks recomputes almost nothing twice: for full context it is the interval
+order (each interval's context extends the previous one), for window each interval's questions
+stay together, and for rag, whose retrieved passages often recur across many intervals, it
+puts the recurring prefixes next to each other. A pool holds at most ``POOL_TOKENS`` estimated
+prompt tokens (requests are built before any is sent); it is sent in slices of one interval's
+size, all queued at once, so a backend that admits requests first come first served (the
+OpenAI-compatible one) receives them in sorted order with no pause between slices. An interval
+is stored once its last request returns; a run interrupted inside a pool loses that pool's
+unstored answers (with ``--cache`` nothing paid for is asked again).
+
+Documents in flight: each holds its own prompts in the engine's cache, so at most
+``cache budget // largest context`` documents run at once when a cache budget is given
+(:func:`docs_for_cache_budget`).
+
+Resume: a probe is keyed ``<question_id>@<t>`` and committed when produced. Systems whose
+``observe`` is free and deterministic (``replayable = True``, e.g. the context strategies) are
+replayed chunk by chunk on resume; other systems are snapshotted after every observed chunk
+(with the model calls that update made, in the same transaction) and restored from there, so no
+model call is ever repeated and a failed probe can be retried under the exact state it needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clstream.core.contracts import Model, System, Tokenizer, respond_all
+from clstream.core.events import Chunk
+from clstream.core.specs import RunSpec
+from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
+from clstream.protocols.common import call_records, progress_bar, system_factory
+from clstream.protocols.oaks.data import OaksDataset, OaksDocument, gold_view
+from clstream.store.db import Record, ResultsStore
+from clstream.systems import prompts
+from clstream.systems.context import FullContext, RagSystem, RagWindow, RollingWindow
+
+PROTOCOL = "oaks"
+
+# At most this many estimated prompt tokens in one pool of intervals (about 4 bytes of text
+# per token are held at once, since a pool's requests are all built before any is sent).
+POOL_TOKENS = 1 << 24
+
+
+def probe_key(question_id: str, t: int) -> str:
+    return f"{question_id}@{t}"
+
+
+def make_query(question_id: str, text: str, options: tuple[str, ...], t: int) -> Query:
+    return Query(
+        id=probe_key(question_id, t), text=text, options=options,
+        kind="mc" if options else "open", meta={"question_id": question_id, "t": t},
+    )
+
+
+def probe_record(doc: OaksDocument, query: Query, response: Response) -> Record:
+    qid, t = query.meta["question_id"], query.meta["t"]
+    last = response.results[-1] if response.results else None
+    samples = [s.text for s in last.samples] if last and last.ok else []
+    payload = {"question_id": qid, "t": t, "output": response.text}
+    if last is not None and last.ok and last.samples and last.samples[0].reasoning:
+        payload["reasoning"] = last.samples[0].reasoning
+    if len(samples) > 1:
+        payload["samples"] = samples
+    return Record(
+        kind="probe", key=query.id, stream=doc.bid, t=t, payload=payload,
+        error=response.error, stage="generate", usage=response.usage,
+        cache_hit=bool(response.results) and all(r.cache_hit for r in response.results),
+    )
+
+
+def context_tokens(system: System, doc: OaksDocument, tokenizer: Tokenizer) -> int:
+    """The most tokens one prompt of ``system`` holds for ``doc``: an estimate from its arguments.
+
+    Full holds min(budget, the whole document); window the w consecutive chunks with the most
+    tokens; rag the k largest chunks; rag+window the k + w largest. Any other system is taken
+    to hold the whole document. The rules message and the headers are counted, the question
+    block is not.
+    """
+    blocks = [tokenizer.count(prompts.passage_block(i, text)) for i, text in enumerate(doc.chunks)]
+    fixed = tokenizer.count(prompts.SYSTEM_PROMPT) + tokenizer.count(prompts.CONTEXT_HEADER)
+    args: dict[str, int] = getattr(system, "args", {})
+    largest = sorted(blocks, reverse=True)
+    if isinstance(system, FullContext):
+        return min(args["budget"], fixed + sum(blocks))
+    if isinstance(system, RollingWindow):
+        w = args["w"]
+        held = max(sum(blocks[i : i + w]) for i in range(max(1, len(blocks) - w + 1)))
+    elif isinstance(system, RagSystem):
+        held = sum(largest[: args["k"]])
+    elif isinstance(system, RagWindow):
+        held = sum(largest[: args["k"] + args["w"]]) + tokenizer.count(prompts.RETRIEVED_HEADER)
+    else:
+        held = sum(blocks)
+    return fixed + held
+
+
+def docs_for_cache_budget(
+    budget_tokens: int, dataset: OaksDataset, system: System, tokenizer: Tokenizer
+) -> int:
+    """Documents in flight so that their contexts fit a cache of ``budget_tokens``:
+    max(1, floor(budget / the largest :func:`context_tokens` over the documents)), and no more
+    than there are documents."""
+    largest = max((context_tokens(system, d, tokenizer) for d in dataset.documents), default=1)
+    return max(1, min(len(dataset.documents), budget_tokens // max(1, largest)))
+
+
+class _CountMemo:
+    """The model's tokenizer with ``count`` memoized: every instance of a pool replays the same
+    chunks, so each passage is counted once instead of once per interval."""
+
+    def __init__(self, tokenizer: Tokenizer, size: int = 1024):
+        self._tokenizer = tokenizer
+        self.name, self.exact = tokenizer.name, tokenizer.exact
+        self.count = functools.lru_cache(maxsize=size)(tokenizer.count)
+        self.truncate_left = tokenizer.truncate_left
+
+
+@dataclass
+class _Call:
+    requests: list[GenerationRequest]
+    future: asyncio.Future[list[GenerationResult]]
+    results: list[GenerationResult | None]
+    left: int
+
+
+class PromptOrderedModel:
+    """The model as the interval tasks of one pool see it (see the module docstring).
+
+    ``generate`` waits until every task of the pool is waiting here or finished; then all the
+    waiting requests are sorted by prompt text and handed to the model in slices the size of
+    the largest waiting call, all queued at once. Each call returns when its own requests are
+    answered. Results are the model's, matched to requests by position, never reordered.
+    """
+
+    def __init__(self, model: Model, tasks: int):
+        self.model = model
+        self.name = model.name
+        self.tokenizer: Tokenizer = _CountMemo(model.tokenizer)
+        self._running = tasks
+        self._waiting: list[_Call] = []
+        self._sending: set[asyncio.Task[None]] = set()
+
+    def describe(self) -> dict[str, Any]:
+        return self.model.describe()
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        if not requests:
+            return []
+        future: asyncio.Future[list[GenerationResult]] = asyncio.get_running_loop().create_future()
+        call = _Call(list(requests), future, [None] * len(requests), len(requests))
+        self._waiting.append(call)
+        self._running -= 1
+        try:
+            self._maybe_send()
+            return await future
+        finally:
+            self._running += 1
+
+    def leave(self) -> None:
+        """One task of the pool is done (or gone)."""
+        self._running -= 1
+        self._maybe_send()
+
+    async def close(self) -> None:
+        """Cancel any sending still under way (after a failure in the pool)."""
+        for task in self._sending:
+            task.cancel()
+        await asyncio.gather(*self._sending, return_exceptions=True)
+
+    def _maybe_send(self) -> None:
+        if self._running > 0 or not self._waiting:
+            return
+        calls, self._waiting = self._waiting, []
+        order = sorted(
+            ((c, i) for c in calls for i in range(len(c.requests))),
+            key=lambda ci: (ci[0].requests[ci[1]].prompt_text, ci[0].requests[ci[1]].key),
+        )
+        size = max(len(c.requests) for c in calls)
+        for start in range(0, len(order), size):
+            task = asyncio.ensure_future(self._send(order[start : start + size]))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def _send(self, part: list[tuple[_Call, int]]) -> None:
+        try:
+            results = await self.model.generate([c.requests[i] for c, i in part])
+            if len(results) != len(part):
+                raise RuntimeError(
+                    f"model {self.name!r} returned {len(results)} results for {len(part)}"
+                )
+        except Exception as exc:  # the waiting calls raise it; this task has nobody to tell
+            for c, _ in part:
+                if not c.future.done():
+                    c.future.set_exception(exc)
+            return
+        for (c, i), result in zip(part, results, strict=True):
+            c.results[i] = result
+            c.left -= 1
+            if c.left == 0 and not c.future.done():
+                c.future.set_result([r for r in c.results if r is not None])
+
+
+@dataclass
+class OaksRunResult:
+    run_id: str
+    probes_total: int
+    probes_done: int
+    errors: int
+    wall_s: float
+
+
+class OaksRunner:
+    """Runs one spec (one system, one model) over one dataset into a store.
+
+    With ``model`` (the model ``make_system`` builds around), a replayable system is asked in
+    prompt-ordered pools (module docstring): its instances are then built from the spec around
+    a :class:`PromptOrderedModel` in front of ``model``. Without it, intervals go one by one.
+    """
+
+    def __init__(
+        self,
+        dataset: OaksDataset,
+        spec: RunSpec,
+        store: ResultsStore,
+        make_system: Callable[[], System],
+        docs_in_flight: int = 1,
+        show_progress: bool = True,
+        model: Model | None = None,
+    ):
+        self.dataset, self.spec, self.store = dataset, spec, store
+        self.make_system = make_system
+        self.docs_in_flight = max(1, docs_in_flight)
+        self.show_progress = show_progress
+        self.model = model
+        self.run_id = spec.run_id
+
+    def register(self, info: dict) -> bool:
+        """Record the run (idempotent); returns True when this is a resume."""
+        self.store.put_dataset(self.dataset.sha256, self.dataset.path, gold_view(self.dataset))
+        return self.store.ensure_run(
+            self.run_id, PROTOCOL, self.spec.system.label, self.spec.model.label,
+            self.dataset.sha256, self.spec.model_dump(mode="json"), info,
+        )
+
+    @property
+    def probes_total(self) -> int:
+        return sum(len(d.questions) * d.num_chunks for d in self.dataset.documents)
+
+    async def run(self) -> OaksRunResult:
+        start = time.perf_counter()
+        done_before = self.store.count(self.run_id, "probe", errors=False)
+        bar = progress_bar(self.probes_total, done_before, self.spec.system.label) \
+            if self.show_progress else None
+        sem = asyncio.Semaphore(self.docs_in_flight)
+
+        async def one(doc: OaksDocument) -> None:
+            async with sem:
+                await self._run_document(doc, bar)
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                if self.model is not None and hasattr(self.model, "__aenter__"):
+                    await stack.enter_async_context(self.model)  # one connection pool
+                await asyncio.gather(*(one(d) for d in self.dataset.documents))
+        finally:
+            if bar is not None:
+                bar.close()
+            self.store.add_wall_time(self.run_id, time.perf_counter() - start)
+        return OaksRunResult(
+            run_id=self.run_id,
+            probes_total=self.probes_total,
+            probes_done=self.store.count(self.run_id, "probe", errors=False),
+            errors=self.store.count(self.run_id, "probe", errors=True),
+            wall_s=time.perf_counter() - start,
+        )
+
+    def _missing(self, doc: OaksDocument, done: set[str], t: int) -> list[Query]:
+        return [
+            make_query(q.question_id, q.text, q.options, t)
+            for q in doc.questions
+            if probe_key(q.question_id, t) not in done
+        ]
+
+    async def _probe(self, doc: OaksDocument, system: System, queries: list[Query], bar) -> None:
+        if not queries:
+            return
+        responses = await respond_all(system, queries)
+        records = [probe_record(doc, q, r) for q, r in zip(queries, responses, strict=True)]
+        self.store.put_records(self.run_id, records)
+        if bar is not None:
+            bar.update(sum(1 for r in records if r.error is None))
+
+    async def _run_document(self, doc: OaksDocument, bar) -> None:
+        done = self.store.done_keys(self.run_id, "probe", stream=doc.bid)
+        todo = {t: self._missing(doc, done, t) for t in range(1, doc.num_chunks + 1)}
+        if not any(todo.values()):
+            return
+        system = self.make_system()
+        await system.reset()
+        if getattr(system, "replayable", False) and self.model is not None:
+            await self._run_pools(doc, system, todo, bar)
+            return
+        if getattr(system, "replayable", False):
+            last_needed = max(t for t, qs in todo.items() if qs)
+            for t in range(1, last_needed + 1):
+                await system.observe(Chunk(doc.bid, t - 1, doc.chunks[t - 1]))
+                await self._probe(doc, system, todo[t], bar)
+            return
+        # Snapshotted systems: redo missing probes of already observed steps from their
+        # snapshots, then continue the stream from the latest snapshot.
+        stored = self.store.state_steps(self.run_id, doc.bid)
+        for t in stored:
+            if todo[t]:
+                snap = self.store.load_state(self.run_id, doc.bid, t)
+                assert snap is not None
+                system.restore(snap[1])
+                await self._probe(doc, system, todo[t], bar)
+        last = stored[-1] if stored else 0
+        if last:
+            snap = self.store.load_state(self.run_id, doc.bid, last)
+            assert snap is not None
+            system.restore(snap[1])
+        for t in range(last + 1, doc.num_chunks + 1):
+            calls = await system.observe(Chunk(doc.bid, t - 1, doc.chunks[t - 1]))
+            self.store.save_state(
+                self.run_id, doc.bid, t, system.snapshot(),
+                call_records(list(calls or []), doc.bid, t, f"{doc.bid}/observe@{t}"),
+            )
+            await self._probe(doc, system, todo[t], bar)
+
+    async def _run_pools(
+        self, doc: OaksDocument, system: System, todo: dict[int, list[Query]], bar
+    ) -> None:
+        assert self.model is not None
+        intervals = [t for t, queries in todo.items() if queries]
+        per_interval = len(doc.questions) * context_tokens(system, doc, self.model.tokenizer)
+        size = max(1, POOL_TOKENS // max(1, per_interval))
+        for start in range(0, len(intervals), size):
+            pool = intervals[start : start + size]
+            gate = PromptOrderedModel(self.model, len(pool))
+            make = system_factory(self.spec, gate)
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for t in pool:
+                        group.create_task(self._pooled_interval(doc, make, gate, t, todo[t], bar))
+            except ExceptionGroup as failed:  # the first failure, as a sequential run raises it
+                raise failed.exceptions[0] from None
+            finally:
+                await gate.close()
+
+    async def _pooled_interval(
+        self,
+        doc: OaksDocument,
+        make: Callable[[], System],
+        gate: PromptOrderedModel,
+        t: int,
+        queries: list[Query],
+        bar,
+    ) -> None:
+        try:
+            system = make()
+            await system.reset()
+            for i in range(t):
+                await system.observe(Chunk(doc.bid, i, doc.chunks[i]))
+            await self._probe(doc, system, queries, bar)
+        finally:
+            gate.leave()

@@ -1,0 +1,237 @@
+"""SeqMem-Eval sub-commands: ``run seqmem``, ``score seqmem``, ``generate seqmem-synthetic``, and
+the SPECS §5 records export (SPECS §2, §5).
+
+Each ``add_*_parser(subparsers)`` adds one sub-command to an argparse sub-parser group and sets
+``handler`` to its ``cmd_*`` function.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from clstream.core.errors import SpecError, StoreError
+from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
+from clstream.store.db import ResultsStore, RunRow
+
+SOURCES = ("synthetic", "humaneval", "math500", "mmlu-pro", "apibench", "apibench-hf")
+
+
+def _int_list(flag: str, text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise SpecError(f"flag {flag}: {part!r} is not an integer") from None
+    if not out:
+        raise SpecError(f"flag {flag}: give at least one integer, e.g. 1,2,4")
+    return out
+
+
+def load_stream(args: argparse.Namespace) -> Any:
+    """The task stream named by ``data``, ``--source`` and the hold-out flags."""
+    from clstream.protocols.seqmem.tasks import load_seqmem_stream
+
+    name = "apibench-hf" if args.source in ("apibench", "apibench-hf") else args.source
+    if name == "synthetic":
+        if args.holdout is not None or args.holdout_file is not None:
+            raise SpecError("flags --holdout/--holdout-file: the synthetic file has its own "
+                            "hold-out set")
+        if args.api_pool or args.category:
+            raise SpecError("flags --api-pool/--category: not used with --source synthetic")
+        return load_seqmem_stream("synthetic", args.data)
+    options: dict[str, Any] = {"holdout": args.holdout or 0, "holdout_mode": args.holdout_mode,
+                               "seed": args.seed, "holdout_path": args.holdout_file}
+    if name == "apibench-hf":
+        if not args.api_pool:
+            raise SpecError("flag --api-pool: required with --source apibench")
+        options["pool_path"] = args.api_pool
+    elif args.api_pool:
+        raise SpecError("flag --api-pool: only used with --source apibench")
+    if args.category:
+        if name != "mmlu-pro":
+            raise SpecError("flag --category: only used with --source mmlu-pro")
+        options["categories"] = args.category
+    return load_seqmem_stream(name, args.data, **options)
+
+
+def stream_view(stream: Any, source: str) -> dict[str, Any]:
+    """What the store keeps about the stream: enough to summarize and export a run."""
+    return {"path": stream.source, "source": source, "name": stream.name, "kind": stream.kind,
+            "file_sha256": stream.sha256, "n_tasks": len(stream.tasks),
+            "task_ids": [t.id for t in stream.tasks],
+            "holdout_ids": [t.id for t in stream.holdout]}
+
+
+def stream_hash(view: dict[str, Any]) -> str:
+    """Identity of the stream actually run: the file plus which tasks went where."""
+    key = json.dumps({k: view[k] for k in ("file_sha256", "task_ids", "holdout_ids")},
+                     sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+# -- run -------------------------------------------------------------------------------------
+def cmd_run_seqmem(args: argparse.Namespace) -> int:
+    from clstream.commands import _backend_options, _sampling
+    from clstream.protocols.common import build_model, run_info, system_factory
+    from clstream.protocols.seqmem.runner import SeqMemPlan, SeqMemRunner
+    from clstream.systems.memory_prompts import template_fingerprint
+
+    stream = load_stream(args)
+    plan = SeqMemPlan.build(len(stream.tasks), _int_list("--checkpoints", args.checkpoints),
+                            _int_list("--horizons", args.horizons), args.retro_sample, args.seed)
+    evaluator = stream.evaluator(**({"reveal_target": True} if args.reveal_target else {}))
+    sampling = _sampling(args)
+    model_spec = parse_model_spec(args.model, args.model_args)
+    systems = [ComponentSpec.parse(s, "system") for s in args.system]
+    view = stream_view(stream, args.source)
+    params = {**plan.as_params(), "source": args.source, "holdout": args.holdout,
+              "holdout_mode": args.holdout_mode, "categories": args.category or [],
+              "reveal_target": bool(args.reveal_target), "evaluator": evaluator.name}
+    specs = [RunSpec(protocol="seqmem", dataset_hash=stream_hash(view), system=s,
+                     model=model_spec, sampling=sampling, seed=args.seed, params=params)
+             for s in systems]
+    model = build_model(model_spec, **_backend_options(args))
+    factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
+    with ResultsStore(args.out, writer=True) as store:
+        for spec, make in zip(specs, factories, strict=True):
+            runner = SeqMemRunner(stream.tasks, stream.holdout, spec, store, make,
+                                  evaluator.evaluate, plan, view,
+                                  show_progress=not args.no_progress)
+            info = run_info(model, make(), {"prompt_template_hash": template_fingerprint(),
+                                            "dataset_path": stream.source,
+                                            "evaluator": evaluator.name})
+            resumed = runner.register(info)
+            result = asyncio.run(runner.run())
+            state = "resumed" if resumed else "ran"
+            totals = result.counts
+            print(f"{state} {spec.system.label} ({result.run_id}): online "
+                  f"{result.online_done}/{totals['online']}, hold-out "
+                  f"{result.holdout_done}/{totals['holdout']}, retro "
+                  f"{result.retro_done}/{totals['retro']}, {result.errors} errors, "
+                  f"{result.wall_s:.1f}s", file=sys.stderr)
+    print(args.out)
+    return 0
+
+
+def add_run_seqmem_parser(subparsers: Any) -> argparse.ArgumentParser:
+    from clstream.cli import _add_backend, _add_sampling
+
+    p = subparsers.add_parser("seqmem", help="sequential task stream with evolving memory "
+                                             "(SeqMem-Eval)")
+    p.add_argument("data", help="synthetic stream JSON, or a task file (see --source)")
+    p.add_argument("--source", choices=SOURCES, default="synthetic",
+                   help="what DATA holds (default: synthetic)")
+    p.add_argument("--system", action="append", required=True,
+                   help="memory method NAME or NAME:key=value,... (repeatable), e.g. exp-rag:k=3")
+    p.add_argument("--model", default="builtin",
+                   help="builtin | openai:<model> | hf:<path> | vllm:<path>")
+    p.add_argument("--out", required=True, help="results directory")
+    p.add_argument("--checkpoints", default=None,
+                   help="hold-out checkpoints, tasks processed, e.g. 0,10,20 "
+                        "(default: 0 and round(i*T/9), i=1..9)")
+    p.add_argument("--horizons", default=None,
+                   help="re-evaluation horizons, e.g. 1,2,4 (default: powers of two below T)")
+    p.add_argument("--retro-sample", type=float, default=1.0, metavar="F",
+                   help="fraction of tasks re-evaluated at each horizon (seeded; default 1)")
+    p.add_argument("--holdout", type=int, default=None, metavar="N",
+                   help="task files: the last N tasks (or a sample, --holdout-mode) are hold-out")
+    p.add_argument("--holdout-mode", choices=("last", "sample"), default="last")
+    p.add_argument("--holdout-file", default=None, help="task files: hold-out tasks from a file")
+    p.add_argument("--api-pool", default=None, help="APIBench API pool (with --source apibench)")
+    p.add_argument("--category", action="append", default=None,
+                   help="MMLU-Pro category to keep (repeatable)")
+    p.add_argument("--reveal-target", action="store_true",
+                   help="dataset evaluators add the reference answer to failure feedback")
+    p.add_argument("--no-progress", action="store_true")
+    _add_sampling(p)
+    _add_backend(p)
+    p.set_defaults(handler=cmd_run_seqmem)
+    return p
+
+
+# -- score -----------------------------------------------------------------------------------
+def cmd_score_seqmem(args: argparse.Namespace) -> int:
+    from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
+
+    result = score_seqmem(load_seqmem_records(args.records))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    for key in ("online_acc", "ped", "mer", "r_min", "holdout_acc", "trend_ho", "iv"):
+        if key in result:
+            print(f"{key:<14}{result[key]:.4f}")
+    for group in ("bwt", "forgetting"):
+        for t, value in result.get(group, {}).items():
+            print(f"{f'{group}({t})':<14}{value:.4f}")
+    return 0
+
+
+def add_score_seqmem_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("seqmem", help="score SeqMem records (SPECS 5)")
+    p.add_argument("records", help="JSONL of online / holdout / retro records")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_score_seqmem)
+    return p
+
+
+# -- generate --------------------------------------------------------------------------------
+def cmd_generate_seqmem_synthetic(args: argparse.Namespace) -> int:
+    from clstream.protocols.seqmem.synthetic import (
+        generate_seqmem_synthetic,
+        write_seqmem_synthetic,
+    )
+
+    data = generate_seqmem_synthetic(seed=args.seed, tasks=args.tasks, holdout=args.holdout)
+    print(write_seqmem_synthetic(data, args.out))
+    return 0
+
+
+def add_generate_seqmem_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("seqmem-synthetic", help="procedural SeqMem task stream in which "
+                                                       "feedback reveals hidden rules")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tasks", type=int, default=200, help="stream length T")
+    p.add_argument("--holdout", type=int, default=40, help="hold-out tasks")
+    p.add_argument("--out", required=True)
+    p.set_defaults(handler=cmd_generate_seqmem_synthetic)
+    return p
+
+
+# -- export ----------------------------------------------------------------------------------
+def export_seqmem(store: ResultsStore, run: RunRow, out: str | Path) -> int:
+    """Write the run's records exactly as SPECS §5 defines them (JSONL), atomically."""
+    from clstream.protocols.seqmem.summary import seqmem_rows
+
+    if run.protocol != "seqmem":
+        raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not seqmem")
+    rows = seqmem_rows(store, run)
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+    os.replace(tmp, out)
+    return len(rows)
+
+
+def cmd_export_seqmem(args: argparse.Namespace) -> int:
+    from clstream.store.export import select_run
+
+    with ResultsStore(args.dir) as store:
+        run = select_run(store, args.system, args.model)
+        n = export_seqmem(store, run, args.out)
+    print(f"wrote {n} records to {args.out}", file=sys.stderr)
+    return 0

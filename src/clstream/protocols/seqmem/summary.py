@@ -1,0 +1,235 @@
+"""Summary of a SeqMem-Eval run, computed from stored records (SeqMem-Eval §3-4; SPECS §2.2, §5).
+
+Nothing is taken from the run's own progress: the metrics come from :func:`score_seqmem` over
+the records the store holds, so a finished, resumed or partial run summarizes the same way.
+A partial run (online records for tau = 1..m < T) is scored as the stream so far: hold-out
+checkpoints beyond m and re-evaluations needing a state beyond m are left out, and the
+summary's ``status.complete`` is false.
+
+Efficiency (paper §3.6) is the cost of the sequential run itself: the online answers and the
+memory updates. Hold-out and re-evaluation probes are measurement, reported apart as
+``probe_cost``. Time per stage: ``retrieve`` and ``generate`` come from the timings each
+answer recorded, ``update`` from update calls made while answering (DC-RS's curator) plus the
+wall time of every memory update.
+
+Radar (paper Fig. 5 uses five dimensions, each an average of normalized metrics, then ranks
+methods). This summary gives each run its normalized dimension scores in [0, 1], higher is
+better, so any set of runs can be ranked from them:
+
+* online utility = mean(OnlineAcc, 1 - PED);
+* hold-out generalization = mean(HoldOutAcc, (clip(Trend_HO, -1, 1) + 1) / 2), or HoldOutAcc
+  alone without a trend;
+* backward transfer = mean over horizons of (BWT(t) + 1) / 2;
+* forgetting = 1 - mean over horizons of F(t);
+* efficiency = 1000 / (1000 + tokens per online task): 1 when free, 0.5 at 1000 tokens.
+
+A dimension without its records is None.
+
+:func:`text_rows` lays out the SeqMem lines of ``clstream summary``'s text table from these
+summaries (the HTML view is :mod:`clstream.protocols.seqmem.report`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from clstream.core.errors import StoreError
+from clstream.protocols.seqmem.metrics import online_curve, records_from_rows, score_seqmem
+from clstream.store.db import ResultsStore, RunRow
+
+STAGES = ("retrieve", "generate", "update")
+TOKEN_KEYS = ("prompt", "cached", "completion", "reasoning")
+EFFICIENCY_SCALE = 1000.0  # tokens per task at which efficiency is 0.5
+
+
+def seqmem_rows(store: ResultsStore, run: RunRow) -> list[dict[str, Any]]:
+    """The run's successful records in the exact SPECS §5 form: online by tau, hold-out by
+    checkpoint then item, retro by horizon then tau."""
+    online, holdout, retro = [], [], []
+    for row in store.iter_records(run.run_id):
+        if row["error"] is not None or row["kind"] not in ("online", "holdout", "retro"):
+            continue
+        p = json.loads(row["payload"])
+        if row["kind"] == "online":
+            online.append({"kind": "online", "tau": int(p["tau"]), "correct": int(p["correct"])})
+        elif row["kind"] == "holdout":
+            holdout.append({"kind": "holdout", "checkpoint": int(p["checkpoint"]),
+                            "item": str(p["item"]), "correct": int(p["correct"])})
+        else:
+            retro.append({"kind": "retro", "tau": int(p["tau"]), "horizon": int(p["horizon"]),
+                          "correct": int(p["correct"])})
+    online.sort(key=lambda r: r["tau"])
+    holdout.sort(key=lambda r: (r["checkpoint"], r["item"]))
+    retro.sort(key=lambda r: (r["horizon"], r["tau"]))
+    return online + holdout + retro
+
+
+def _scorable(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Rows restricted to the stored online prefix tau = 1..m, and m. Hold-out checkpoints
+    not holding every hold-out item (a run stopped while answering them) are left out."""
+    taus = {r["tau"] for r in rows if r["kind"] == "online"}
+    m = 0
+    while m + 1 in taus:
+        m += 1
+    kept = [r for r in rows if (r["kind"] == "online" and r["tau"] <= m)
+            or (r["kind"] == "holdout" and r["checkpoint"] <= m)
+            or (r["kind"] == "retro" and r["tau"] + r["horizon"] <= m)]
+    items: dict[int, set[str]] = {}
+    for r in kept:
+        if r["kind"] == "holdout":
+            items.setdefault(r["checkpoint"], set()).add(r["item"])
+    if items:
+        reference = max(items.values(), key=len)
+        kept = [r for r in kept if r["kind"] != "holdout" or items[r["checkpoint"]] == reference]
+    return kept, m
+
+
+def _zero_tokens() -> dict[str, int]:
+    return {k: 0 for k in TOKEN_KEYS}
+
+
+def _costs(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+    """Tokens per stage split into the sequential run (online + update) and probes."""
+    phases: dict[str, dict[str, dict[str, int]]] = {
+        "run": {s: _zero_tokens() for s in STAGES}, "probes": {s: _zero_tokens() for s in STAGES}}
+    calls = 0
+    for row in store.conn.execute(
+        "SELECT stream, stage, kind, SUM(prompt_tokens), SUM(cached_tokens),"
+        " SUM(completion_tokens), SUM(reasoning_tokens), COUNT(*) FROM records"
+        " WHERE run_id=? GROUP BY stream, stage, kind", (run.run_id,),
+    ):
+        phase = "run" if row[0] in ("online", "update") else "probes"
+        bucket = phases[phase].setdefault(row[1], _zero_tokens())
+        for key, value in zip(TOKEN_KEYS, row[3:7], strict=True):
+            bucket[key] += int(value or 0)
+        if row[2] == "call":
+            calls += int(row[7])
+    times = {"run": dict.fromkeys(STAGES, 0.0), "probes": dict.fromkeys(STAGES, 0.0)}
+    for row in store.iter_records(run.run_id):
+        p = json.loads(row["payload"])
+        if row["kind"] == "update":
+            times["run"]["update"] += float(p.get("time_s", 0.0))
+        elif row["kind"] in ("online", "holdout", "retro") and row["error"] is None:
+            phase = "run" if row["kind"] == "online" else "probes"
+            for stage, seconds in (p.get("timings") or {}).items():
+                times[phase][stage] = times[phase].get(stage, 0.0) + float(seconds)
+    return {"tokens": phases, "time_s": {k: {s: round(v, 6) for s, v in t.items()}
+                                          for k, t in times.items()}, "calls": calls}
+
+
+def _total(tokens: dict[str, dict[str, int]]) -> int:
+    return sum(b["prompt"] + b["completion"] + b["reasoning"] for b in tokens.values())
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def radar(metrics: dict[str, Any] | None, tokens_per_task: float | None) -> dict[str, Any]:
+    """The five normalized dimensions (definitions in the module docstring)."""
+    m = metrics or {}
+    online = _mean([m["online_acc"], 1.0 - m["ped"]]) if "online_acc" in m else None
+    holdout = None
+    if "holdout_acc" in m:
+        parts = [m["holdout_acc"]]
+        if "trend_ho" in m:
+            parts.append((max(-1.0, min(1.0, m["trend_ho"])) + 1.0) / 2.0)
+        holdout = _mean(parts)
+    bwt = _mean([(v + 1.0) / 2.0 for v in (m.get("bwt") or {}).values()])
+    forget = _mean(list((m.get("forgetting") or {}).values()))
+    eff = None if tokens_per_task is None else EFFICIENCY_SCALE / (EFFICIENCY_SCALE + tokens_per_task)
+    return {"online_utility": online, "holdout_generalization": holdout,
+            "backward_transfer": bwt, "forgetting": None if forget is None else 1.0 - forget,
+            "efficiency": eff}
+
+
+def summarize_seqmem_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+    """Metrics, curves, costs by stage, counts and radar scores of one SeqMem run."""
+    view: dict[str, Any] = {}
+    try:
+        _, view = store.get_dataset(run.dataset_sha256)
+    except StoreError:  # a store written without the dataset view still summarizes
+        view = {}
+    kept, m = _scorable(seqmem_rows(store, run))
+    metrics: dict[str, Any] | None = None
+    curve: list[float] = []
+    holdout_curve: list[dict[str, Any]] = []
+    if m:
+        records = records_from_rows(enumerate(kept, start=1), source=f"run {run.run_id}")
+        metrics = score_seqmem(records)
+        curve = [float(x) for x in online_curve(records.online)]
+        holdout_curve = [{"checkpoint": k, "accuracy": sum(v.values()) / len(v), "items": len(v)}
+                         for k, v in sorted(records.holdout.items())]
+    costs = _costs(store, run)
+    run_tokens = _total(costs["tokens"]["run"])
+    n_tasks = int(view.get("n_tasks", m))
+    plan = run.spec.get("params", {})
+    counts = {kind: store.count(run.run_id, kind, errors=False)
+              for kind in ("online", "holdout", "retro")}
+    errors = sum(store.count(run.run_id, kind, errors=True)
+                 for kind in ("online", "holdout", "retro", "call"))
+    return {
+        "dataset": {"path": view.get("path"), "sha256": run.dataset_sha256,
+                    "source": view.get("source"), "n_tasks": n_tasks,
+                    "n_holdout": len(view.get("holdout_ids", []))},
+        "plan": {"checkpoints": plan.get("checkpoints"), "horizons": plan.get("horizons"),
+                 "retro_sample": plan.get("retro_sample")},
+        "status": {**{f"{k}_done": v for k, v in counts.items()}, "calls": costs["calls"],
+                   "errors": errors, "online_total": n_tasks, "complete": m == n_tasks > 0},
+        "metrics": metrics,
+        "online_curve": curve,
+        "holdout_curve": holdout_curve,
+        "bwt": dict((metrics or {}).get("bwt", {})),
+        "forgetting": dict((metrics or {}).get("forgetting", {})),
+        "efficiency": {
+            "tokens": run_tokens,
+            "tokens_per_task": run_tokens / m if m else None,
+            "tokens_by_stage": costs["tokens"]["run"],
+            "time_s_by_stage": costs["time_s"]["run"],
+        },
+        "probe_cost": {"tokens": _total(costs["tokens"]["probes"]),
+                       "tokens_by_stage": costs["tokens"]["probes"],
+                       "time_s_by_stage": costs["time_s"]["probes"]},
+        "radar": radar(metrics, run_tokens / m if m else None),
+    }
+
+
+# --- the text table of ``clstream summary`` ---------------------------------------------------
+
+TEXT_HEADER = (f"{'system':<22}{'model':<16}{'online':>8}{'holdout':>8}{'IV':>8}{'BWT(1)':>8}"
+               f"{'F(1)':>8}{'tasks':>9}{'errors':>7}{'ret tok':>9}{'upd tok':>9}"
+               f"{'ret s':>8}{'upd s':>8}{'tokens':>11}{'wall s':>9}")
+
+
+def _cell(value: Any, width: int = 8, digits: int = 3) -> str:
+    return f"{value:>{width}.{digits}f}" if isinstance(value, int | float) else f"{'-':>{width}}"
+
+
+def _stage_tokens(efficiency: dict[str, Any], stage: str) -> int:
+    b = (efficiency.get("tokens_by_stage") or {}).get(stage) or {}
+    return int(b.get("prompt", 0) + b.get("completion", 0) + b.get("reasoning", 0))
+
+
+def text_rows(runs: list[dict[str, Any]]) -> list[str]:
+    """``clstream summary`` lines for SeqMem runs: the header, then one line per run with the
+    main metrics, online progress, and the retrieve / update cost of the sequential run."""
+    lines = [TEXT_HEADER]
+    for run in runs:
+        m = run.get("metrics") or {}
+        status = run.get("status") or {}
+        eff = run.get("efficiency") or {}
+        seconds = eff.get("time_s_by_stage") or {}
+        scores = [m.get("online_acc"), m.get("holdout_acc"), m.get("iv"),
+                  (m.get("bwt") or {}).get("1"), (m.get("forgetting") or {}).get("1")]
+        tasks = f"{status.get('online_done', 0)}/{status.get('online_total', 0)}"
+        total = run.get("tokens") or {}
+        lines.append(
+            f"{run['system']:<22}{run['model']:<16}{''.join(_cell(s) for s in scores)}"
+            f"{tasks:>9}{status.get('errors', 0):>7}"
+            f"{_stage_tokens(eff, 'retrieve'):>9}{_stage_tokens(eff, 'update'):>9}"
+            f"{_cell(seconds.get('retrieve'))}{_cell(seconds.get('update'))}"
+            f"{total.get('prompt', 0) + total.get('completion', 0):>11}"
+            f"{run.get('wall_s', 0.0):>9.1f}"
+        )
+    return lines

@@ -1,0 +1,101 @@
+"""Columns every protocol's run table shares: status, probes, errors, tokens, wall time, cost.
+
+Kept apart from the protocol sections so each of them reports effort the same way (token usage
+and time are part of every result, DESIGN.md "Efficiency"; SPECS §2.2 and §3 ask for cost).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clstream.render.base import Cell, Column, Fields, Table
+from clstream.render.fmt import MISSING, fmt_cost, fmt_int, fmt_seconds
+
+TOKEN_KINDS = [
+    ("prompt", "Prompt tokens"),
+    ("cached", "Cached tokens"),
+    ("completion", "Completion tokens"),
+    ("reasoning", "Reasoning tokens"),
+]
+ALWAYS_SHOWN = {"prompt", "completion"}
+
+
+def is_complete(f: Fields, raw: dict[str, Any]) -> bool:
+    """``status.complete`` when given, else all probes done; a run without metrics never is."""
+    if f.get(raw, "metrics") is None:
+        return False
+    flag = f.get(raw, "status.complete")
+    if flag is not None:
+        return bool(flag)
+    done, total = f.integer(raw, "status.probes_done"), f.integer(raw, "status.probes_total")
+    return done is not None and done == total
+
+
+def system_cell(f: Fields, raw: dict[str, Any], label: str) -> Cell:
+    """The system label with pills for an offline baseline model and an unfinished run."""
+    tags = ("baseline",) if f.get(raw, "model_info.baseline") is True else ()
+    if not is_complete(f, raw):
+        tags += ("incomplete",)
+    return Cell(label, tags=tags)
+
+
+def status_columns() -> list[Column]:
+    return [Column("Probes", True, "done / total"), Column("Errors", True)]
+
+
+def status_cells(f: Fields, raw: dict[str, Any]) -> list[Cell]:
+    done, total = f.integer(raw, "status.probes_done"), f.integer(raw, "status.probes_total")
+    return [
+        Cell(f"{fmt_int(done)} / {fmt_int(total)}", True),
+        Cell(fmt_int(f.integer(raw, "status.errors")), True),
+    ]
+
+
+class UsageColumns:
+    """Token, wall-time and cost columns; optional ones appear only when some run has them."""
+
+    def __init__(self, runs: list[tuple[Fields, dict[str, Any]]]) -> None:
+        self.tokens = [
+            (k, h)
+            for k, h in TOKEN_KINDS
+            if k in ALWAYS_SHOWN or any(f.number(raw, f"tokens.{k}") for f, raw in runs)
+        ]
+        self.cost = any(f.number(raw, "cost_usd") is not None for f, raw in runs)
+
+    @property
+    def columns(self) -> list[Column]:
+        cols = [Column(h, True) for _, h in self.tokens] + [Column("Wall time", True)]
+        return cols + ([Column("Cost", True)] if self.cost else [])
+
+    def cells(self, f: Fields, raw: dict[str, Any]) -> list[Cell]:
+        row = [Cell(fmt_int(f.integer(raw, f"tokens.{k}")), True) for k, _ in self.tokens]
+        row.append(Cell(fmt_seconds(f.number(raw, "wall_s")), True))
+        if self.cost:
+            row.append(Cell(fmt_cost(f.number(raw, "cost_usd")), True))
+        return row
+
+
+def details_table(runs: list[tuple[Fields, dict[str, Any], str]]) -> Table:
+    """Provenance of each run: id, backend, seed, prompt template hash, package version."""
+    columns = (
+        Column("System"),
+        Column("Run id"),
+        Column("Backend"),
+        Column("Seed", True),
+        Column("Prompt template"),
+        Column("clstream"),
+    )
+    rows = []
+    for f, raw, label in runs:
+        template = f.text(raw, "meta.prompt_template_hash")
+        rows.append(
+            (
+                Cell(label),
+                Cell(f.text(raw, "run_id"), mono=True),
+                Cell(f.text(raw, "model_info.backend", MISSING)),
+                Cell(fmt_int(f.integer(raw, "meta.seed")), True),
+                Cell(template[:16] or MISSING, mono=True, title=template or None),
+                Cell(f.text(raw, "meta.clstream_version", MISSING)),
+            )
+        )
+    return Table("Run details", columns, rows)
