@@ -1,5 +1,6 @@
-"""``make demo``: generate an OAKS-BABI stream, run four context strategies with the builtin
-offline model, write the HTML report and print its path. Takes well under a minute on 2 cores."""
+"""``make demo``: for every registered protocol, generate a small stream and run a few systems
+with the builtin offline model (each protocol says how, :meth:`StreamProtocol.demo`), then
+print the summary, write one HTML report with a section per protocol and print its path."""
 
 from __future__ import annotations
 
@@ -8,21 +9,15 @@ import sys
 from pathlib import Path
 
 from clstream.cli import main as cli
+from clstream.cli import protocols
 
-DEMO_SYSTEMS = ("full", "window:w=4", "rag:k=4", "rag+window:k=2,w=2")
 
-
-def run_demo(out: Path, docs: int = 3, chunks: int = 40, chunk_tokens: int = 2000) -> int:
+def run_demo(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    data = out / "oaks-babi.json"
-    steps = [
-        ["generate", "oaks-babi", "--seed", "7", "--docs", str(docs), "--chunks", str(chunks),
-         "--chunk-tokens", str(chunk_tokens), "--out", str(data)],
-        ["run", "oaks", str(data), "--model", "builtin", "--out", str(out / "results"),
-         *[arg for s in DEMO_SYSTEMS for arg in ("--system", s)]],
-        ["summary", str(out / "results")],
-        ["report", str(out / "results"), "--out", str(out / "report.html")],
-    ]
+    results = out / "results"
+    steps = [step for protocol in protocols() for step in protocol.demo(out, results)]
+    steps += [["summary", str(results)],
+              ["report", str(results), "--out", str(out / "report.html")]]
     for step in steps:
         print("$ clstream " + " ".join(step), file=sys.stderr)
         code = cli(step)

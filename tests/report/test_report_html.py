@@ -241,12 +241,11 @@ def test_registered_section_renderer_is_used(summary: dict[str, Any]) -> None:
     def renderer(runs: list[dict[str, Any]], labels: list[str], source: object) -> Section:
         return Section("oaks", "Custom OAKS view", intro=[f"{len(runs)} runs from {source}"])
 
-    previous = _SECTIONS["oaks"]
     register_section("oaks", renderer)
     try:
         text = visible_text(render_html(summary))
     finally:
-        register_section("oaks", previous)
+        del _SECTIONS["oaks"]
     assert "Custom OAKS view" in text and "4 runs from results/oaks-demo" in text
 
 

@@ -1,8 +1,9 @@
 """One self-contained HTML file comparing the systems of a results directory.
 
 Input is the dict ``clstream summary DIR --json`` prints. Runs are grouped by protocol and each
-group is drawn by that protocol's section renderer (``register_section``); a protocol without
-one gets a plain table, so a report never fails on a protocol it does not know. Everything the
+group is drawn by that protocol's ``report_section`` (or a renderer given to
+``register_section``); a protocol this release does not know gets a plain table, so a report
+never fails on it. Everything the
 page needs (CSS, SVG figures) is inline: it opens offline, and all text is escaped by jinja2's
 autoescaping (figures are SVG written by matplotlib, which escapes its own text).
 """
@@ -16,19 +17,14 @@ from typing import Any
 import jinja2
 
 from clstream.core.errors import DataError
-from clstream.protocols.oaks.report import render_oaks_section
-from clstream.protocols.seqmem.report import render_seqmem_section
+from clstream.core.registry import names, resolve
 from clstream.render.base import Fields, Section, display_labels, run_fields
 from clstream.report.generic import render_generic_section
 
 SectionRenderer = Callable[[list[dict[str, Any]], list[str], object], Section]
 """``(runs of one protocol, their display labels, summary source) -> Section``."""
 
-PROTOCOL_ORDER = ["oaks", "seqmem", "clbench", "imprint"]
-_SECTIONS: dict[str, SectionRenderer] = {
-    "oaks": render_oaks_section,
-    "seqmem": render_seqmem_section,
-}
+_SECTIONS: dict[str, SectionRenderer] = {}
 _TEMPLATES = Path(__file__).parent / "templates"
 
 BASELINE_NOTE = (
@@ -40,13 +36,16 @@ BASELINE_NOTE = (
 
 
 def register_section(protocol: str, renderer: SectionRenderer) -> None:
-    """Use ``renderer`` for the runs whose ``protocol`` is ``protocol`` (replaces any before)."""
+    """Use ``renderer`` for the runs whose ``protocol`` is ``protocol``, in place of the
+    registered protocol's own section (a report made from another tool's summary)."""
     _SECTIONS[protocol] = renderer
 
 
 def _renderer(protocol: str) -> SectionRenderer:
     if protocol in _SECTIONS:
         return _SECTIONS[protocol]
+    if protocol in names("protocol"):
+        return resolve("protocol", protocol).report_section  # type: ignore[no-any-return]
 
     def fallback(runs: list[dict[str, Any]], labels: list[str], source: object) -> Section:
         return render_generic_section(runs, labels, source, protocol)
@@ -94,7 +93,8 @@ def build_sections(summary: dict[str, Any], source: object) -> list[Section]:
     groups: dict[str, list[int]] = {}
     for i, run in enumerate(runs):
         groups.setdefault(run["protocol"], []).append(i)
-    order = [p for p in PROTOCOL_ORDER if p in groups] + sorted(set(groups) - set(PROTOCOL_ORDER))
+    known = names("protocol")
+    order = [p for p in known if p in groups] + sorted(set(groups) - set(known))
     return [
         _renderer(p)([runs[i] for i in groups[p]], [labels[i] for i in groups[p]], source)
         for p in order

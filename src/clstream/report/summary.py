@@ -1,6 +1,8 @@
 """Per-run summaries computed from stored records (never from callbacks during the run).
 
 ``clstream summary DIR --json`` prints :func:`summarize`; the HTML report renders the same dict.
+The fields every run has (tokens, stages, cost, provenance) are filled here; each run's
+protocol adds its own (dataset, status, metrics) through its ``summarize_run``.
 """
 
 from __future__ import annotations
@@ -9,14 +11,9 @@ import datetime as _dt
 from typing import Any
 
 import clstream
-from clstream.metrics.bootstrap import ci_for_metrics
+from clstream.core.registry import names, resolve
 from clstream.models.pricing import cost_usd
-from clstream.protocols.oaks.data import from_gold_view
-from clstream.protocols.oaks.metrics import score_oaks_with_rows
-from clstream.store.db import ResultsStore, RunRow
-from clstream.store.export import oaks_predictions
-
-_CI_KEYS = ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss")
+from clstream.store.db import ResultsStore
 
 
 def _token_totals(stages: dict[str, dict[str, float]]) -> dict[str, int]:
@@ -24,35 +21,11 @@ def _token_totals(stages: dict[str, dict[str, float]]) -> dict[str, int]:
     return {k: int(sum(s[k] for s in stages.values())) for k in keys}
 
 
-def _oaks_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
-    _, view = store.get_dataset(run.dataset_sha256)
-    dataset = from_gold_view(view)
-    preds = oaks_predictions(store, run)
-    total = sum(len(d.questions) * d.num_chunks for d in dataset.documents)
-    metrics: dict[str, Any] | None = None
-    ci: dict[str, list[float]] = {}
-    if preds:
-        metrics, _missing, rows = score_oaks_with_rows(dataset, preds, allow_missing=True)
-        ci = {k: list(v) for k, v in ci_for_metrics(rows, _CI_KEYS).items()}
-    errors = store.count(run.run_id, "probe", errors=True)
-    return {
-        "dataset": {
-            "path": view["path"], "sha256": run.dataset_sha256,
-            "n_documents": len(dataset.documents),
-            "n_questions": sum(len(d.questions) for d in dataset.documents),
-            "n_intervals": max((d.num_chunks for d in dataset.documents), default=0),
-        },
-        "status": {"probes_done": len(preds), "probes_total": total, "errors": errors,
-                   "complete": len(preds) == total},
-        "metrics": metrics,
-        "ci": ci,
-    }
-
-
 def summarize(
     store: ResultsStore, prices: dict[str, dict[str, float]] | None = None
 ) -> dict[str, Any]:
     runs_out = []
+    known = names("protocol")
     for run in store.runs():
         stages = store.usage_by_stage(run.run_id)
         tokens = _token_totals(stages)
@@ -70,12 +43,8 @@ def summarize(
         }
         if prices is not None and run.model in prices:
             entry["cost_usd"] = cost_usd(tokens, prices[run.model])
-        if run.protocol == "oaks":
-            entry.update(_oaks_run(store, run))
-        elif run.protocol == "seqmem":
-            from clstream.protocols.seqmem.summary import summarize_seqmem_run
-
-            entry.update(summarize_seqmem_run(store, run))
+        if run.protocol in known:
+            entry.update(resolve("protocol", run.protocol).summarize_run(store, run))
         runs_out.append(entry)
     return {
         "dir": str(store.dir),

@@ -1,26 +1,59 @@
-"""Export stored answers to the public file formats of SPECS §5."""
+"""Choosing the run an ``export`` means; each protocol writes its own format (SPECS §5)."""
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
+from typing import Any
 
 from clstream.core.errors import ClstreamError, StoreError
-from clstream.core.specs import ComponentSpec
-from clstream.protocols.oaks.data import from_gold_view
+from clstream.core.registry import canonical_component
+from clstream.core.specs import ComponentSpec, parse_model_spec
 from clstream.store.db import ResultsStore, RunRow
 
 
-def select_run(store: ResultsStore, system: str, model: str | None = None) -> RunRow:
-    """The one run whose system label (or run id) is ``system``, optionally for ``model``."""
-    try:  # accept the system as typed on the command line, whatever its argument order
-        canonical = ComponentSpec.parse(system).label
+def _canonical_label(kind: str, spec: ComponentSpec) -> str | None:
+    try:
+        return canonical_component(kind, spec).label
     except ClstreamError:
-        canonical = system
+        return None
+
+
+def _typed_labels(kind: str, text: str) -> set[str]:
+    """What ``text``, typed on the command line, may be stored as: itself, its arguments in
+    canonical order, and its canonical label (``rag:k=8`` -> ``rag`` when 8 is the default)."""
+    labels = {text}
+    try:
+        spec = parse_model_spec(text) if kind == "model" else ComponentSpec.parse(text, kind)
+    except ClstreamError:
+        return labels
+    labels.add(spec.label)
+    labels.add(_canonical_label(kind, spec) or spec.label)
+    return labels
+
+
+def _stored_labels(kind: str, label: str, spec: Any) -> set[str]:
+    """A stored run's label and the canonical label of its stored spec (which differ for a run
+    written before specs were canonical)."""
+    labels = {label}
+    try:
+        component = ComponentSpec.model_validate(spec)
+    except ValueError:
+        return labels
+    labels.add(_canonical_label(kind, component) or label)
+    return labels
+
+
+def select_run(store: ResultsStore, system: str, model: str | None = None) -> RunRow:
+    """The one run whose system label (or run id) is ``system``, optionally for ``model``.
+
+    Labels match as typed or canonically: ``rag:k=8`` finds the run labelled ``rag`` when 8 is
+    the declared default, and a run stored under a pre-canonical label is found by either."""
+    systems = _typed_labels("system", system)
+    models = None if model is None else _typed_labels("model", model)
     runs = [r for r in store.runs()
-            if system in (r.system, r.run_id) or r.system == canonical]
-    runs = [r for r in runs if model is None or r.model == model]
+            if r.run_id == system
+            or systems & _stored_labels("system", r.system, r.spec.get("system"))]
+    if models is not None:
+        runs = [r for r in runs if models & _stored_labels("model", r.model, r.spec.get("model"))]
     if not runs:
         known = ", ".join(sorted({r.system for r in store.runs()})) or "none"
         raise StoreError(f"{store.dir}: no run of system {system!r} (runs here: {known})")
@@ -30,35 +63,3 @@ def select_run(store: ResultsStore, system: str, model: str | None = None) -> Ru
             f"{store.dir}: system {system!r} has several runs ({ids}); pass --model or a run id"
         )
     return runs[0]
-
-
-def oaks_predictions(store: ResultsStore, run: RunRow) -> dict[tuple[str, int], str]:
-    """Successful probe answers of a run, keyed (question_id, t)."""
-    out: dict[tuple[str, int], str] = {}
-    for row in store.iter_records(run.run_id, "probe"):
-        if row["error"] is None:
-            payload = json.loads(row["payload"])
-            out[(payload["question_id"], int(payload["t"]))] = payload["output"]
-    return out
-
-
-def export_oaks(store: ResultsStore, run: RunRow, out: str | Path) -> int:
-    """Write the predictions JSONL (exactly ``question_id``, ``t``, ``output`` per line) in
-    dataset order: document, question, interval. Written atomically (temp file + rename)."""
-    _, view = store.get_dataset(run.dataset_sha256)
-    dataset = from_gold_view(view)
-    preds = oaks_predictions(store, run)
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
-    n = 0
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for doc in dataset.documents:
-            for q in doc.questions:
-                for t in range(1, doc.num_chunks + 1):
-                    if (q.question_id, t) in preds:
-                        line = {"question_id": q.question_id, "t": t,
-                                "output": preds[(q.question_id, t)]}
-                        fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-                        n += 1
-    os.replace(tmp, out)
-    return n

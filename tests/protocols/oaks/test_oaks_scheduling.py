@@ -28,7 +28,7 @@ from clstream.protocols.oaks.runner import (
     probe_key,
 )
 from clstream.store.db import ResultsStore
-from clstream.store.export import oaks_predictions
+from clstream.protocols.oaks.export import oaks_predictions
 from clstream.systems import prompts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))

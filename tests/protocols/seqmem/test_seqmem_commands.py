@@ -10,36 +10,17 @@ from typing import Any
 
 import pytest
 
+from clstream.cli import build_parser
 from clstream.core.errors import DataError, SpecError, StoreError
-from clstream.core.registry import register
-from clstream.protocols.seqmem.commands import (
-    add_generate_seqmem_parser,
-    add_run_seqmem_parser,
-    add_score_seqmem_parser,
-    export_seqmem,
-)
+from clstream.protocols.seqmem.commands import export_seqmem
 from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
 from clstream.protocols.seqmem.summary import radar, summarize_seqmem_run
 from clstream.store.db import ResultsStore
 from clstream.store.export import select_run
 
-for _name, _target in {"memory-free": "clstream.systems.experience:MemoryFree",
-                       "exp-rag": "clstream.systems.experience:ExpRag",
-                       "dc-rs": "clstream.systems.curated:DcRs",
-                       "g-memory": "clstream.systems.gmemory:GMemory"}.items():
-    register("system", _name, _target)
-
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="clstream")
-    sub = root.add_subparsers(dest="command", required=True)
-    rsub = sub.add_parser("run").add_subparsers(dest="protocol", required=True)
-    ssub = sub.add_parser("score").add_subparsers(dest="protocol", required=True)
-    gsub = sub.add_parser("generate").add_subparsers(dest="benchmark", required=True)
-    add_run_seqmem_parser(rsub)
-    add_score_seqmem_parser(ssub)
-    add_generate_seqmem_parser(gsub)
-    return root
+    return build_parser()
 
 
 def call(*argv: str) -> int:

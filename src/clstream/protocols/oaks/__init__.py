@@ -1,1 +1,56 @@
-"""protocols/oaks"""
+"""Streaming knowledge (OAKS; SPECS §1): chunks arrive one by one and the same questions are
+asked after every chunk; answers are scored per interval for accuracy, acquisition latency,
+distraction susceptibility, phase miss and transition behaviours.
+
+:data:`PROTOCOL` is what the registry names ``oaks``; the package's modules hold the data types
+and loader (``data``, ``loader``), the OAKS-BABI generator (``babi*``, ``haystack``), answer
+judging and metrics (``answers``, ``metrics``), the runner, summary, report section, export and
+command-line verbs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clstream.core.protocol import Command, load_target
+from clstream.core.records import RunRow
+from clstream.protocols.oaks import commands
+from clstream.protocols.oaks.export import export_oaks
+from clstream.protocols.oaks.summary import summarize_oaks_run, text_rows
+
+
+class OaksProtocol:
+    name = "oaks"
+    title = "Streaming knowledge (OAKS)"
+    summary = "chunks arrive in order; the same questions are asked after every chunk"
+    run_command = Command("oaks", "streaming knowledge (OAKS)", commands.add_run_oaks_arguments,
+                          commands.run)
+    score_command = Command("oaks", "score OAKS predictions (SPECS 5)",
+                            commands.add_score_arguments, commands.score)
+    generators = (Command("oaks-babi", "bAbI-style OAKS stream (SPECS 1.5)",
+                          commands.add_generate_arguments, commands.generate),)
+
+    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+        return summarize_oaks_run(store, run)
+
+    def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
+        return text_rows(runs)
+
+    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+        return export_oaks(store, run, out)
+
+    def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
+        return load_target("clstream.protocols.oaks.report:render_oaks_section")(
+            runs, labels, source)
+
+    def demo(self, workdir: Path, results: Path) -> list[list[str]]:
+        data = workdir / "oaks-babi.json"
+        systems = ("full", "window:w=4", "rag:k=4", "rag+window:k=2,w=2")
+        return [["generate", "oaks-babi", "--seed", "7", "--docs", "3", "--chunks", "40",
+                 "--chunk-tokens", "2000", "--out", str(data)],
+                ["run", "oaks", str(data), "--model", "builtin", "--out", str(results),
+                 *[arg for s in systems for arg in ("--system", s)]]]
+
+
+PROTOCOL = OaksProtocol()

@@ -1,1 +1,56 @@
-"""protocols/seqmem"""
+"""Sequential task streams with evolving memory (SeqMem-Eval; SPECS §2): a system answers each
+task with its current memory, gets the evaluator's feedback and updates its memory; hold-out
+tasks at checkpoints and past tasks at later horizons measure generalization and forgetting.
+
+:data:`PROTOCOL` is what the registry names ``seqmem``; the package's modules hold the task
+loaders and synthetic stream (``tasks``, ``synthetic``), the run plan and runner, metrics,
+summary, report section, export and command-line verbs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clstream.core.protocol import Command, load_target
+from clstream.core.records import RunRow
+from clstream.protocols.seqmem import commands
+from clstream.protocols.seqmem.summary import summarize_seqmem_run, text_rows
+
+
+class SeqMemProtocol:
+    name = "seqmem"
+    title = "Sequential task streams (SeqMem-Eval)"
+    summary = "tasks with feedback update a memory; online, hold-out and backward transfer"
+    run_command = Command("seqmem", "sequential task stream with evolving memory (SeqMem-Eval)",
+                          commands.add_run_seqmem_arguments, commands.run)
+    score_command = Command("seqmem", "score SeqMem records (SPECS 5)",
+                            commands.add_score_arguments, commands.score)
+    generators = (Command("seqmem-synthetic",
+                          "procedural SeqMem task stream in which feedback reveals hidden rules",
+                          commands.add_generate_arguments, commands.generate),)
+
+    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+        return summarize_seqmem_run(store, run)
+
+    def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
+        return text_rows(runs)
+
+    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+        return commands.export_seqmem(store, run, out)
+
+    def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
+        return load_target("clstream.protocols.seqmem.report:render_seqmem_section")(
+            runs, labels, source)
+
+    def demo(self, workdir: Path, results: Path) -> list[list[str]]:
+        data = workdir / "seqmem-synthetic.json"
+        systems = ("memory-free", "exp-recent", "exp-rag", "dc-rs", "awm", "expel-st",
+                   "expel-mt", "g-memory")
+        return [["generate", "seqmem-synthetic", "--seed", "7", "--tasks", "60", "--holdout",
+                 "12", "--out", str(data)],
+                ["run", "seqmem", str(data), "--model", "builtin", "--out", str(results),
+                 *[arg for s in systems for arg in ("--system", s)]]]
+
+
+PROTOCOL = SeqMemProtocol()

@@ -1,9 +1,5 @@
-"""SeqMem-Eval sub-commands: ``run seqmem``, ``score seqmem``, ``generate seqmem-synthetic``, and
-the SPECS §5 records export (SPECS §2, §5).
-
-Each ``add_*_parser(subparsers)`` adds one sub-command to an argparse sub-parser group and sets
-``handler`` to its ``cmd_*`` function.
-"""
+"""SeqMem-Eval verbs: ``run seqmem``, ``score seqmem``, ``generate seqmem-synthetic``, and the
+SPECS §5 records export (SPECS §2, §5)."""
 
 from __future__ import annotations
 
@@ -17,8 +13,24 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import SpecError, StoreError
+from clstream.core.records import RunRow
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
-from clstream.store.db import ResultsStore, RunRow
+from clstream.protocols.common import build_model, run_info, system_factory
+from clstream.protocols.options import (
+    add_backend_arguments,
+    add_run_arguments,
+    add_sampling_arguments,
+    backend_options,
+    sampling_from_args,
+)
+from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
+from clstream.protocols.seqmem.plan import SeqMemPlan
+from clstream.protocols.seqmem.runner import SeqMemRunner
+from clstream.protocols.seqmem.summary import seqmem_rows
+from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, write_seqmem_synthetic
+from clstream.protocols.seqmem.tasks import load_seqmem_stream
+from clstream.store.db import ResultsStore
+from clstream.systems.memory_prompts import template_fingerprint
 
 SOURCES = ("synthetic", "humaneval", "math500", "mmlu-pro", "apibench", "apibench-hf")
 
@@ -42,8 +54,6 @@ def _int_list(flag: str, text: str | None) -> list[int] | None:
 
 def load_stream(args: argparse.Namespace) -> Any:
     """The task stream named by ``data``, ``--source`` and the hold-out flags."""
-    from clstream.protocols.seqmem.tasks import load_seqmem_stream
-
     name = "apibench-hf" if args.source in ("apibench", "apibench-hf") else args.source
     if name == "synthetic":
         if args.holdout is not None or args.holdout_file is not None:
@@ -83,17 +93,12 @@ def stream_hash(view: dict[str, Any]) -> str:
 
 
 # -- run -------------------------------------------------------------------------------------
-def cmd_run_seqmem(args: argparse.Namespace) -> int:
-    from clstream.commands import _backend_options, _sampling
-    from clstream.protocols.common import build_model, run_info, system_factory
-    from clstream.protocols.seqmem.runner import SeqMemPlan, SeqMemRunner
-    from clstream.systems.memory_prompts import template_fingerprint
-
+def run(args: argparse.Namespace) -> int:
     stream = load_stream(args)
     plan = SeqMemPlan.build(len(stream.tasks), _int_list("--checkpoints", args.checkpoints),
                             _int_list("--horizons", args.horizons), args.retro_sample, args.seed)
     evaluator = stream.evaluator(**({"reveal_target": True} if args.reveal_target else {}))
-    sampling = _sampling(args)
+    sampling = sampling_from_args(args)
     model_spec = parse_model_spec(args.model, args.model_args)
     systems = [ComponentSpec.parse(s, "system") for s in args.system]
     view = stream_view(stream, args.source)
@@ -103,7 +108,7 @@ def cmd_run_seqmem(args: argparse.Namespace) -> int:
     specs = [RunSpec(protocol="seqmem", dataset_hash=stream_hash(view), system=s,
                      model=model_spec, sampling=sampling, seed=args.seed, params=params)
              for s in systems]
-    model = build_model(model_spec, **_backend_options(args))
+    model = build_model(model_spec, **backend_options(args))
     factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
     with ResultsStore(args.out, writer=True) as store:
         for spec, make in zip(specs, factories, strict=True):
@@ -126,19 +131,11 @@ def cmd_run_seqmem(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_run_seqmem_parser(subparsers: Any) -> argparse.ArgumentParser:
-    from clstream.cli import _add_backend, _add_sampling
-
-    p = subparsers.add_parser("seqmem", help="sequential task stream with evolving memory "
-                                             "(SeqMem-Eval)")
+def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="synthetic stream JSON, or a task file (see --source)")
     p.add_argument("--source", choices=SOURCES, default="synthetic",
                    help="what DATA holds (default: synthetic)")
-    p.add_argument("--system", action="append", required=True,
-                   help="memory method NAME or NAME:key=value,... (repeatable), e.g. exp-rag:k=3")
-    p.add_argument("--model", default="builtin",
-                   help="builtin | openai:<model> | hf:<path> | vllm:<path>")
-    p.add_argument("--out", required=True, help="results directory")
+    add_run_arguments(p, "memory method NAME or NAME:key=value,... (repeatable), e.g. exp-rag:k=3")
     p.add_argument("--checkpoints", default=None,
                    help="hold-out checkpoints, tasks processed, e.g. 0,10,20 "
                         "(default: 0 and round(i*T/9), i=1..9)")
@@ -156,16 +153,12 @@ def add_run_seqmem_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--reveal-target", action="store_true",
                    help="dataset evaluators add the reference answer to failure feedback")
     p.add_argument("--no-progress", action="store_true")
-    _add_sampling(p)
-    _add_backend(p)
-    p.set_defaults(handler=cmd_run_seqmem)
-    return p
+    add_sampling_arguments(p)
+    add_backend_arguments(p)
 
 
 # -- score -----------------------------------------------------------------------------------
-def cmd_score_seqmem(args: argparse.Namespace) -> int:
-    from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
-
+def score(args: argparse.Namespace) -> int:
     result = score_seqmem(load_seqmem_records(args.records))
     if args.json:
         print(json.dumps(result, indent=2))
@@ -179,42 +172,28 @@ def cmd_score_seqmem(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_score_seqmem_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("seqmem", help="score SeqMem records (SPECS 5)")
+def add_score_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("records", help="JSONL of online / holdout / retro records")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=cmd_score_seqmem)
-    return p
 
 
 # -- generate --------------------------------------------------------------------------------
-def cmd_generate_seqmem_synthetic(args: argparse.Namespace) -> int:
-    from clstream.protocols.seqmem.synthetic import (
-        generate_seqmem_synthetic,
-        write_seqmem_synthetic,
-    )
-
+def generate(args: argparse.Namespace) -> int:
     data = generate_seqmem_synthetic(seed=args.seed, tasks=args.tasks, holdout=args.holdout)
     print(write_seqmem_synthetic(data, args.out))
     return 0
 
 
-def add_generate_seqmem_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("seqmem-synthetic", help="procedural SeqMem task stream in which "
-                                                       "feedback reveals hidden rules")
+def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tasks", type=int, default=200, help="stream length T")
     p.add_argument("--holdout", type=int, default=40, help="hold-out tasks")
     p.add_argument("--out", required=True)
-    p.set_defaults(handler=cmd_generate_seqmem_synthetic)
-    return p
 
 
 # -- export ----------------------------------------------------------------------------------
 def export_seqmem(store: ResultsStore, run: RunRow, out: str | Path) -> int:
     """Write the run's records exactly as SPECS §5 defines them (JSONL), atomically."""
-    from clstream.protocols.seqmem.summary import seqmem_rows
-
     if run.protocol != "seqmem":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not seqmem")
     rows = seqmem_rows(store, run)
@@ -225,13 +204,3 @@ def export_seqmem(store: ResultsStore, run: RunRow, out: str | Path) -> int:
             fh.write(json.dumps(row) + "\n")
     os.replace(tmp, out)
     return len(rows)
-
-
-def cmd_export_seqmem(args: argparse.Namespace) -> int:
-    from clstream.store.export import select_run
-
-    with ResultsStore(args.dir) as store:
-        run = select_run(store, args.system, args.model)
-        n = export_seqmem(store, run, args.out)
-    print(f"wrote {n} records to {args.out}", file=sys.stderr)
-    return 0

@@ -1,0 +1,99 @@
+"""The verbs that read a results directory, whatever protocols it holds: ``summary``,
+``report`` and ``export``. Each dispatches per run to the run's protocol (SPECS §5 formats,
+protocol-specific metrics and report sections); a protocol this release does not know still
+gets a plain summary and report section, never a failure."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from clstream.core.errors import StoreError
+from clstream.core.registry import names, resolve
+from clstream.models.pricing import load_prices
+from clstream.report.html import render_report
+from clstream.report.summary import summarize
+from clstream.store.db import ResultsStore
+from clstream.store.export import select_run
+
+
+def _prices(path: str | None) -> dict[str, dict[str, float]] | None:
+    return None if path is None else load_prices(path)
+
+
+# -- export ----------------------------------------------------------------------------------
+def export(args: argparse.Namespace) -> int:
+    with ResultsStore(args.dir) as store:
+        run = select_run(store, args.system, args.model)
+        if run.protocol not in names("protocol"):
+            raise StoreError(f"{args.dir}: run {run.run_id} is a {run.protocol!r} run, which "
+                             "this clstream cannot export")
+        n = resolve("protocol", run.protocol).export_run(store, run, Path(args.out))
+    print(f"wrote {n} records to {args.out}", file=sys.stderr)
+    return 0
+
+
+# -- summary ---------------------------------------------------------------------------------
+def _generic_lines(runs: list[dict[str, Any]]) -> list[str]:
+    lines = [f"{'system':<22}{'model':<16}{'errors':>8}{'tokens':>12}{'wall s':>9}"]
+    for run in runs:
+        tokens = run["tokens"]["prompt"] + run["tokens"]["completion"]
+        errors = (run.get("status") or {}).get("errors", 0)
+        lines.append(f"{run['system']:<22}{run['model']:<16}{errors:>8}{tokens:>12}"
+                     f"{run['wall_s']:>9.1f}")
+    return lines
+
+
+def summary(args: argparse.Namespace) -> int:
+    with ResultsStore(args.dir) as store:
+        result = summarize(store, _prices(args.prices))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for run in result["runs"]:
+        groups.setdefault(run["protocol"], []).append(run)
+    known = names("protocol")
+    order = [p for p in known if p in groups] + sorted(set(groups) - set(known))
+    for n, protocol in enumerate(order):
+        print(("\n" if n else "") + f"[{protocol}]")
+        runs = groups[protocol]
+        lines = resolve("protocol", protocol).summary_lines(runs) if protocol in known \
+            else _generic_lines(runs)
+        print("\n".join(lines))
+    return 0
+
+
+# -- report ----------------------------------------------------------------------------------
+def report(args: argparse.Namespace) -> int:
+    with ResultsStore(args.dir) as store:
+        result = summarize(store, _prices(args.prices))
+    out = Path(args.out) if args.out else Path(args.dir) / "report.html"
+    path = render_report(result, out)
+    print(path.resolve())
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    """``export``, ``summary`` and ``report`` on the top-level sub-parsers."""
+    exp = sub.add_parser("export", help="write a run's predictions or records file (SPECS 5)")
+    exp.add_argument("dir")
+    exp.add_argument("--system", required=True, help="system label or run id")
+    exp.add_argument("--model", default=None, help="model label, when a system ran with several")
+    exp.add_argument("--out", required=True)
+    exp.set_defaults(handler=export)
+
+    summ = sub.add_parser("summary", help="metrics, counts, tokens and time per run")
+    summ.add_argument("dir")
+    summ.add_argument("--json", action="store_true")
+    summ.add_argument("--prices", default=None, help="JSON: dollars per million tokens per model")
+    summ.set_defaults(handler=summary)
+
+    rep = sub.add_parser("report", help="write a self-contained HTML report")
+    rep.add_argument("dir")
+    rep.add_argument("--out", default=None, help="HTML file (default: DIR/report.html)")
+    rep.add_argument("--prices", default=None)
+    rep.set_defaults(handler=report)

@@ -1,0 +1,100 @@
+"""The contract a measurement protocol fulfils (DESIGN.md, "A layout that shows this").
+
+A protocol (OAKS, SeqMem-Eval, CL-Bench, ImprintBench) is one package under
+``clstream/protocols/`` that exposes one object satisfying :class:`StreamProtocol`, registered
+under kind ``"protocol"`` in :mod:`clstream.core.registry`. Everything that differs between
+protocols goes through it, so the shared shell (command line, summary, report, export) holds no
+per-protocol branch and adding a protocol edits no shared file except one registry line:
+
+* its command-line verbs: ``clstream run NAME``, ``clstream score NAME`` and any
+  ``clstream generate GENERATOR`` (:class:`Command`: arguments and handler);
+* how it summarizes a stored run (metrics from records, never from callbacks), the text rows of
+  ``clstream summary`` and its section of the HTML report;
+* how it exports a run to its public file format (SPECS §5);
+* a brief demonstration run, so ``make demo`` shows every protocol.
+
+Results stores and report sections are passed as opaque objects (``Any``) because ``core``
+imports nothing else of clstream; each protocol package knows their concrete types.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from clstream.core.records import RunRow
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One sub-command: ``name`` (``oaks``, ``oaks-babi``), one line of help, a function adding
+    its arguments to an argparse parser, and the handler that runs it (returns the exit status)."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    handler: Handler
+
+
+@runtime_checkable
+class StreamProtocol(Protocol):
+    """What the shell needs of a protocol. ``name`` is the value stored in each run's
+    ``protocol`` column; ``title`` heads its report section; ``summary`` is one line for
+    ``clstream list``."""
+
+    name: str
+    title: str
+    summary: str
+
+    @property
+    def run_command(self) -> Command:
+        """``clstream run NAME``: run systems over a stream into a results directory."""
+        ...
+
+    @property
+    def score_command(self) -> Command:
+        """``clstream score NAME``: score a user's own file in the SPECS §5 format."""
+        ...
+
+    @property
+    def generators(self) -> tuple[Command, ...]:
+        """``clstream generate ...``: procedural streams this protocol can write."""
+        ...
+
+    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+        """The protocol's part of one run's summary (dataset, status, metrics), from records."""
+        ...
+
+    def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
+        """The text table of ``clstream summary`` for this protocol's runs."""
+        ...
+
+    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+        """Write the run's records in the protocol's public format; returns lines written."""
+        ...
+
+    def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
+        """The report section (a ``clstream.render.base.Section``) for these runs."""
+        ...
+
+    def demo(self, workdir: Path, results: Path) -> list[list[str]]:
+        """Command lines (argv after ``clstream``) that generate a small stream in ``workdir``
+        and run a few systems on it with the builtin model into ``results``: ``make demo``
+        runs them for every registered protocol."""
+        ...
+
+
+def load_target(target: str) -> Any:
+    """The object named by ``"package.module:name"``, imported on first use.
+
+    Report sections draw with matplotlib, which costs half a second to import; a protocol
+    names its renderer this way so that ``run`` and ``score`` never pay for it.
+    """
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)

@@ -1,0 +1,43 @@
+"""OAKS predictions out of the store, in the public format of SPECS §5."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from clstream.core.records import RunRow
+from clstream.protocols.oaks.data import from_gold_view
+
+
+def oaks_predictions(store: Any, run: RunRow) -> dict[tuple[str, int], str]:
+    """Successful probe answers of a run, keyed (question_id, t)."""
+    out: dict[tuple[str, int], str] = {}
+    for row in store.iter_records(run.run_id, "probe"):
+        if row["error"] is None:
+            payload = json.loads(row["payload"])
+            out[(payload["question_id"], int(payload["t"]))] = payload["output"]
+    return out
+
+
+def export_oaks(store: Any, run: RunRow, out: str | Path) -> int:
+    """Write the predictions JSONL (exactly ``question_id``, ``t``, ``output`` per line) in
+    dataset order: document, question, interval. Written atomically (temp file + rename)."""
+    _, view = store.get_dataset(run.dataset_sha256)
+    dataset = from_gold_view(view)
+    preds = oaks_predictions(store, run)
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    n = 0
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for doc in dataset.documents:
+            for q in doc.questions:
+                for t in range(1, doc.num_chunks + 1):
+                    if (q.question_id, t) in preds:
+                        line = {"question_id": q.question_id, "t": t,
+                                "output": preds[(q.question_id, t)]}
+                        fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                        n += 1
+    os.replace(tmp, out)
+    return n

@@ -1,0 +1,78 @@
+"""Command-line options every protocol's ``run`` verb shares: sampling and model backend.
+
+Sampling flags are part of the run spec (they change outputs); backend flags (endpoint,
+concurrency, retries, cache) are not, except ``--model-args``, which the spec includes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pydantic import ValidationError
+
+from clstream.core.errors import SpecError
+from clstream.core.types import SamplingParams
+
+
+def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("sampling (defaults: the OAKS paper's setup)")
+    g.add_argument("--temperature", type=float, default=0.7)
+    g.add_argument("--top-p", type=float, default=0.8)
+    g.add_argument("--top-k", type=int, default=20)
+    g.add_argument("--min-p", type=float, default=0.0)
+    g.add_argument("--max-tokens", type=int, default=4096)
+    g.add_argument("--samples", type=int, default=1, help="completions per probe (n)")
+    g.add_argument("--seed", type=int, default=0, help="run seed; per-request seeds derive from it")
+    g.add_argument("--thinking", choices=["on", "off"], default=None,
+                   help="thinking mode through chat_template_kwargs, where the model supports it")
+
+
+def add_backend_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model backend")
+    g.add_argument("--model-args", default=None, metavar="KEY=VALUE,...",
+                   help="backend settings that are part of the run spec, e.g. dtype=bfloat16")
+    g.add_argument("--base-url", default=None,
+                   help="OpenAI-compatible server, e.g. http://host:8000/v1")
+    g.add_argument("--api-key-env", default=None,
+                   help="name of the environment variable holding the API key")
+    g.add_argument("--max-concurrency", type=int, default=None, help="requests in flight at most")
+    g.add_argument("--request-timeout", type=float, default=None,
+                   help="seconds per request attempt")
+    g.add_argument("--max-retries", type=int, default=None)
+    g.add_argument("--cache", default=None, help="response cache (SQLite file) shared across runs")
+
+
+def add_run_arguments(p: argparse.ArgumentParser, system_help: str) -> None:
+    """The flags of every ``run`` verb: systems, model, results directory, sampling, backend."""
+    p.add_argument("--system", action="append", required=True, help=system_help)
+    p.add_argument("--model", default="builtin",
+                   help="builtin | openai:<model> | hf:<path> | vllm:<path>")
+    p.add_argument("--out", required=True, help="results directory")
+
+
+def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
+    try:
+        return SamplingParams(
+            temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, min_p=args.min_p,
+            max_tokens=args.max_tokens, n=args.samples, seed=args.seed,
+            thinking=None if args.thinking is None else args.thinking == "on",
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = "--" + str(err["loc"][0]).replace("_", "-").replace("--n", "--samples")
+        raise SpecError(f"flag {flag}: {err['msg']}") from None
+
+
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "base_url": args.base_url, "api_key_env": args.api_key_env,
+        "max_concurrency": args.max_concurrency, "request_timeout": args.request_timeout,
+        "max_retries": args.max_retries, "cache_path": args.cache,
+    }
+
+
+def positive(flag: str, value: int | None) -> None:
+    """A count flag must be >= 1 when given."""
+    if value is not None and value < 1:
+        raise SpecError(f"flag {flag}: must be >= 1, got {value}")
