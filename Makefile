@@ -29,10 +29,14 @@ demo: venv
 
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports
+	$(BIN)/mypy src
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports
+	$(BIN)/mypy src
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) build *.egg-info src/*.egg-info

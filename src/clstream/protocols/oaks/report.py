@@ -9,20 +9,19 @@ marked incomplete, and is left out of the charts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from clstream.render import figures
-from clstream.render.base import Cell, Column, Fields, Figure, Section, Table, run_fields
+from clstream.render.base import Cell, Column, Figure, Section, Table
 from clstream.render.common import (
     UsageColumns,
     details_table,
-    is_complete,
     status_cells,
     status_columns,
     system_cell,
 )
 from clstream.render.fmt import MISSING, fmt_ci, fmt_int, fmt_rate
+from clstream.render.runs import RunView, read_runs, scored_runs
 
 RATES = [
     ("accuracy", "Accuracy"),
@@ -106,31 +105,15 @@ CITATION = (
 )
 
 
-@dataclass
-class _Run:
-    label: str
-    raw: dict[str, Any]
-    f: Fields
-    metrics: dict[str, Any] | None
-    complete: bool
-
-    def rate(self, path: str) -> float | None:
-        return None if self.metrics is None else self.f.number(self.raw, f"metrics.{path}")
+def _rate(r: RunView, path: str) -> float | None:
+    return None if r.metrics is None else r.num(f"metrics.{path}")
 
 
 def _title(name: str) -> str:
     return name.replace("_", " ").capitalize()
 
 
-def _read(source: object, index: int, raw: dict[str, Any], label: str) -> _Run:
-    f = run_fields(source, index, raw)
-    metrics = f.get(raw, "metrics")
-    if metrics is not None and not isinstance(metrics, dict):
-        raise f.error("metrics", f"expected an object or null, got {type(metrics).__name__}")
-    return _Run(label, raw, f, metrics, is_complete(f, raw))
-
-
-def _metric_table(runs: list[_Run]) -> Table:
+def _metric_table(runs: list[RunView]) -> Table:
     usage = UsageColumns([(r.f, r.raw) for r in runs])
     models = {r.f.text(r.raw, "model", MISSING) for r in runs}
     columns = [Column("System")] + ([Column("Model")] if len(models) > 1 else [])
@@ -143,7 +126,7 @@ def _metric_table(runs: list[_Run]) -> Table:
             row.append(Cell(r.f.text(r.raw, "model", MISSING)))
         for key, _ in RATES:
             ci = fmt_ci(r.f.interval(r.raw, f"ci.{key}"))
-            row.append(Cell(fmt_rate(r.rate(key)), True, sub=ci if r.rate(key) is not None else ""))
+            row.append(Cell(fmt_rate(_rate(r, key)), True, sub=ci if _rate(r, key) is not None else ""))
         n_q = None if r.metrics is None else r.f.integer(r.raw, "metrics.n_questions")
         row += [Cell(fmt_int(n_q), True), *status_cells(r.f, r.raw), *usage.cells(r.f, r.raw)]
         rows.append(tuple(row))
@@ -154,7 +137,7 @@ def _metric_table(runs: list[_Run]) -> Table:
 
 
 def _data_table(
-    caption: str, first: str, categories: list[str], runs: list[_Run], cell: Any
+    caption: str, first: str, categories: list[str], runs: list[RunView], cell: Any
 ) -> Table:
     """Rows = categories, one column per system; ``cell(run, category) -> str``."""
     columns = (Column(first), *(Column(r.label, numeric=True) for r in runs))
@@ -162,14 +145,14 @@ def _data_table(
     return Table(caption, columns, rows)
 
 
-def _interval_figure(runs: list[_Run]) -> Figure:
+def _interval_figure(runs: list[RunView]) -> Figure:
     curves = {r.label: r.f.numbers(r.raw, "metrics.accuracy_by_interval") for r in runs}
     longest = max(len(ys) for ys in curves.values())
     svg = figures.line_chart(
         list(curves.items()), title="Accuracy by interval", xlabel="interval t", ylabel="accuracy"
     )
 
-    def cell(r: _Run, t: str) -> str:
+    def cell(r: RunView, t: str) -> str:
         ys, i = curves[r.label], int(t) - 1
         return fmt_rate(ys[i]) if i < len(ys) else MISSING
 
@@ -184,12 +167,12 @@ def _interval_figure(runs: list[_Run]) -> Figure:
     )
 
 
-def _transition_figure(runs: list[_Run]) -> Figure:
+def _transition_figure(runs: list[RunView]) -> Figure:
     panels = [
         figures.Panel(
             title,
             [_title(k) for k in keys],
-            [[r.rate(f"transitions.{k}") for k in keys] for r in runs],
+            [[_rate(r, f"transitions.{k}") for k in keys] for r in runs],
         )
         for title, keys in (("Gold answer changes", GT_CHANGE), ("Gold answer stays", GT_STAY))
     ]
@@ -205,14 +188,14 @@ def _transition_figure(runs: list[_Run]) -> Figure:
         "Behaviour",
         [_title(k) for k in GT_CHANGE + GT_STAY],
         runs,
-        lambda r, c: fmt_rate(r.rate(f"transitions.{c.lower()}")),
+        lambda r, c: fmt_rate(_rate(r, f"transitions.{c.lower()}")),
     )
     return Figure(
         "Transition behaviours", svg, "Each panel's four bars of one system sum to 1.", table
     )
 
 
-def _breakdown_figure(runs: list[_Run], key: str, title: str, order: list[str]) -> Figure | None:
+def _breakdown_figure(runs: list[RunView], key: str, title: str, order: list[str]) -> Figure | None:
     seen: set[str] = set()
     for r in runs:
         seen.update(r.f.mapping(r.metrics, key))
@@ -222,11 +205,11 @@ def _breakdown_figure(runs: list[_Run], key: str, title: str, order: list[str]) 
 
     names = {_title(c): c for c in cats}
 
-    def acc(r: _Run, c: str) -> float | None:
+    def acc(r: RunView, c: str) -> float | None:
         groups = r.f.mapping(r.metrics, key)
         return r.f.number(groups, f"{c}.accuracy") if c in groups else None
 
-    def cell(r: _Run, name: str) -> str:
+    def cell(r: RunView, name: str) -> str:
         groups, c = r.f.mapping(r.metrics, key), names[name]
         if c not in groups:
             return MISSING
@@ -240,8 +223,8 @@ def _breakdown_figure(runs: list[_Run], key: str, title: str, order: list[str]) 
     return Figure(title, svg, "", table, wide=False)
 
 
-def _decomposition_figure(runs: list[_Run]) -> Figure:
-    parts = [(name, [r.rate(key) for r in runs], DECOMPOSITION_COLORS[key]) for key, name in RATES]
+def _decomposition_figure(runs: list[RunView]) -> Figure:
+    parts = [(name, [_rate(r, key) for r in runs], DECOMPOSITION_COLORS[key]) for key, name in RATES]
     svg = figures.stacked_hbars(
         [r.label for r in runs],
         parts,
@@ -253,7 +236,7 @@ def _decomposition_figure(runs: list[_Run]) -> Figure:
         "Part",
         [name for _, name in RATES],
         runs,
-        lambda r, c: fmt_rate(r.rate(RATE_KEY[c])),
+        lambda r, c: fmt_rate(_rate(r, RATE_KEY[c])),
     )
     return Figure(
         "Where the intervals go: Accuracy + AL + DS + PM",
@@ -265,15 +248,9 @@ def _decomposition_figure(runs: list[_Run]) -> Figure:
 
 def render_oaks_section(runs: list[dict[str, Any]], labels: list[str], source: object) -> Section:
     """Build the OAKS section for ``runs`` (all with protocol ``oaks``), shown as ``labels``."""
-    parsed = [
-        _read(source, i, raw, label)
-        for i, (raw, label) in enumerate(zip(runs, labels, strict=True))
-    ]
+    parsed = read_runs(source, runs, labels)
     table = _metric_table(parsed)
-    scored = [r for r in parsed if r.metrics is not None]
-    for r in scored:
-        if not r.complete:
-            r.label += " (incomplete)"
+    scored = scored_runs(parsed)
     notes: list[str] = []
     pending = [r.label for r in parsed if r.metrics is None]
     if pending:

@@ -14,13 +14,13 @@ its row, marked incomplete, and is left out of the charts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from clstream.render import figures
-from clstream.render.base import Cell, Column, Fields, Figure, Section, Table, run_fields
-from clstream.render.common import UsageColumns, details_table, is_complete, system_cell
+from clstream.render.base import Cell, Column, Figure, Section, Table
+from clstream.render.common import UsageColumns, details_table, system_cell
 from clstream.render.fmt import MISSING, fmt_int, fmt_rate, fmt_seconds
+from clstream.render.runs import RunView, read_runs, scored_runs
 
 SCORES = [
     ("online_acc", "OnlineAcc", "Cumulative online accuracy Abar(T)"),
@@ -76,47 +76,29 @@ CITATION = (
 )
 
 
-@dataclass
-class _Run:
-    label: str
-    raw: dict[str, Any]
-    f: Fields
-    metrics: dict[str, Any] | None
-    complete: bool
-
-    def num(self, path: str) -> float | None:
-        return self.f.number(self.raw, path)
-
-    def horizons(self, group: str) -> dict[int, float | None]:
-        values = self.f.mapping(self.metrics, group)
-        out = {}
-        for key in values:
-            if not str(key).isdigit():
-                raise self.f.error(f"metrics.{group}", f"horizon {key!r} is not a whole number")
-            out[int(key)] = self.f.number(values, str(key))
-        return out
-
-    def stage_tokens(self, stage: str) -> float:
-        b = self.f.mapping(self.raw, f"efficiency.tokens_by_stage.{stage}")
-        return sum(self.f.number(b, k) or 0.0 for k in ("prompt", "completion", "reasoning"))
+def _horizons(r: RunView, group: str) -> dict[int, float | None]:
+    values = r.f.mapping(r.metrics, group)
+    out = {}
+    for key in values:
+        if not str(key).isdigit():
+            raise r.f.error(f"metrics.{group}", f"horizon {key!r} is not a whole number")
+        out[int(key)] = r.f.number(values, str(key))
+    return out
 
 
-def _read(source: object, index: int, raw: dict[str, Any], label: str) -> _Run:
-    f = run_fields(source, index, raw)
-    metrics = f.get(raw, "metrics")
-    if metrics is not None and not isinstance(metrics, dict):
-        raise f.error("metrics", f"expected an object or null, got {type(metrics).__name__}")
-    return _Run(label, raw, f, metrics, is_complete(f, raw))
+def _stage_tokens(r: RunView, stage: str) -> float:
+    b = r.f.mapping(r.raw, f"efficiency.tokens_by_stage.{stage}")
+    return sum(r.f.number(b, k) or 0.0 for k in ("prompt", "completion", "reasoning"))
 
 
-def _horizon_keys(runs: list[_Run]) -> list[int]:
+def _horizon_keys(runs: list[RunView]) -> list[int]:
     keys: set[int] = set()
     for r in runs:
-        keys.update(r.horizons("bwt"), r.horizons("forgetting"))
+        keys.update(_horizons(r, "bwt"), _horizons(r, "forgetting"))
     return sorted(keys)
 
 
-def _score_table(runs: list[_Run]) -> Table:
+def _score_table(runs: list[RunView]) -> Table:
     usage = UsageColumns([(r.f, r.raw) for r in runs])
     models = {r.f.text(r.raw, "model", MISSING) for r in runs}
     columns = [Column("System")] + ([Column("Model")] if len(models) > 1 else [])
@@ -144,26 +126,26 @@ def _score_table(runs: list[_Run]) -> Table:
     return Table(caption, tuple(columns), rows)
 
 
-def _horizon_table(runs: list[_Run], keys: list[int]) -> Table:
+def _horizon_table(runs: list[RunView], keys: list[int]) -> Table:
     columns = (Column("System"), *(Column(f"BWT({t})", True) for t in keys),
                *(Column(f"F({t})", True) for t in keys))
     rows = []
     for r in runs:
-        bwt, forget = r.horizons("bwt"), r.horizons("forgetting")
+        bwt, forget = _horizons(r, "bwt"), _horizons(r, "forgetting")
         rows.append((system_cell(r.f, r.raw, r.label),
                      *(Cell(fmt_rate(bwt.get(t)), True) for t in keys),
                      *(Cell(fmt_rate(forget.get(t)), True) for t in keys)))
     return Table("Backward transfer BWT(t) and forgetting F(t) per horizon t", columns, rows)
 
 
-def _by_label(runs: list[_Run], first: str, keys: list[str], cell: Any, caption: str) -> Table:
+def _by_label(runs: list[RunView], first: str, keys: list[str], cell: Any, caption: str) -> Table:
     """Rows = ``keys``, one column per run; ``cell(run, key) -> str``."""
     columns = (Column(first), *(Column(r.label, True) for r in runs))
     return Table(caption, columns, [(Cell(k), *(Cell(cell(r, k), True) for r in runs))
                                     for k in keys])
 
 
-def _online_figure(runs: list[_Run]) -> Figure | None:
+def _online_figure(runs: list[RunView]) -> Figure | None:
     curves = {r.label: r.f.numbers(r.raw, "online_curve") for r in runs}
     longest = max(len(c) for c in curves.values())
     if not longest:
@@ -173,7 +155,7 @@ def _online_figure(runs: list[_Run]) -> Figure | None:
     svg = figures.line_chart(list(curves.items()), title="Online accuracy Abar(tau)",
                              xlabel="task tau", ylabel="cumulative accuracy")
 
-    def cell(r: _Run, tau: str) -> str:
+    def cell(r: RunView, tau: str) -> str:
         ys, i = curves[r.label], int(tau) - 1
         return fmt_rate(ys[i]) if i < len(ys) else MISSING
 
@@ -182,7 +164,7 @@ def _online_figure(runs: list[_Run]) -> Figure | None:
                   "Share of tasks 1..tau answered correctly on arrival.", table)
 
 
-def _holdout_points(r: _Run) -> dict[int, float | None]:
+def _holdout_points(r: RunView) -> dict[int, float | None]:
     raw = r.f.get(r.raw, "holdout_curve") or []
     if not isinstance(raw, list):
         raise r.f.error("holdout_curve", "expected a list of checkpoints")
@@ -195,7 +177,7 @@ def _holdout_points(r: _Run) -> dict[int, float | None]:
     return points
 
 
-def _holdout_figure(runs: list[_Run]) -> Figure | None:
+def _holdout_figure(runs: list[RunView]) -> Figure | None:
     points = {r.label: _holdout_points(r) for r in runs}
     if not any(points.values()):
         return None
@@ -208,13 +190,13 @@ def _holdout_figure(runs: list[_Run]) -> Figure | None:
     return Figure("Hold-out accuracy H(k)", svg, "k = 0 is the empty memory.", table, wide=False)
 
 
-def _horizon_figures(runs: list[_Run], keys: list[int]) -> list[Figure]:
+def _horizon_figures(runs: list[RunView], keys: list[int]) -> list[Figure]:
     out = []
     for group, title, ylabel, ylim in (
         ("bwt", "Backward transfer BWT(t)", "BWT(t)", None),
         ("forgetting", "Forgetting F(t)", "F(t)", (0.0, 1.02)),
     ):
-        values = {r.label: r.horizons(group) for r in runs}
+        values = {r.label: _horizons(r, group) for r in runs}
         series = [(label, sorted(v), [v[t] for t in sorted(v)]) for label, v in values.items() if v]
         if not series:
             continue
@@ -226,8 +208,8 @@ def _horizon_figures(runs: list[_Run], keys: list[int]) -> list[Figure]:
     return out
 
 
-def _cost_figure(runs: list[_Run]) -> Figure:
-    tokens = {s: [r.stage_tokens(s) for r in runs] for s in STAGES}
+def _cost_figure(runs: list[RunView]) -> Figure:
+    tokens = {s: [_stage_tokens(r, s) for r in runs] for s in STAGES}
     seconds = {s: [r.num(f"efficiency.time_s_by_stage.{s}") for r in runs] for s in STAGES}
     panels = [
         figures.StackPanel("Tokens", "tokens",
@@ -241,7 +223,7 @@ def _cost_figure(runs: list[_Run]) -> Figure:
 
     position = {r.label: i for i, r in enumerate(runs)}
 
-    def cell(r: _Run, name: str) -> str:
+    def cell(r: RunView, name: str) -> str:
         stage, kind = name.split()
         i = position[r.label]
         if kind == "tokens":
@@ -253,7 +235,7 @@ def _cost_figure(runs: list[_Run]) -> Figure:
                   "Online answers and memory updates; probes are not counted.", table)
 
 
-def _radar_figure(runs: list[_Run]) -> Figure | None:
+def _radar_figure(runs: list[RunView]) -> Figure | None:
     scores = {r.label: {k: r.num(f"radar.{k}") for k, _ in RADAR} for r in runs}
     dims = [(k, name) for k, name in RADAR if all(s[k] is not None for s in scores.values())]
     if len(dims) < 3:
@@ -284,14 +266,10 @@ def _key(name: str) -> str:
 def render_seqmem_section(runs: list[dict[str, Any]], labels: list[str], source: object
                           ) -> Section:
     """Build the SeqMem section for ``runs`` (all with protocol ``seqmem``), shown as ``labels``."""
-    parsed = [_read(source, i, raw, label)
-              for i, (raw, label) in enumerate(zip(runs, labels, strict=True))]
+    parsed = read_runs(source, runs, labels)
     keys = _horizon_keys(parsed)
     tables = [_score_table(parsed)] + ([_horizon_table(parsed, keys)] if keys else [])
-    scored = [r for r in parsed if r.metrics is not None]
-    for r in scored:
-        if not r.complete:
-            r.label += " (incomplete)"
+    scored = scored_runs(parsed)
     notes: list[str] = []
     pending = [r.label for r in parsed if r.metrics is None]
     if pending:

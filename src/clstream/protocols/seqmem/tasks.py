@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from clstream.core.errors import DataError, SpecError
 from clstream.core.specs import sha256_file
@@ -323,18 +323,28 @@ def _digest(*paths: Path) -> str:
     return hashlib.sha256(joined.encode()).hexdigest()
 
 
+class SplitOptions(TypedDict, total=False):
+    """How a task file becomes a stream and a hold-out set (SPECS §2.1): the last ``holdout``
+    tasks (a count or a fraction), a seeded sample of them (``holdout_mode="sample"``), or the
+    tasks of a separate ``holdout_path`` file."""
+
+    holdout: int | float
+    holdout_mode: HoldoutMode
+    seed: int
+    holdout_path: str | Path | None
+
+
 def _stream(
     name: str,
     path: str | Path,
     make: Callable[..., SeqTask],
-    holdout: int | float,
-    holdout_mode: HoldoutMode,
-    seed: int,
-    holdout_path: str | Path | None,
+    split: SplitOptions,
     keep: Callable[[SeqTask], bool] | None = None,
     extra: Sequence[Path] = (),
     api_pool: tuple[dict[str, Any], ...] = (),
 ) -> SeqStream:
+    holdout = split.get("holdout", 0)
+    holdout_path = split.get("holdout_path")
     p = Path(path)
     tasks = _build(p, make, keep)
     files = [p, *extra]
@@ -348,45 +358,28 @@ def _stream(
             raise DataError(hp, None, "id", f"task id {sorted(clash)[0]!r} is also in the stream")
         files.append(hp)
     else:
-        stream, held = split_holdout(tasks, holdout, holdout_mode, seed)
+        stream, held = split_holdout(tasks, holdout, split.get("holdout_mode", "last"),
+                                     split.get("seed", 0))
     return SeqStream(tuple(stream), tuple(held), str(p), _digest(*files), name, api_pool)
 
 
-def load_humaneval(
-    path: str | Path,
-    holdout: int | float = 0,
-    holdout_mode: HoldoutMode = "last",
-    seed: int = 0,
-    holdout_path: str | Path | None = None,
-) -> SeqStream:
-    return _stream("humaneval", path, humaneval_task, holdout, holdout_mode, seed, holdout_path)
+def load_humaneval(path: str | Path, **split: Unpack[SplitOptions]) -> SeqStream:
+    return _stream("humaneval", path, humaneval_task, split)
 
 
-def load_math500(
-    path: str | Path,
-    holdout: int | float = 0,
-    holdout_mode: HoldoutMode = "last",
-    seed: int = 0,
-    holdout_path: str | Path | None = None,
-) -> SeqStream:
-    return _stream("math500", path, math500_task, holdout, holdout_mode, seed, holdout_path)
+def load_math500(path: str | Path, **split: Unpack[SplitOptions]) -> SeqStream:
+    return _stream("math500", path, math500_task, split)
 
 
-def load_mmlu_pro(
-    path: str | Path,
-    holdout: int | float = 0,
-    holdout_mode: HoldoutMode = "last",
-    seed: int = 0,
-    holdout_path: str | Path | None = None,
-    categories: Sequence[str] | None = None,
-) -> SeqStream:
+def load_mmlu_pro(path: str | Path, categories: Sequence[str] | None = None,
+                  **split: Unpack[SplitOptions]) -> SeqStream:
     """``categories`` keeps only tasks of those categories (case-insensitive)."""
     wanted = {c.lower() for c in categories} if categories else None
 
     def keep(task: SeqTask) -> bool:
         return wanted is None or str(task.meta.get("category", "")).lower() in wanted
 
-    return _stream("mmlu-pro", path, mmlu_pro_task, holdout, holdout_mode, seed, holdout_path, keep)
+    return _stream("mmlu-pro", path, mmlu_pro_task, split, keep)
 
 
 def load_api_pool(path: str | Path) -> tuple[dict[str, Any], ...]:
@@ -402,26 +395,10 @@ def load_api_pool(path: str | Path) -> tuple[dict[str, Any], ...]:
     return tuple(pool)
 
 
-def load_apibench_hf(
-    path: str | Path,
-    pool_path: str | Path,
-    holdout: int | float = 0,
-    holdout_mode: HoldoutMode = "last",
-    seed: int = 0,
-    holdout_path: str | Path | None = None,
-) -> SeqStream:
-    pool = load_api_pool(pool_path)
-    return _stream(
-        "apibench-hf",
-        path,
-        apibench_task,
-        holdout,
-        holdout_mode,
-        seed,
-        holdout_path,
-        extra=[Path(pool_path)],
-        api_pool=pool,
-    )
+def load_apibench_hf(path: str | Path, pool_path: str | Path,
+                     **split: Unpack[SplitOptions]) -> SeqStream:
+    return _stream("apibench-hf", path, apibench_task, split, extra=[Path(pool_path)],
+                   api_pool=load_api_pool(pool_path))
 
 
 def iter_tasks(stream: SeqStream) -> Iterator[tuple[int, SeqTask]]:
