@@ -1,12 +1,31 @@
+import subprocess
+import sys
+
 import pytest
 
+from clstream.core import registry
+from clstream.core.contracts import Model
 from clstream.core.errors import SpecError
-from clstream.core.registry import names, register, resolve
+from clstream.core.protocol import StreamProtocol
+from clstream.core.registry import (
+    KINDS,
+    RegistryError,
+    describe,
+    names,
+    register,
+    resolve,
+    resolve_model,
+    resolve_protocol,
+    resolve_system,
+    unregister,
+)
 
 
 def test_builtin_names_registered() -> None:
     assert {"full", "window", "rag", "rag+window"} <= set(names("system"))
     assert "builtin" in names("model")
+    assert {"oaks", "seqmem"} <= set(names("protocol"))
+    assert KINDS == ("protocol", "system", "model", "judge")
 
 
 def test_resolve_unknown_lists_known() -> None:
@@ -21,3 +40,114 @@ def test_register_and_resolve_lazily() -> None:
     assert resolve("judge", "json-dumps") is json.dumps
     with pytest.raises(ValueError):
         register("judge", "bad", "no-colon")
+    unregister("judge", "json-dumps")
+
+
+def test_a_name_registered_twice_is_refused() -> None:
+    target = "clstream.systems.context:RagSystem"
+    register("system", "rag", target)  # the same target again: nothing changes
+    with pytest.raises(RegistryError, match="system 'rag' is already registered as") as err:
+        register("system", "rag", "clstream.systems.context:FullContext")
+    assert isinstance(err.value, SpecError) and isinstance(err.value, ValueError)
+    assert resolve("system", "rag").__name__ == "RagSystem"
+    try:
+        register("system", "rag", "clstream.systems.context:FullContext", replace=True)
+        assert resolve("system", "rag").__name__ == "FullContext"
+    finally:
+        register("system", "rag", target, replace=True)
+    assert resolve("system", "rag").__name__ == "RagSystem"
+
+
+@pytest.mark.parametrize("target", ["no-colon", "mod:", ":obj", "a:b:c", ""])
+def test_register_rejects_targets_that_are_not_module_colon_object(target: str) -> None:
+    with pytest.raises(RegistryError, match="must be 'module:object'"):
+        register("judge", "bad", target)
+    assert "bad" not in names("judge")
+
+
+def test_register_rejects_unknown_kinds_and_bad_names() -> None:
+    with pytest.raises(RegistryError, match="unknown registry kind 'benchmark'"):
+        register("benchmark", "oaks", "clstream.protocols.oaks.loader:load_oaks")
+    with pytest.raises(RegistryError, match="unknown registry kind"):
+        names("systems")
+    with pytest.raises(RegistryError, match="lowercase"):
+        register("system", "Rag", "clstream.systems.context:RagSystem")
+
+
+def test_resolve_is_typed_and_checks_the_kind_of_object(fake_components: str) -> None:
+    from clstream.models.builtin import BuiltinReader
+    from clstream.systems.context import RagSystem
+
+    assert resolve_system("rag") is RagSystem
+    assert resolve_model("builtin") is BuiltinReader
+    model = resolve("model", "builtin")()
+    assert isinstance(model, Model)
+    protocol = resolve_protocol("oaks")
+    assert isinstance(protocol, StreamProtocol) and protocol.name == "oaks"
+    register("system", "fake-fn", f"{fake_components}:not_a_class")
+    try:
+        with pytest.raises(RegistryError, match="is not a class"):
+            resolve("system", "fake-fn")
+    finally:
+        unregister("system", "fake-fn")
+    register("system", "fake-missing", f"{fake_components}:Nothing")
+    try:
+        with pytest.raises(RegistryError, match="has no 'Nothing'"):
+            resolve("system", "fake-missing")
+    finally:
+        unregister("system", "fake-missing")
+
+
+def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm now fails
+    register("model", "fake-vllm", "vllm:LLM")
+    try:
+        with pytest.raises(RegistryError, match=r"pip install 'clstream\[vllm\]'"):
+            resolve("model", "fake-vllm")
+        d = describe("model", "fake-vllm")
+        assert d.params is None and d.note is not None and "clstream[vllm]" in d.note
+    finally:
+        unregister("model", "fake-vllm")
+
+
+def test_describe_reads_declarations_without_building_anything() -> None:
+    hf = describe("model", "hf")
+    assert hf.note is None and hf.summary
+    assert hf.params is not None and hf.params["dtype"].choices is not None
+    assert "bfloat16" in hf.params["dtype"].choices
+    assert hf.params["max_model_len"].default is None
+    assert hf.params["max_model_len"].type_name == "int"
+    assert describe("model", "builtin").params == {}
+    as_json = describe("model", "vllm").to_json()
+    by_name = {p["name"]: p for p in as_json["params"]}
+    assert by_name["tensor_parallel_size"] == {
+        "name": "tensor_parallel_size", "type": "int", "default": 1, "minimum": 1,
+        "choices": None, "help": by_name["tensor_parallel_size"]["help"],
+    }
+    judge = describe("judge", "code")
+    assert judge.summary and judge.params is not None and "timeout_s" in judge.params
+    with pytest.raises(SpecError, match="unknown judge 'nope'"):
+        describe("judge", "nope")
+
+
+def test_entries_are_typed() -> None:
+    entry = registry.entry("model", "hf")
+    assert (entry.kind, entry.name, entry.target) == ("model", "hf", "clstream.models.hf:HFModel")
+    assert [e.name for e in registry.entries("protocol")] == names("protocol")
+
+
+def test_optional_backends_import_without_their_extras() -> None:
+    code = (
+        "import sys\n"
+        "for m in ('torch', 'transformers', 'vllm', 'sentence_transformers'):\n"
+        "    sys.modules[m] = None\n"
+        "import clstream.models.hf, clstream.models.vllm_backend\n"
+        "from clstream.core.registry import describe\n"
+        "assert describe('model', 'hf').params and describe('model', 'vllm').params\n"
+        "from clstream.cli import main\n"
+        "sys.exit(main(['list', 'models']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "max_model_len" in done.stdout and "vllm" in done.stdout

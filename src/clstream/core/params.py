@@ -4,6 +4,12 @@ A component class says what it accepts as ``params: ClassVar[dict[str, Param]]``
 as ``summary: ClassVar[str]`` (one line). From that one declaration come argument checking,
 the defaults filled into a spec before it is hashed (so ``rag`` and ``rag:k=8`` are one run),
 and what ``clstream list`` prints.
+
+Values are the scalars a command line can write: bool, int, float, str. A parameter that is
+unset unless given (the backend then decides, e.g. ``max_model_len``) has the default ``None``
+and names its type: ``Param(None, "...", minimum=1, value_type=int)``. A declaration that
+contradicts itself (a default outside its own choices or below its own minimum, a type no
+command line can write) fails when the class is defined, not when a user first trips on it.
 """
 
 from __future__ import annotations
@@ -14,20 +20,50 @@ from typing import Any
 
 from clstream.core.errors import SpecError
 
+SCALARS: tuple[type, ...] = (bool, int, float, str)
+
 
 @dataclass(frozen=True)
 class Param:
     """One argument: its default (whose type is the type required), a one-line help, and
-    optionally a lower bound (numbers) or the allowed values (strings)."""
+    optionally a lower bound (numbers) or the allowed values (strings). ``value_type`` is
+    needed only when the default is ``None``."""
 
     default: Any
     help: str
     minimum: int | float | None = None
     choices: tuple[str, ...] | None = None
+    value_type: type | None = None
+
+    def __post_init__(self) -> None:
+        want = self.type
+        if want not in SCALARS:
+            raise TypeError(
+                f"Param({self.default!r}): type must be one of bool, int, float, str "
+                "(a None default needs value_type=...)"
+            )
+        if self.value_type is not None and self.default is not None \
+                and type(self.default) is not self.value_type:
+            raise TypeError(f"Param({self.default!r}): default is not a {self.value_type.__name__}")
+        if self.minimum is not None and want not in (int, float):
+            raise TypeError(f"Param({self.default!r}): minimum applies to numbers only")
+        if self.minimum is not None and self.default is not None and self.default < self.minimum:
+            raise ValueError(f"Param({self.default!r}): default below its minimum {self.minimum}")
+        if self.choices is not None and self.default is not None \
+                and self.default not in self.choices:
+            raise ValueError(f"Param({self.default!r}): default not among {self.choices}")
+
+    @property
+    def type(self) -> type:
+        """The type a value must have."""
+        return self.value_type if self.value_type is not None else type(self.default)
 
     @property
     def type_name(self) -> str:
-        return type(self.default).__name__
+        return self.type.__name__
+
+
+_KIND_WORDS: dict[type, str] = {int: "an integer", float: "a number", bool: "true or false"}
 
 
 def _type_ok(value: Any, want: type) -> bool:
@@ -50,9 +86,11 @@ def check_args(owner: str, params: Mapping[str, Param], args: Mapping[str, Any])
             known = ", ".join(sorted(params)) or "none"
             raise SpecError(f"{owner}: unknown argument {key!r} (known: {known})")
         p = params[key]
-        want = type(p.default)
+        want = p.type
+        if value is None and p.default is None:  # explicitly unset, as by default
+            continue
         if not _type_ok(value, want):
-            kind = {int: "an integer", float: "a number", bool: "true or false"}.get(want, "a string")
+            kind = _KIND_WORDS.get(want, "a string")
             raise SpecError(f"{owner}: argument {key!r} must be {kind}, got {value!r}")
         if p.minimum is not None and value < p.minimum:
             raise SpecError(f"{owner}: argument {key!r} must be >= {p.minimum}, got {value}")

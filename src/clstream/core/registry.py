@@ -1,67 +1,337 @@
-"""A lazy registry: names map to ``"module:object"`` strings, imported on first use.
+"""A lazy, typed registry: names map to ``"module:object"`` strings, imported on first use.
 
 Optional backends (torch, vllm, sentence-transformers) therefore cost nothing at import time
-(the lesson of lm-evaluation-harness's registry, DESIGN.md).
+(the lesson of lm-evaluation-harness's registry, DESIGN.md), and ``core`` imports nothing else
+of clstream: everything it names is reached through those strings.
+
+Kinds are a closed set (:data:`KINDS`). The registry refuses mistakes instead of hiding them:
+a name registered twice for one kind with another target, an unknown kind, a target that is
+not ``"module:object"``, an object of the wrong sort (a system or model that is not a class)
+and an unknown name (the error lists the known ones) are all errors.
+
+Components declare ``summary`` (one line) and ``params`` (:class:`~clstream.core.params.Param`
+by name) as class attributes. :func:`describe` reads them without instantiating anything, and
+:func:`canonical_component` fills a spec with every declared default, so that ``rag`` and
+``rag:k=8`` are the same spec and the same run id.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, overload
 
 from clstream.core.errors import SpecError
+from clstream.core.params import Param, check_args
+from clstream.core.specs import NAME_PATTERN, ComponentSpec, RunSpec
 
-_REGISTRY: dict[str, dict[str, str]] = {
-    "system": {
-        "full": "clstream.systems.context:FullContext",
-        "window": "clstream.systems.context:RollingWindow",
-        "rag": "clstream.systems.context:RagSystem",
-        "rag+window": "clstream.systems.context:RagWindow",
-        "memory-free": "clstream.systems.experience:MemoryFree",
-        "exp-recent": "clstream.systems.experience:ExpRecent",
-        "exp-rag": "clstream.systems.experience:ExpRag",
-        "dc-rs": "clstream.systems.curated:DcRs",
-        "awm": "clstream.systems.curated:Awm",
-        "expel-st": "clstream.systems.expel:ExpelSt",
-        "expel-mt": "clstream.systems.expel:ExpelMt",
-        "g-memory": "clstream.systems.gmemory:GMemory",
-    },
-    "model": {
-        "builtin": "clstream.models.builtin:BuiltinReader",
-        "openai": "clstream.models.openai_compat:OpenAICompatModel",
-        "hf": "clstream.models.hf:HFModel",
-        "vllm": "clstream.models.vllm_backend:VLLMModel",
-    },
-    "benchmark": {
-        "oaks": "clstream.protocols.oaks.loader:load_oaks",
-    },
-    "judge": {
-        "code": "clstream.judges.evaluators:CodeEvaluator",
-        "math": "clstream.judges.evaluators:MathEvaluator",
-        "mc": "clstream.judges.evaluators:ChoiceEvaluator",
-        "api": "clstream.judges.evaluators:ApiCallEvaluator",
-        "synthetic": "clstream.judges.evaluators:SyntheticEvaluator",
-    },
+if TYPE_CHECKING:
+    from clstream.core.contracts import Model, System
+    from clstream.core.protocol import StreamProtocol
+    from clstream.core.types import SamplingParams
+
+Kind = Literal["protocol", "system", "model", "judge"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+
+# Optional dependency (top-level module) -> the extra of pyproject.toml that installs it.
+EXTRAS: dict[str, str] = {
+    "torch": "hf", "transformers": "hf", "tokenizers": "hf", "vllm": "vllm",
+    "sentence_transformers": "embed", "sympy": "math", "pyarrow": "parquet", "ray": "ray",
 }
 
 
-def register(kind: str, name: str, target: str) -> None:
-    """Add or replace an entry; ``target`` is ``"package.module:Object"``."""
-    if ":" not in target:
-        raise ValueError(f"registry target {target!r} must be 'module:object'")
-    _REGISTRY.setdefault(kind, {})[name] = target
+class RegistryError(SpecError, ValueError):
+    """A registration or lookup mistake (one line, like every :class:`SpecError`)."""
+
+
+class SystemClass(Protocol):
+    """What ``resolve("system", name)`` returns: a class building a :class:`System`."""
+
+    def __call__(self, model: Model, sampling: SamplingParams | None = ..., seed: int = ...,
+                 **args: Any) -> System: ...
+
+
+class ModelClass(Protocol):
+    """What ``resolve("model", name)`` returns: a class building a :class:`Model` from the
+    spec's ``target`` and arguments plus backend options."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Model: ...
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered component: its kind, name and ``"module:object"`` target. ``summary``
+    is used only when the object itself cannot be imported or declares none."""
+
+    kind: Kind
+    name: str
+    target: str
+    summary: str = ""
+
+
+def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
+    table: dict[Kind, dict[str, str]] = {
+        "protocol": {
+            "oaks": "clstream.protocols.oaks:PROTOCOL",
+            "seqmem": "clstream.protocols.seqmem:PROTOCOL",
+        },
+        "system": {
+            "full": "clstream.systems.context:FullContext",
+            "window": "clstream.systems.context:RollingWindow",
+            "rag": "clstream.systems.context:RagSystem",
+            "rag+window": "clstream.systems.context:RagWindow",
+            "memory-free": "clstream.systems.experience:MemoryFree",
+            "exp-recent": "clstream.systems.experience:ExpRecent",
+            "exp-rag": "clstream.systems.experience:ExpRag",
+            "dc-rs": "clstream.systems.curated:DcRs",
+            "awm": "clstream.systems.curated:Awm",
+            "expel-st": "clstream.systems.expel:ExpelSt",
+            "expel-mt": "clstream.systems.expel:ExpelMt",
+            "g-memory": "clstream.systems.gmemory:GMemory",
+        },
+        "model": {
+            "builtin": "clstream.models.builtin:BuiltinReader",
+            "openai": "clstream.models.openai_compat:OpenAICompatModel",
+            "hf": "clstream.models.hf:HFModel",
+            "vllm": "clstream.models.vllm_backend:VLLMModel",
+        },
+        "judge": {
+            "code": "clstream.judges.evaluators:CodeEvaluator",
+            "math": "clstream.judges.evaluators:MathEvaluator",
+            "mc": "clstream.judges.evaluators:ChoiceEvaluator",
+            "api": "clstream.judges.evaluators:ApiCallEvaluator",
+            "synthetic": "clstream.judges.evaluators:SyntheticEvaluator",
+        },
+    }
+    return {kind: {name: Entry(kind, name, target) for name, target in entries.items()}
+            for kind, entries in table.items()}
+
+
+_REGISTRY: dict[Kind, dict[str, Entry]] = _builtin_entries()
+
+
+def _kind(kind: str) -> Kind:
+    if kind not in KINDS:
+        raise RegistryError(f"unknown registry kind {kind!r} (kinds: {', '.join(KINDS)})")
+    return kind
+
+
+def register(kind: str, name: str, target: str, summary: str = "", *,
+             replace: bool = False) -> Entry:
+    """Add an entry; ``target`` is ``"package.module:Object"``.
+
+    Registering a name again with the same target is a no-op; with another target it is an
+    error unless ``replace=True`` (meant for tests).
+    """
+    k = _kind(kind)
+    module, sep, attr = target.partition(":") if isinstance(target, str) else ("", "", "")
+    if not sep or not module.strip() or not attr.strip() or ":" in attr:
+        raise RegistryError(f"registry target {target!r} for {kind} {name!r} "
+                            "must be 'module:object'")
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise RegistryError(f"registry name {name!r} for {kind} must be lowercase letters, "
+                            "digits, _+- (as typed on the command line)")
+    table = _REGISTRY[k]
+    old = table.get(name)
+    if old is not None and old.target != target and not replace:
+        raise RegistryError(f"{kind} {name!r} is already registered as {old.target!r}; "
+                            f"refusing to replace it with {target!r}")
+    new = Entry(k, name, target, summary or (old.summary if old is not None else ""))
+    table[name] = new
+    return new
+
+
+def unregister(kind: str, name: str) -> None:
+    """Remove an entry (tests use it to clean up after themselves)."""
+    _REGISTRY[_kind(kind)].pop(name, None)
 
 
 def names(kind: str) -> list[str]:
-    return sorted(_REGISTRY.get(kind, {}))
+    """The names registered for ``kind``, sorted."""
+    return sorted(_REGISTRY[_kind(kind)])
 
 
-def resolve(kind: str, name: str) -> Any:
-    """Import and return the object registered as ``name`` of ``kind``."""
-    table = _REGISTRY.get(kind, {})
+def entries(kind: str) -> list[Entry]:
+    """The entries registered for ``kind``, sorted by name."""
+    table = _REGISTRY[_kind(kind)]
+    return [table[n] for n in sorted(table)]
+
+
+def entry(kind: str, name: str) -> Entry:
+    """The entry of ``name``; an unknown name is a :class:`SpecError` listing the known ones."""
+    table = _REGISTRY[_kind(kind)]
     if name not in table:
         known = ", ".join(sorted(table)) or "none"
-        raise SpecError(f"unknown {kind} {name!r} (known: {known})")
-    module_name, _, attr = table[name].partition(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, attr)
+        raise RegistryError(f"unknown {kind} {name!r} (known: {known})")
+    return table[name]
+
+
+def missing_extra(exc: ImportError) -> str | None:
+    """The pyproject extra that would install the module ``exc`` found missing, if known."""
+    top = (exc.name or "").split(".")[0]
+    return EXTRAS.get(top)
+
+
+def _load(e: Entry) -> Any:
+    module_name, _, attr = e.target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        extra = missing_extra(exc)
+        if extra is not None:
+            raise RegistryError(f"{e.kind} {e.name!r} needs {exc.name}: "
+                                f"pip install 'clstream[{extra}]'") from None
+        raise RegistryError(f"{e.kind} {e.name!r}: cannot import {module_name} ({exc})") from None
+    try:
+        obj = getattr(module, attr)
+    except AttributeError:
+        raise RegistryError(f"{e.kind} {e.name!r}: {module_name} has no {attr!r}") from None
+    if e.kind in ("system", "model") and not inspect.isclass(obj):
+        raise RegistryError(f"{e.kind} {e.name!r}: {e.target} is not a class")
+    if e.kind == "judge" and not callable(obj):
+        raise RegistryError(f"{e.kind} {e.name!r}: {e.target} is not callable")
+    return obj
+
+
+@overload
+def resolve(kind: Literal["system"], name: str) -> SystemClass: ...
+@overload
+def resolve(kind: Literal["model"], name: str) -> ModelClass: ...
+@overload
+def resolve(kind: Literal["protocol"], name: str) -> StreamProtocol: ...
+@overload
+def resolve(kind: Literal["judge"], name: str) -> Callable[..., Any]: ...
+@overload
+def resolve(kind: str, name: str) -> Any: ...
+def resolve(kind: str, name: str) -> Any:
+    """Import and return the object registered as ``name`` of ``kind``."""
+    return _load(entry(kind, name))
+
+
+def resolve_system(name: str) -> SystemClass:
+    return resolve("system", name)
+
+
+def resolve_model(name: str) -> ModelClass:
+    return resolve("model", name)
+
+
+def resolve_protocol(name: str) -> StreamProtocol:
+    return resolve("protocol", name)
+
+
+# --- declarations: summary and params ----------------------------------------------------------
+
+
+def params_of(obj: Any) -> dict[str, Param] | None:
+    """The parameters ``obj`` declares, or None when it declares none (not even ``{}``)."""
+    params = getattr(obj, "params", None)
+    if params is None:
+        return None
+    if not isinstance(params, Mapping) or not all(
+        isinstance(k, str) and isinstance(p, Param) for k, p in params.items()
+    ):
+        raise RegistryError(f"{getattr(obj, '__name__', obj)!r}: params must map names to Param")
+    return dict(params)
+
+
+def summary_of(obj: Any) -> str:
+    """The one-line ``summary`` of ``obj``, else the first line of its docstring."""
+    summary = getattr(obj, "summary", None)
+    if isinstance(summary, str) and summary.strip():
+        return summary.strip().splitlines()[0]
+    doc = inspect.getdoc(obj) if inspect.isclass(obj) else None
+    return doc.strip().splitlines()[0] if doc else ""
+
+
+@dataclass(frozen=True)
+class Description:
+    """What ``clstream list`` shows of one entry. ``params`` is None when the component
+    declares none; ``note`` says why it could not be imported (e.g. a missing extra)."""
+
+    entry: Entry
+    summary: str
+    params: Mapping[str, Param] | None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.entry.name,
+            "target": self.entry.target,
+            "summary": self.summary,
+            "params": None if self.params is None else [
+                {"name": key, "type": p.type_name, "default": p.default, "help": p.help,
+                 "minimum": p.minimum, "choices": list(p.choices) if p.choices else None}
+                for key, p in sorted(self.params.items())
+            ],
+            "note": self.note,
+        }
+
+
+def describe(kind: str, name: str) -> Description:
+    """Summary and parameters of an entry, read from its class without instantiating it.
+
+    An entry whose module cannot be imported (a missing optional extra) is described by a
+    ``note`` instead of raising; an unknown name still raises.
+    """
+    e = entry(kind, name)
+    try:
+        obj = _load(e)
+    except RegistryError as exc:
+        return Description(e, e.summary, None, note=str(exc))
+    return Description(e, summary_of(obj) or e.summary, params_of(obj))
+
+
+# --- canonical specs ---------------------------------------------------------------------------
+
+
+def _target_rule(kind: str, obj: Any) -> bool | None:
+    """For models: True when the constructor requires ``target``, False when it takes none,
+    None when optional or unknown."""
+    if kind != "model":
+        return None
+    try:
+        accepted = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        return None
+    if "target" not in accepted:
+        return None if any(p.kind is p.VAR_KEYWORD for p in accepted.values()) else False
+    return accepted["target"].default is inspect.Parameter.empty
+
+
+def canonical_component(kind: str, spec: ComponentSpec) -> ComponentSpec:
+    """``spec`` with every parameter its component declares, defaults filled in and values
+    checked (:func:`~clstream.core.params.check_args`), so that equal settings give equal specs.
+
+    A model's ``target`` (its name or path) is kept as given. A component that declares no
+    ``params`` is returned unchanged (its constructor checks its arguments). An unknown name,
+    argument, type or value is a :class:`SpecError` naming the component.
+    """
+    e = entry(kind, spec.name)
+    obj = _load(e)
+    owner = f"{kind} {spec.name!r}"
+    args = dict(spec.args)
+    target = args.pop("target", None) if kind == "model" else None
+    rule = _target_rule(kind, obj)
+    if rule is True and target is None:
+        raise SpecError(f"{owner} needs a model name or path: {spec.name}:<name or path>")
+    if rule is False and target is not None:
+        raise SpecError(f"{owner} takes no model name or path, got {target!r}")
+    params = params_of(obj)
+    if params is None:
+        return spec
+    checked = check_args(owner, params, args)
+    if target is not None:
+        checked["target"] = target
+    return ComponentSpec(name=spec.name, args=dict(sorted(checked.items())),
+                         defaults={k: p.default for k, p in params.items()})
+
+
+def canonical_run_spec(spec: RunSpec) -> RunSpec:
+    """``spec`` with its system and model canonical (:func:`canonical_component`)."""
+    return spec.model_copy(update={
+        "system": canonical_component("system", spec.system),
+        "model": canonical_component("model", spec.model),
+    })

@@ -3,6 +3,12 @@
 Components (systems, models, judges) are written on the command line as ``NAME`` or
 ``NAME:key=value,...``; values are parsed as int, float, bool or string, in that order.
 Model names keep everything after the first colon as the model path (``hf:/models/x``).
+
+A parsed spec holds what was typed. Before it is hashed into a run id it is made canonical
+(:func:`clstream.core.registry.canonical_component`): every parameter the component declares is
+filled in with its default, so ``rag`` and ``rag:k=8`` are one spec and one run. A canonical
+spec remembers those defaults (``defaults``, never serialized nor compared) only so that its
+``label`` can show just the arguments that differ from them: both read ``rag``.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from clstream.core.errors import SpecError
 from clstream.core.types import SamplingParams
 
-_NAME = re.compile(r"^[a-z][a-z0-9_+\-]*$")
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_+\-]*$")  # component names
 _KEY = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -40,13 +46,25 @@ class ComponentSpec(BaseModel):
 
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    # The component's declared defaults, set by canonicalization; only ``label`` reads them.
+    defaults: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        """Specs are equal when they name the same component with the same arguments."""
+        if not isinstance(other, ComponentSpec):
+            return NotImplemented
+        return (self.name, self.args) == (other.name, other.args)
+
+    __hash__ = None  # type: ignore[assignment]  # args is a dict: not hashable
 
     @classmethod
     def parse(cls, text: str, what: str = "system") -> ComponentSpec:
         text = text.strip()
         name, _, rest = text.partition(":")
-        if not _NAME.match(name):
-            raise SpecError(f"{what} {text!r}: name {name!r} must be lowercase letters, digits, _+-")
+        if not NAME_PATTERN.match(name):
+            raise SpecError(
+                f"{what} {text!r}: name {name!r} must be lowercase letters, digits, _+-"
+            )
         args: dict[str, Any] = {}
         if rest:
             for item in rest.split(","):
@@ -59,10 +77,23 @@ class ComponentSpec(BaseModel):
                 args[key] = _parse_value(value.strip())
         return cls(name=name, args=dict(sorted(args.items())))
 
+    def differs_from_default(self, key: str) -> bool:
+        """Whether argument ``key`` is not the component's declared default (when known)."""
+        if key not in self.defaults:
+            return True
+        value, default = self.args[key], self.defaults[key]
+        return type(value) is not type(default) or value != default
+
     @property
     def label(self) -> str:
-        """``rag:k=8`` for systems; ``hf:/models/x [dtype=bfloat16]`` for model targets."""
-        rest = {k: v for k, v in sorted(self.args.items()) if k != "target"}
+        """``rag:k=2`` for systems; ``hf:/models/x [dtype=bfloat16]`` for model targets.
+
+        Only arguments that differ from the declared defaults are shown (all of them when the
+        spec is not canonical and its defaults are unknown), so ``rag`` and ``rag:k=8`` made
+        canonical both read ``rag``.
+        """
+        rest = {k: v for k, v in sorted(self.args.items())
+                if k != "target" and self.differs_from_default(k)}
         head = self.name + (f":{self.args['target']}" if "target" in self.args else "")
         if not rest:
             return head
@@ -77,7 +108,7 @@ def parse_model_spec(text: str, model_args: str | None = None) -> ComponentSpec:
     outputs (dtype, max_model_len, ...), so they are part of the spec and of the run id.
     """
     name, sep, target = text.strip().partition(":")
-    if not _NAME.match(name):
+    if not NAME_PATTERN.match(name):
         raise SpecError(f"model {text!r}: backend {name!r} is not a valid name")
     if sep and not target:
         raise SpecError(f"model {text!r}: missing model name or path after ':'")

@@ -12,13 +12,16 @@ from typing import Any
 import pytest
 
 from clstream.cli import main as cli
+from clstream.core import layout
 from clstream.core.specs import ComponentSpec, RunSpec, derive_seed, parse_model_spec
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Sample
 from clstream.models.builtin import BuiltinReader
 from clstream.models.prefix_cache_sim import approx_tokens, render_chat, replay
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.common import system_factory
+from clstream.protocols.oaks import prompts
 from clstream.protocols.oaks.data import OaksDocument
+from clstream.protocols.oaks.export import oaks_predictions
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.runner import (
     OaksRunner,
@@ -28,8 +31,6 @@ from clstream.protocols.oaks.runner import (
     probe_key,
 )
 from clstream.store.db import ResultsStore
-from clstream.protocols.oaks.export import oaks_predictions
-from clstream.systems import prompts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
@@ -151,7 +152,7 @@ def prompts_by_interval(data: Path, tmp: Path, system: str) -> dict[int, list[st
 
 def test_full_context_prompts_extend_the_previous_interval(data: Path, tmp_path: Path) -> None:
     by_t = prompts_by_interval(data, tmp_path, "full")
-    contexts = {t: {prompts.split_prompt(p)[0] for p in ps} for t, ps in by_t.items()}
+    contexts = {t: {layout.split_prompt(p)[0] for p in ps} for t, ps in by_t.items()}
     assert all(len(c) == 1 for c in contexts.values())  # one shared context per interval
     for t in range(1, max(by_t)):
         (now,), (nxt,) = contexts[t], contexts[t + 1]
@@ -160,21 +161,21 @@ def test_full_context_prompts_extend_the_previous_interval(data: Path, tmp_path:
 
 def test_window_prompts_extend_until_the_window_is_full(data: Path, tmp_path: Path) -> None:
     by_t = prompts_by_interval(data, tmp_path, "window:w=3")
-    contexts = {t: {prompts.split_prompt(p)[0] for p in ps} for t, ps in by_t.items()}
+    contexts = {t: {layout.split_prompt(p)[0] for p in ps} for t, ps in by_t.items()}
     assert all(len(c) == 1 for c in contexts.values())
     for t in range(1, max(by_t)):
         (now,), (nxt,) = contexts[t], contexts[t + 1]
         # once three chunks are held the oldest is dropped: only the header stays shared
         assert nxt.startswith(now) == (t < 3)
-        assert nxt.startswith(prompts.CONTEXT_HEADER)
+        assert nxt.startswith(layout.PASSAGES_HEADER)
 
 
 def test_context_estimate_and_cache_budget() -> None:
     tok = approx_tokenizer()
     chunks = ("one two three " * 10, "four " * 50, "five six " * 5, "seven " * 30)
     doc = OaksDocument(bid="d", chunks=chunks, questions=())
-    blocks = [tok.count(prompts.passage_block(i, c)) for i, c in enumerate(chunks)]
-    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(prompts.CONTEXT_HEADER)
+    blocks = [tok.count(layout.passage_block(i, c)) for i, c in enumerate(chunks)]
+    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(layout.PASSAGES_HEADER)
     model = Recorder()
 
     def make(text: str) -> Any:
@@ -189,7 +190,7 @@ def test_context_estimate_and_cache_budget() -> None:
     assert context_tokens(make("window:w=9"), doc, tok) == fixed + sum(blocks)
     assert context_tokens(make("rag:k=1"), doc, tok) == fixed + max(blocks)
     assert context_tokens(make("rag+window:k=1,w=1"), doc, tok) == (
-        fixed + sum(sorted(blocks)[-2:]) + tok.count(prompts.RETRIEVED_HEADER))
+        fixed + sum(sorted(blocks)[-2:]) + tok.count(layout.RETRIEVED_HEADER))
 
     class Dataset:
         documents = [doc] * 5

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
-from clstream.protocols.common import build_model, run_info, system_factory
+from clstream.core.specs import RunSpec
+from clstream.protocols.common import build_model, parse_components, run_info, system_factory
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.metrics import load_predictions, score_oaks
@@ -73,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
     positive("--cache-budget-tokens", args.cache_budget_tokens)
     dataset = load_oaks(args.data)
     sampling = sampling_from_args(args)
-    model_spec = parse_model_spec(args.model, args.model_args)
-    systems = [ComponentSpec.parse(s, "system") for s in args.system]
+    model_spec, systems = parse_components(args.model, args.model_args, args.system)
     model = build_model(model_spec, **backend_options(args))
     specs = [
         RunSpec(protocol="oaks", dataset_hash=dataset.sha256, system=s, model=model_spec,

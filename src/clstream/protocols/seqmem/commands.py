@@ -14,8 +14,8 @@ from typing import Any
 
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.records import RunRow
-from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
-from clstream.protocols.common import build_model, run_info, system_factory
+from clstream.core.specs import RunSpec
+from clstream.protocols.common import build_model, parse_components, run_info, system_factory
 from clstream.protocols.options import (
     add_backend_arguments,
     add_run_arguments,
@@ -99,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
                             _int_list("--horizons", args.horizons), args.retro_sample, args.seed)
     evaluator = stream.evaluator(**({"reveal_target": True} if args.reveal_target else {}))
     sampling = sampling_from_args(args)
-    model_spec = parse_model_spec(args.model, args.model_args)
-    systems = [ComponentSpec.parse(s, "system") for s in args.system]
+    model_spec, systems = parse_components(args.model, args.model_args, args.system)
     view = stream_view(stream, args.source)
     params = {**plan.as_params(), "source": args.source, "holdout": args.holdout,
               "holdout_mode": args.holdout_mode, "categories": args.category or [],
