@@ -2,6 +2,13 @@
 
 They live in ``core`` so that every layer (store, protocols, report) speaks of the same
 records without importing the store itself.
+
+The coordinates every protocol shares are typed fields rather than payload keys, so that a
+metric can select and aggregate them in SQL without decoding JSON: ``stream`` (a document, a
+phase, a task), ``t`` (the step within it), ``rollout`` and ``arm`` (CL-Bench: which repetition,
+stateful or stateless), ``sample`` (ImprintBench: which of the n samples of an item) and
+``score`` (a numeric verdict or reward, where the protocol has one). Everything else stays in
+the protocol's own JSON ``payload``.
 """
 
 from __future__ import annotations
@@ -14,17 +21,61 @@ from clstream.core.types import Usage
 
 @dataclass(frozen=True)
 class Record:
-    """One stored record to write: a probe answer, a memory-update call, a task result."""
+    """One stored record to write: a probe answer, a memory-update call, a task result.
+
+    ``t`` is the step (``None`` where a record has no step; the default 0 is kept for the
+    callers written before steps could be absent).
+    The fields after ``cache_hit`` are optional coordinates that only some protocols have.
+    """
 
     kind: str
     key: str
     payload: dict[str, Any]
     stream: str = ""
-    t: int = 0
+    t: int | None = 0
     error: str | None = None
     stage: str = "generate"
     usage: Usage = field(default_factory=Usage)
     cache_hit: bool = False
+    rollout: int | None = None
+    arm: str | None = None
+    sample: int | None = None
+    score: float | None = None
+
+    @property
+    def step(self) -> int | None:
+        """The step, under the name the typed read API uses (``t`` is the keyword)."""
+        return self.t
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """One record as a results store gives it back: typed columns, payload decoded."""
+
+    run_id: str
+    kind: str
+    key: str
+    stream: str
+    step: int | None
+    rollout: int | None
+    arm: str | None
+    sample: int | None
+    score: float | None
+    payload: dict[str, Any]
+    error: str | None
+    stage: str
+    usage: Usage
+    cache_hit: bool
+    created_at: float
+
+    @property
+    def t(self) -> int | None:
+        """The step under the name :class:`Record` uses."""
+        return self.step
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 @dataclass(frozen=True)
@@ -38,3 +89,28 @@ class RunRow:
     info: dict[str, Any]
     created_at: float
     wall_s: float
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """How far a run got, for listings: record counts per kind, first and last record time.
+
+    ``ok`` and ``errors`` count successful and failed records of each kind (a kind with only
+    errors appears in both, with 0 in ``ok``); times are Unix seconds, ``None`` without records.
+    """
+
+    run_id: str
+    ok: dict[str, int]
+    errors: dict[str, int]
+    first_record_at: float | None
+    last_record_at: float | None
+    wall_s: float
+    states: int
+
+    @property
+    def total_ok(self) -> int:
+        return sum(self.ok.values())
+
+    @property
+    def total_errors(self) -> int:
+        return sum(self.errors.values())

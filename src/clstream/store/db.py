@@ -8,7 +8,26 @@ writes ("database is locked" was a known failure of other harnesses); readers (s
 report) open the database read-only and need no lock.
 
 Records are generic across protocols: ``(run_id, kind, key)`` is unique, the protocol-specific
-content lives in a JSON ``payload``, and token usage sits in columns so totals are one query.
+content lives in a JSON ``payload``, token usage sits in columns so totals are one query, and the
+coordinates all four protocols share (stream, step, rollout, arm, sample, score) are typed,
+nullable columns so that metrics select and aggregate them without decoding JSON. The step keeps
+its column name ``t`` (as in ``states``), so SQL written against version 1 keeps working; the
+Python side also calls it ``step`` (rows from :meth:`ResultsStore.iter_records` carry both).
+
+Schema versions. Results directories outlive releases, so the schema carries a version in
+``meta`` and every release reads every older one:
+
+* version 1 stored the step as ``t INTEGER NOT NULL`` and had none of the other coordinates;
+* version 2 (this one) makes ``t`` nullable (ImprintBench items have no step), adds ``rollout``,
+  ``arm``, ``sample`` and ``score``, and indexes records in the order they are read.
+
+A writer migrates an older database in place, in the same transaction that takes the database
+over, so a kill during the migration leaves the old database untouched. Version 1 -> 2 rebuilds
+the records table (SQLite cannot drop ``NOT NULL`` from a column in place): copy, drop, rename.
+A reader cannot write, so on a version 1 database it shadows ``records`` with a temporary view of
+the version 2 shape (missing coordinates read as NULL); every query, including ones other modules
+run on :attr:`ResultsStore.conn`, then sees one shape whichever version is on disk. A database
+from a newer release is refused, naming both versions, rather than misread.
 """
 
 from __future__ import annotations
@@ -19,40 +38,44 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import StoreError
-from clstream.core.records import Record, RunRow
+from clstream.core.records import Record, RunRow, RunStatus, StoredRecord
+from clstream.core.types import Usage
+
+__all__ = [
+    "DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "Record", "ResultsStore", "RunRow", "RunStatus",
+    "StoredRecord", "results_db_exists",
+]
 
 DB_NAME = "results.sqlite"
 LOCK_NAME = ".writer.lock"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    protocol TEXT NOT NULL,
-    system TEXT NOT NULL,
-    model TEXT NOT NULL,
-    dataset_sha256 TEXT NOT NULL,
-    spec TEXT NOT NULL,
-    info TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    wall_s REAL NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS datasets (
-    sha256 TEXT PRIMARY KEY,
-    path TEXT NOT NULL,
-    content TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS records (
+# Every column of ``records`` in table order; inserts name them, so the order is not load-bearing.
+_RECORD_COLUMNS = (
+    "run_id", "kind", "key", "stream", "t", "rollout", "arm", "sample", "score", "payload",
+    "error", "stage", "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens",
+    "latency_s", "cache_hit", "created_at",
+)
+# What a retry of a stored error replaces (everything but the primary key).
+_RETRY_COLUMNS = [c for c in _RECORD_COLUMNS if c not in ("run_id", "kind", "key")]
+
+
+def _records_table(name: str) -> str:
+    return f"""CREATE TABLE IF NOT EXISTS {name} (
     run_id TEXT NOT NULL,
     kind TEXT NOT NULL,
     key TEXT NOT NULL,
     stream TEXT NOT NULL DEFAULT '',
-    t INTEGER NOT NULL DEFAULT 0,
+    t INTEGER,
+    rollout INTEGER,
+    arm TEXT,
+    sample INTEGER,
+    score REAL,
     payload TEXT NOT NULL,
     error TEXT,
     stage TEXT NOT NULL DEFAULT 'generate',
@@ -64,41 +87,93 @@ CREATE TABLE IF NOT EXISTS records (
     cache_hit INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
     PRIMARY KEY (run_id, kind, key)
-);
-CREATE TABLE IF NOT EXISTS states (
+)"""
+
+
+# The current schema, one statement each (``executescript`` would commit the open transaction).
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    protocol TEXT NOT NULL,
+    system TEXT NOT NULL,
+    model TEXT NOT NULL,
+    dataset_sha256 TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    info TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    wall_s REAL NOT NULL DEFAULT 0
+)""",
+    """CREATE TABLE IF NOT EXISTS datasets (
+    sha256 TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    content TEXT NOT NULL
+)""",
+    _records_table("records"),
+    """CREATE TABLE IF NOT EXISTS states (
     run_id TEXT NOT NULL,
     stream TEXT NOT NULL,
     t INTEGER NOT NULL,
     state TEXT NOT NULL,
     PRIMARY KEY (run_id, stream, t)
-);
-"""
+)""",
+    # Reads go per run and kind in (stream, step, key) order (resume, export, metrics); the
+    # primary key serves counts and key look-ups, these two serve the ordered scans.
+    "CREATE INDEX IF NOT EXISTS records_by_kind ON records (run_id, kind, stream, t, key)",
+    "CREATE INDEX IF NOT EXISTS records_by_run ON records (run_id, stream, t, key)",
+)
+
+# A version 1 records table read through the version 2 shape (read-only opens).
+_V1_READ_VIEW = (
+    "CREATE TEMP VIEW records AS SELECT run_id, kind, key, stream, t,"
+    " NULL AS rollout, NULL AS arm, NULL AS sample, NULL AS score, payload, error, stage,"
+    " prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, latency_s, cache_hit,"
+    " created_at FROM main.records"
+)
+
+_V1_COPY = (
+    f"INSERT INTO records_v2 ({', '.join(_RECORD_COLUMNS)}) SELECT run_id, kind, key, stream, t,"
+    " NULL, NULL, NULL, NULL, payload, error, stage, prompt_tokens, cached_tokens,"
+    " completion_tokens, reasoning_tokens, latency_s, cache_hit, created_at FROM records"
+)
 
 
 class ResultsStore:
-    """A results directory. ``writer=True`` takes the directory's writer lock."""
+    """A results directory. ``writer=True`` takes the directory's writer lock (and brings an
+    older database up to the current schema); readers take no lock and change nothing."""
 
     def __init__(self, directory: str | Path, writer: bool = False):
         self.dir = Path(directory)
         self.path = self.dir / DB_NAME
         self.writer = writer
         self._lock_fh: Any = None
+        self.schema_version = SCHEMA_VERSION  # the version on disk, for a reader of an old one
         if writer:
             self.dir.mkdir(parents=True, exist_ok=True)
             self._take_lock()
             self.conn = sqlite3.connect(self.path, isolation_level=None)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.executescript(_SCHEMA)
-            self._check_version()
+            try:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self._prepare_writer()
+            except sqlite3.DatabaseError as exc:
+                self.close()
+                raise StoreError(f"{self.path}: not a clstream results database ({exc})") from None
+            except BaseException:
+                self.close()
+                raise
         else:
             if not self.path.exists():
                 raise StoreError(f"{self.dir}: no results database ({DB_NAME}) in this directory")
             self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
             try:
-                self.conn.execute("SELECT 1 FROM runs LIMIT 1")
+                self._prepare_reader()
             except sqlite3.DatabaseError as exc:
+                self.close()
                 raise StoreError(f"{self.path}: not a clstream results database ({exc})") from None
+            except BaseException:
+                self.close()
+                raise
         self.conn.row_factory = sqlite3.Row
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -113,19 +188,82 @@ class ResultsStore:
             ) from None
         self._lock_fh = fh
 
-    def _check_version(self) -> None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            self.conn.execute(
-                "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-        elif int(row[0]) != SCHEMA_VERSION:
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT name FROM main.sqlite_master"
+                                                " WHERE type='table'")}
+
+    def _stored_version(self, tables: set[str]) -> int | None:
+        """The schema version on disk; None for a database holding no clstream tables yet.
+
+        A database whose version row is missing (a version 1 writer killed between creating the
+        tables and recording the version) is recognised by the columns of its records table."""
+        if "meta" in tables:
+            row = self.conn.execute(
+                "SELECT value FROM main.meta WHERE key='schema_version'"
+            ).fetchone()
+            if row is not None:
+                try:
+                    return int(row[0])
+                except ValueError:
+                    raise StoreError(
+                        f"{self.path}: not a clstream results database"
+                        f" (schema version {row[0]!r})"
+                    ) from None
+        if "records" in tables:
+            columns = {r[1] for r in self.conn.execute("PRAGMA main.table_info(records)")}
+            return 2 if "rollout" in columns else 1
+        return None
+
+    def _check_known(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
             raise StoreError(
-                f"{self.path}: schema version {row[0]}, this clstream reads {SCHEMA_VERSION}"
+                f"{self.path}: schema version {version} was written by a newer clstream;"
+                f" this one reads versions 1 to {SCHEMA_VERSION} (upgrade clstream)"
             )
+        if version < 1:
+            raise StoreError(f"{self.path}: not a clstream results database"
+                             f" (schema version {version})")
+
+    def _prepare_writer(self) -> None:
+        """Create, check or migrate the schema in one transaction, so a kill leaves the
+        database as it was or fully at the current version."""
+        with self._transaction():
+            tables = self._tables()
+            if tables and not tables & {"meta", "runs", "records"}:
+                raise StoreError(f"{self.path}: not a clstream results database"
+                                 f" (tables: {', '.join(sorted(tables))})")
+            version = self._stored_version(tables)
+            if version is not None:
+                self._check_known(version)
+                if version == 1:
+                    self._migrate_v1()
+            for statement in _SCHEMA:
+                self.conn.execute(statement)
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                              (str(SCHEMA_VERSION),))
+
+    def _migrate_v1(self) -> None:
+        """Version 1 -> 2 inside the caller's transaction: rebuild ``records`` with a nullable
+        ``t`` and the new coordinate columns; every other table is unchanged."""
+        self.conn.execute(_records_table("records_v2"))
+        self.conn.execute(_V1_COPY)
+        self.conn.execute("DROP TABLE records")
+        self.conn.execute("ALTER TABLE records_v2 RENAME TO records")
+
+    def _prepare_reader(self) -> None:
+        tables = self._tables()
+        version = self._stored_version(tables)
+        if version is None or "runs" not in tables:
+            raise StoreError(f"{self.path}: not a clstream results database (no runs table)")
+        self._check_known(version)
+        self.schema_version = version
+        if version == 1:
+            self.conn.execute(_V1_READ_VIEW)
 
     def close(self) -> None:
-        self.conn.close()
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            conn.close()
         if self._lock_fh is not None:
             fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
             self._lock_fh.close()
@@ -136,6 +274,20 @@ class ResultsStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def _require_writer(self, what: str) -> None:
+        if not self.writer:
+            raise StoreError(f"{self.dir}: opened read-only; {what} needs the writer lock")
 
     # -- runs and datasets -----------------------------------------------------------------
     def ensure_run(
@@ -180,11 +332,79 @@ class ResultsStore:
     def runs(self, protocol: str | None = None) -> list[RunRow]:
         sql = "SELECT * FROM runs" + (" WHERE protocol=?" if protocol else "") + " ORDER BY created_at"
         rows = self.conn.execute(sql, (protocol,) if protocol else ()).fetchall()
-        return [
-            RunRow(r["run_id"], r["protocol"], r["system"], r["model"], r["dataset_sha256"],
-                   json.loads(r["spec"]), json.loads(r["info"]), r["created_at"], r["wall_s"])
-            for r in rows
-        ]
+        return [_run_row(r) for r in rows]
+
+    def get_run(self, run_id: str) -> RunRow:
+        """The run ``run_id``; an unknown id is an error naming the runs that are stored."""
+        row = self.conn.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is None:
+            known = ", ".join(r.run_id for r in self.runs()) or "none"
+            raise StoreError(f"{self.dir}: no run {run_id!r} (runs here: {known})")
+        return _run_row(row)
+
+    def run_status(self, run_id: str) -> RunStatus:
+        """Successful and failed records per kind, first and last record time, wall time and
+        number of memory snapshots of one run: what a listing shows without decoding payloads."""
+        run = self.get_run(run_id)
+        ok: dict[str, int] = {}
+        errors: dict[str, int] = {}
+        first: float | None = None
+        last: float | None = None
+        for row in self.conn.execute(
+            "SELECT kind, SUM(error IS NULL), SUM(error IS NOT NULL), MIN(created_at),"
+            " MAX(created_at) FROM records WHERE run_id=? GROUP BY kind ORDER BY kind",
+            (run_id,),
+        ):
+            ok[row[0]], errors[row[0]] = int(row[1]), int(row[2])
+            first = row[3] if first is None else min(first, row[3])
+            last = row[4] if last is None else max(last, row[4])
+        states = self.conn.execute("SELECT COUNT(*) FROM states WHERE run_id=?",
+                                   (run_id,)).fetchone()[0]
+        return RunStatus(run_id=run_id, ok=ok, errors=errors, first_record_at=first,
+                         last_record_at=last, wall_s=run.wall_s, states=int(states))
+
+    def delete_run(self, run_id: str) -> dict[str, int]:
+        """Delete one run's records, memory snapshots and run row in one transaction, and its
+        dataset when no other run uses it. Returns the number of rows deleted per table."""
+        self._require_writer("deleting a run")
+        with self._transaction():
+            run = self.get_run(run_id)
+            deleted = {
+                "records": self.conn.execute("DELETE FROM records WHERE run_id=?",
+                                             (run_id,)).rowcount,
+                "states": self.conn.execute("DELETE FROM states WHERE run_id=?",
+                                            (run_id,)).rowcount,
+                "runs": self.conn.execute("DELETE FROM runs WHERE run_id=?", (run_id,)).rowcount,
+            }
+            deleted["datasets"] = self.conn.execute(
+                "DELETE FROM datasets WHERE sha256=? AND NOT EXISTS"
+                " (SELECT 1 FROM runs WHERE dataset_sha256=?)",
+                (run.dataset_sha256, run.dataset_sha256),
+            ).rowcount
+        return deleted
+
+    def rename_run(self, old_id: str, new_id: str, spec: dict[str, Any] | None = None) -> None:
+        """Move a run with all its records and snapshots to ``new_id`` in one transaction.
+
+        This adopts a run whose id changed because the way ids are derived from specs changed;
+        ``spec``, when given, replaces the stored spec (the one the new id is the hash of). An
+        id that already holds any row is refused: merging two runs is never what was meant."""
+        self._require_writer("renaming a run")
+        with self._transaction():
+            self.get_run(old_id)
+            taken = any(
+                self.conn.execute(f"SELECT 1 FROM {table} WHERE run_id=? LIMIT 1",
+                                  (new_id,)).fetchone()
+                for table in ("runs", "records", "states")
+            )
+            if taken:
+                raise StoreError(f"{self.dir}: cannot rename run {old_id!r} to {new_id!r}:"
+                                 " that run id is already used")
+            spec_json = None if spec is None else json.dumps(spec, sort_keys=True)
+            self.conn.execute("UPDATE runs SET run_id=?, spec=COALESCE(?, spec) WHERE run_id=?",
+                              (new_id, spec_json, old_id))
+            for table in ("records", "states"):
+                self.conn.execute(f"UPDATE {table} SET run_id=? WHERE run_id=?", (new_id, old_id))
 
     # -- records ---------------------------------------------------------------------------
     def put_records(self, run_id: str, records: Iterable[Record]) -> int:
@@ -193,58 +413,102 @@ class ResultsStore:
         rows = list(records)
         if not rows:
             return 0
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            n = self._insert(run_id, rows)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        return n
+        with self._transaction():
+            return self._insert(run_id, rows)
 
     def _insert(self, run_id: str, records: list[Record]) -> int:
         now = time.time()
         rows = [
-            (run_id, r.kind, r.key, r.stream, r.t, json.dumps(r.payload, sort_keys=True),
-             r.error, r.stage, r.usage.prompt_tokens, r.usage.cached_tokens,
-             r.usage.completion_tokens, r.usage.reasoning_tokens, r.usage.latency_s,
-             int(r.cache_hit), now)
+            (run_id, r.kind, r.key, r.stream, _opt_int(r.t), _opt_int(r.rollout), r.arm,
+             _opt_int(r.sample), None if r.score is None else float(r.score),
+             json.dumps(r.payload, sort_keys=True), r.error, r.stage, r.usage.prompt_tokens,
+             r.usage.cached_tokens, r.usage.completion_tokens, r.usage.reasoning_tokens,
+             r.usage.latency_s, int(r.cache_hit), now)
             for r in records
         ]
+        updates = ", ".join(f"{c}=excluded.{c}" for c in _RETRY_COLUMNS)
         cur = self.conn.executemany(
-            "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT (run_id, kind, key) DO UPDATE SET "
-            "payload=excluded.payload, error=excluded.error, stage=excluded.stage, "
-            "prompt_tokens=excluded.prompt_tokens, cached_tokens=excluded.cached_tokens, "
-            "completion_tokens=excluded.completion_tokens, "
-            "reasoning_tokens=excluded.reasoning_tokens, latency_s=excluded.latency_s, "
-            "cache_hit=excluded.cache_hit, created_at=excluded.created_at "
-            "WHERE records.error IS NOT NULL",
+            f"INSERT INTO records ({', '.join(_RECORD_COLUMNS)})"
+            f" VALUES ({', '.join('?' * len(_RECORD_COLUMNS))})"
+            f" ON CONFLICT (run_id, kind, key) DO UPDATE SET {updates}"
+            " WHERE records.error IS NOT NULL",
             rows,
         )
         return cur.rowcount
 
-    def done_keys(self, run_id: str, kind: str, stream: str | None = None) -> set[str]:
-        """Keys of successful records (errors are not done: resume retries them)."""
-        sql = "SELECT key FROM records WHERE run_id=? AND kind=? AND error IS NULL"
-        args: tuple[Any, ...] = (run_id, kind)
-        if stream is not None:
-            sql += " AND stream=?"
-            args += (stream,)
-        return {row[0] for row in self.conn.execute(sql, args)}
-
-    def iter_records(self, run_id: str, kind: str | None = None) -> Iterator[sqlite3.Row]:
-        sql = "SELECT * FROM records WHERE run_id=?" + (" AND kind=?" if kind else "")
-        sql += " ORDER BY stream, t, key"
-        yield from self.conn.execute(sql, (run_id, kind) if kind else (run_id,))
-
-    def count(self, run_id: str, kind: str, errors: bool | None = None) -> int:
-        sql = "SELECT COUNT(*) FROM records WHERE run_id=? AND kind=?"
+    @staticmethod
+    def _where(run_id: str, kind: str | None, filters: dict[str, Any],
+               errors: bool | None = None) -> tuple[str, tuple[Any, ...]]:
+        """A WHERE clause over the run, kind and typed columns; None means "any"."""
+        sql = " WHERE run_id=?"
+        args: list[Any] = [run_id]
+        if kind is not None:
+            sql += " AND kind=?"
+            args.append(kind)
+        for column, value in filters.items():
+            if value is not None:
+                sql += f" AND {column}=?"
+                args.append(value)
         if errors is True:
             sql += " AND error IS NOT NULL"
         elif errors is False:
             sql += " AND error IS NULL"
-        return int(self.conn.execute(sql, (run_id, kind)).fetchone()[0])
+        return sql, tuple(args)
+
+    def done_keys(
+        self, run_id: str, kind: str, stream: str | None = None, *,
+        rollout: int | None = None, arm: str | None = None,
+    ) -> set[str]:
+        """Keys of successful records (errors are not done: resume retries them)."""
+        where, args = self._where(run_id, kind, {"stream": stream, "rollout": rollout,
+                                                 "arm": arm}, errors=False)
+        return {row[0] for row in self.conn.execute("SELECT key FROM records" + where, args)}
+
+    def iter_records(
+        self, run_id: str, kind: str | None = None, *, stream: str | None = None,
+        step: int | None = None, rollout: int | None = None, arm: str | None = None,
+        sample: int | None = None, errors: bool | None = None,
+    ) -> Iterator[sqlite3.Row]:
+        """Raw rows in (stream, step, key) order, optionally narrowed by any typed column.
+
+        Each row has every column of ``records`` (``payload`` still JSON text, the step as
+        ``t``) and ``step``, the same step under the name the typed API uses. ``errors``: True
+        for failed records only, False for successful ones only, None for both."""
+        where, args = self._where(run_id, kind, {"stream": stream, "t": step,
+                                                 "rollout": rollout, "arm": arm,
+                                                 "sample": sample}, errors)
+        yield from self.conn.execute(
+            "SELECT *, t AS step FROM records" + where + " ORDER BY stream, t, key", args
+        )
+
+    def read_records(
+        self, run_id: str, kind: str | None = None, *, stream: str | None = None,
+        step: int | None = None, rollout: int | None = None, arm: str | None = None,
+        sample: int | None = None, errors: bool | None = None,
+    ) -> Iterator[StoredRecord]:
+        """:meth:`iter_records` as typed records with the payload decoded."""
+        for row in self.iter_records(run_id, kind, stream=stream, step=step, rollout=rollout,
+                                     arm=arm, sample=sample, errors=errors):
+            yield StoredRecord(
+                run_id=row["run_id"], kind=row["kind"], key=row["key"], stream=row["stream"],
+                step=row["step"], rollout=row["rollout"], arm=row["arm"], sample=row["sample"],
+                score=row["score"], payload=json.loads(row["payload"]), error=row["error"],
+                stage=row["stage"],
+                usage=Usage(prompt_tokens=row["prompt_tokens"],
+                            cached_tokens=row["cached_tokens"],
+                            completion_tokens=row["completion_tokens"],
+                            reasoning_tokens=row["reasoning_tokens"],
+                            latency_s=row["latency_s"]),
+                cache_hit=bool(row["cache_hit"]), created_at=row["created_at"],
+            )
+
+    def count(
+        self, run_id: str, kind: str, errors: bool | None = None, *,
+        stream: str | None = None, rollout: int | None = None, arm: str | None = None,
+    ) -> int:
+        where, args = self._where(run_id, kind, {"stream": stream, "rollout": rollout,
+                                                 "arm": arm}, errors)
+        return int(self.conn.execute("SELECT COUNT(*) FROM records" + where, args).fetchone()[0])
 
     def usage_by_stage(self, run_id: str) -> dict[str, dict[str, float]]:
         """Token totals and latency per stage (generate, observe, retrieve, update, ...)."""
@@ -271,18 +535,13 @@ class ResultsStore:
         """Store the memory snapshot taken after step ``t`` of a stream, together with the model
         calls that produced it, in one transaction (a kill leaves both or neither)."""
         rows = list(records)
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             self.conn.execute(
                 "INSERT OR REPLACE INTO states VALUES (?,?,?,?)",
                 (run_id, stream, t, json.dumps(state)),
             )
             if rows:
                 self._insert(run_id, rows)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
 
     def load_state(
         self, run_id: str, stream: str, t: int | None = None
@@ -304,6 +563,15 @@ class ResultsStore:
         return [int(r[0]) for r in self.conn.execute(
             "SELECT t FROM states WHERE run_id=? AND stream=? ORDER BY t", (run_id, stream)
         )]
+
+
+def _opt_int(value: int | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _run_row(r: sqlite3.Row) -> RunRow:
+    return RunRow(r["run_id"], r["protocol"], r["system"], r["model"], r["dataset_sha256"],
+                  json.loads(r["spec"]), json.loads(r["info"]), r["created_at"], r["wall_s"])
 
 
 def results_db_exists(directory: str | Path) -> bool:

@@ -343,6 +343,9 @@ def _stream(
     extra: Sequence[Path] = (),
     api_pool: tuple[dict[str, Any], ...] = (),
 ) -> SeqStream:
+    unknown = sorted(set(split) - set(SplitOptions.__annotations__))
+    if unknown:
+        raise TypeError(f"{name} takes no argument {unknown[0]!r}")
     holdout = split.get("holdout", 0)
     holdout_path = split.get("holdout_path")
     p = Path(path)
