@@ -2,11 +2,25 @@
 
 A :class:`System` is the thing under test: a memory method over a model. A :class:`Model`
 turns requests into completions. Both are async because model calls are.
+
+Optional parts, each its own small protocol, read by the runners only through the helpers at
+the end of this module:
+
+* :class:`BatchResponder` -- a system that answers several queries of one memory state in one
+  call (:func:`respond_all`);
+* :class:`Replayable` -- a system whose memory a runner may rebuild by replaying the stream
+  (:func:`is_replayable`);
+* :class:`MultiTry` -- a system that may try a task more than once (:func:`max_tries`);
+* :class:`PromptEstimator` -- a system that can bound its largest prompt over a document;
+* :class:`AsyncResource` -- a model holding resources (a connection pool) for the span of an
+  ``async with`` block (:func:`open_model`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 from clstream.core.events import Event
@@ -17,8 +31,12 @@ from clstream.core.types import GenerationRequest, GenerationResult, Query, Resp
 class Tokenizer(Protocol):
     """Counts tokens. ``exact`` is False for the offline approximation."""
 
-    name: str
-    exact: bool
+    # Read-only properties: a plain or class attribute of the same type satisfies them.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def exact(self) -> bool: ...
 
     def count(self, text: str) -> int: ...
 
@@ -31,8 +49,13 @@ class Tokenizer(Protocol):
 class Model(Protocol):
     """Async, batched generation with n samples and usage on every result."""
 
-    name: str
-    tokenizer: Tokenizer
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """Counts tokens as this model does (any :class:`Tokenizer`)."""
+        ...
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         """One result per request, same order. A failed request yields ``error``, not a guess."""
@@ -52,7 +75,10 @@ class System(Protocol):
     re-evaluation under later memory, and showing memory in reports.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The method's name (usually a class attribute)."""
+        ...
 
     async def reset(self) -> None: ...
 
@@ -69,9 +95,86 @@ class System(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
+# --- optional parts ------------------------------------------------------------------------
+
+
+@runtime_checkable
+class BatchResponder(Protocol):
+    """A system that answers several queries of one memory state together."""
+
+    async def respond_batch(self, queries: Sequence[Query]) -> list[Response]:
+        """One response per query, same order; memory is left unchanged."""
+        ...
+
+
+@runtime_checkable
+class Replayable(Protocol):
+    """A system that says whether its memory may be rebuilt by replaying the stream.
+
+    True means memory is a pure function of the events observed and observing calls no model,
+    so a runner may replay the events instead of storing a snapshot per step.
+    """
+
+    @property
+    def replayable(self) -> bool: ...
+
+
+@runtime_checkable
+class MultiTry(Protocol):
+    """A system that may attempt a task up to ``max_tries`` times (respond, evaluate, retry)."""
+
+    @property
+    def max_tries(self) -> int: ...
+
+
+@runtime_checkable
+class PromptEstimator(Protocol):
+    """A system that can bound the prompt tokens its probes use over one document."""
+
+    def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
+        """The largest prompt, given each chunk's passage-block tokens and the fixed part."""
+        ...
+
+
+@runtime_checkable
+class AsyncResource(Protocol):
+    """A model that holds resources (e.g. a connection pool) while inside ``async with``."""
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None: ...
+
+
 async def respond_all(system: System, queries: Sequence[Query]) -> list[Response]:
-    """Ask several queries of one memory state; systems may override with a batched version."""
-    batched = getattr(system, "respond_batch", None)
-    if batched is not None:
-        return list(await batched(queries))
+    """Ask several queries of one memory state, in one call when the system is a
+    :class:`BatchResponder`, else one query after another."""
+    if isinstance(system, BatchResponder):
+        return list(await system.respond_batch(queries))
     return [await system.respond(q) for q in queries]
+
+
+def is_replayable(system: System) -> bool:
+    """Whether a runner may rebuild ``system``'s memory by replaying the stream (default no)."""
+    return isinstance(system, Replayable) and bool(system.replayable)
+
+
+def max_tries(system: System) -> int:
+    """How many attempts ``system`` makes at a task: its ``max_tries``, at least 1 (default 1)."""
+    if isinstance(system, MultiTry):
+        return max(1, int(system.max_tries or 1))
+    return 1
+
+
+@asynccontextmanager
+async def open_model(model: Model | None) -> AsyncIterator[None]:
+    """Hold ``model``'s resources for the block when it is an :class:`AsyncResource`."""
+    if isinstance(model, AsyncResource):
+        async with model:
+            yield
+    else:
+        yield

@@ -72,8 +72,9 @@ class _Parser:
 
     def parse(self) -> Node:
         node = self.expr()
-        if self.peek() is not None:
-            raise LatexParseError(f"unexpected {self.peek()[1]!r}")  # type: ignore[index]
+        rest = self.peek()
+        if rest is not None:
+            raise LatexParseError(f"unexpected {rest[1]!r}")
         return node
 
     def expr(self) -> Node:

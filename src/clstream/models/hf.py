@@ -38,9 +38,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from clstream.core.errors import SpecError
+from clstream.core.params import Param
 from clstream.core.specs import derive_seed
 from clstream.core.types import (
     GenerationRequest,
@@ -154,6 +155,19 @@ def choose_token(torch: Any, logits: Any, params: SamplingParams, generator: Any
 
 class HFModel:
     """``hf:<path>``: transformers causal LM from a local directory, CPU or GPU."""
+
+    summary: ClassVar[str] = ("hf:<path>: transformers from a local model directory, CPU or GPU "
+                              "(extra: hf)")
+    params: ClassVar[dict[str, Param]] = {
+        "device": Param("auto", "torch device: auto (cuda when available), cpu, cuda, cuda:1, ..."),
+        "dtype": Param("auto", "weights dtype (auto: float32 on CPU, the checkpoint's on GPU)",
+                       choices=DTYPES),
+        "batch_size": Param(8, "rows (samples of one request) per forward pass", minimum=1),
+        "max_model_len": Param(None, "context length in tokens (default: from config.json)",
+                               minimum=1, value_type=int),
+        "mix_requests": Param(False, "pack several requests per pass: faster, but a text may "
+                                     "then depend on its batch companions"),
+    }
 
     def __init__(
         self,

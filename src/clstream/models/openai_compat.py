@@ -35,13 +35,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from clstream.core.contracts import Tokenizer
 from clstream.core.errors import SpecError
+from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
 from clstream.models.cache import ResponseCache
 from clstream.models.retry import (
@@ -134,6 +135,11 @@ def _positive(name: str, value: Any, integer: bool = False) -> None:
 
 class OpenAICompatModel:
     """``openai:<target>``: chat completions from ``{base_url}/chat/completions``."""
+
+    summary: ClassVar[str] = ("openai:<model>: any OpenAI-compatible server (--base-url, "
+                              "--api-key-env, --max-concurrency, --cache)")
+    # Endpoint, key, concurrency, retries and cache come from flags: none changes an answer.
+    params: ClassVar[dict[str, Param]] = {}
 
     def __init__(
         self,

@@ -93,7 +93,8 @@ class HFTokenizer:
         if len(ids) <= budget:
             return text
         if offsets is None:
-            return self._tok.decode(ids[-budget:])
+            # decode is typed to return str | list[str]; ids of one text give one str
+            return str(self._tok.decode(ids[-budget:]))
         for first in range(len(ids) - budget, len(ids)):
             cut = text[offsets[first][0]:]
             if self.count(cut) <= budget:

@@ -28,9 +28,10 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from clstream.core.errors import SpecError
+from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
 from clstream.models.hf import (
     config_fingerprint,
@@ -56,6 +57,18 @@ def _number(name: str, value: Any, low: float, high: float | None, integer: bool
 
 class VLLMModel:
     """``vllm:<path>``: ``vllm.LLM`` over a local directory, one engine per model object."""
+
+    summary: ClassVar[str] = ("vllm:<path>: vLLM's offline engine with prefix caching, from a "
+                              "local model directory (extra: vllm)")
+    params: ClassVar[dict[str, Param]] = {
+        "max_model_len": Param(None, "context length in tokens (default: the engine's)",
+                               minimum=1, value_type=int),
+        "gpu_memory_utilization": Param(0.9, "fraction of GPU memory the engine may take "
+                                             "(at most 1)", minimum=0.01),
+        "tensor_parallel_size": Param(1, "GPUs the model is split across", minimum=1),
+        "dtype": Param("auto", "weights dtype, as vLLM names it (auto, bfloat16, float16, ...)"),
+        "enable_prefix_caching": Param(True, "reuse the KV cache of shared prompt prefixes"),
+    }
 
     def __init__(
         self,

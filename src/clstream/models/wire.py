@@ -78,7 +78,9 @@ def check_extra_body(extra_body: dict[str, Any] | None) -> dict[str, Any]:
     return copy.deepcopy(extra_body)
 
 
-def build_body(target: str, request: GenerationRequest, extra_body: dict[str, Any]) -> dict:
+def build_body(
+    target: str, request: GenerationRequest, extra_body: dict[str, Any]
+) -> dict[str, Any]:
     """The JSON body of ``POST /chat/completions`` for one request."""
     p = request.params
     body: dict[str, Any] = copy.deepcopy(extra_body)
@@ -154,10 +156,11 @@ def parse_samples(payload: Any, n: int) -> list[Sample]:
     if len(choices) != n:
         raise MalformedResponse(f"expected {n} choices, got {len(choices)}")
     indexes = [c.get("index") if isinstance(c, dict) else None for c in choices]
-    if all(isinstance(x, int) and not isinstance(x, bool) for x in indexes):
-        if sorted(indexes) != list(range(n)):  # type: ignore[type-var]
+    ints = [x for x in indexes if isinstance(x, int) and not isinstance(x, bool)]
+    if len(ints) == len(indexes):
+        if sorted(ints) != list(range(n)):
             raise MalformedResponse(f"choice indexes {indexes} are not 0..{n - 1}")
-        choices = [c for _, c in sorted(zip(indexes, choices, strict=True), key=lambda t: t[0])]
+        choices = [c for _, c in sorted(zip(ints, choices, strict=True), key=lambda t: t[0])]
     return [_parse_choice(c, i) for i, c in enumerate(choices)]
 
 
@@ -167,7 +170,9 @@ def _count(value: Any) -> int | None:
     return None
 
 
-def parse_usage(payload: dict, samples: list[Sample], tokenizer: Tokenizer) -> Usage | None:
+def parse_usage(
+    payload: dict[str, Any], samples: list[Sample], tokenizer: Tokenizer
+) -> Usage | None:
     """Usage as the server reported it, or None when it reported none usable.
 
     ``reasoning_tokens`` is counted with the tokenizer (capped at ``completion_tokens``) when

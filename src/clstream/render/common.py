@@ -33,7 +33,7 @@ def is_complete(f: Fields, raw: dict[str, Any]) -> bool:
 
 def system_cell(f: Fields, raw: dict[str, Any], label: str) -> Cell:
     """The system label with pills for an offline baseline model and an unfinished run."""
-    tags = ("baseline",) if f.get(raw, "model_info.baseline") is True else ()
+    tags: tuple[str, ...] = ("baseline",) if f.get(raw, "model_info.baseline") is True else ()
     if not is_complete(f, raw):
         tags += ("incomplete",)
     return Cell(label, tags=tags)
@@ -85,7 +85,7 @@ def details_table(runs: list[tuple[Fields, dict[str, Any], str]]) -> Table:
         Column("Prompt template"),
         Column("clstream"),
     )
-    rows = []
+    rows: list[tuple[Cell, ...]] = []
     for f, raw, label in runs:
         template = f.text(raw, "meta.prompt_template_hash")
         rows.append(

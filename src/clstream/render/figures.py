@@ -16,10 +16,16 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 from markupsafe import Markup
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.projections.polar import PolarAxes
+from matplotlib.ticker import MaxNLocator
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 # Okabe-Ito colours (distinguishable with common colour-vision deficiencies), then tab20.
 _PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000"]
@@ -28,7 +34,7 @@ _EXTRA = [  # tab20, dark shades first, without those too close to a palette col
     if min(math.dist(c[:3], matplotlib.colors.to_rgb(p)) for p in _PALETTE) > 0.2
 ]
 
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "clstream-report",
     "font.family": "sans-serif",
@@ -80,7 +86,7 @@ def _svg(fig: MplFigure, label: str) -> Markup:
     return Markup(text)
 
 
-def _legend_below(fig: MplFigure, handles: list, labels: list[str]) -> None:
+def _legend_below(fig: MplFigure, handles: list[Any], labels: list[str]) -> None:
     if labels:
         fig.legend(
             handles,
@@ -123,7 +129,9 @@ def line_chart(
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        locator = ax.xaxis.get_major_locator()  # AutoLocator, a MaxNLocator
+        if isinstance(locator, MaxNLocator):
+            locator.set_params(integer=True)
         handles, labels = ax.get_legend_handles_labels()
         _legend_below(fig, handles, labels)
         fig.tight_layout()
@@ -293,6 +301,7 @@ def radar_chart(
     with matplotlib.rc_context(_RC):
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot(projection="polar")
+        assert isinstance(ax, PolarAxes)
         ax.set_theta_offset(math.pi / 2)  # the first dimension at the top, then clockwise
         ax.set_theta_direction(-1)
         angles = [2 * math.pi * i / len(dimensions) for i in range(len(dimensions))]
