@@ -16,6 +16,17 @@ Faults come from a *plan*: a function of (request body, attempt number of that s
 - ``"no_content"``: status 200, a message without ``content``
 - ``"stall"``: answer only after ``stall_s`` seconds (longer than the client's timeout)
 - ``"reset"``: drop the connection without a response
+
+Models: with ``model`` given, ``GET /v1/models`` lists it and a chat request naming another
+model gets a 404 (as vLLM answers); without it the server answers any name and has no model
+listing (``/v1/models`` is a 404, as on servers that do not implement it).
+
+The endpoint check a backend makes before a run (its one-token request with
+``PREFLIGHT_PROMPT``) is kept apart: recorded in ``preflights``, not ``requests``, and answered
+by ``preflight_plan`` instead of ``plan``, so a run's request log holds only the run's requests.
+``reject`` (a function of the body giving a message, or None) answers matching chat requests
+with a 400 carrying that message; ``api_key`` makes every route demand ``Bearer <api_key>``;
+``echo_headers`` puts the request's headers into every error body (as some proxies do).
 """
 
 from __future__ import annotations
@@ -30,10 +41,18 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from clstream.models.openai_compat import PREFLIGHT_PROMPT
+
 Plan = Callable[[dict[str, Any], int], str | None]
 
 STATUS_FAULTS = {"429": 429, "500": 500, "503": 503, "400": 400, "404": 404}
 FAULTS = (*STATUS_FAULTS, "malformed", "missing_choices", "wrong_n", "no_content", "stall", "reset")
+
+
+def is_preflight(body: Any) -> bool:
+    """Whether a chat body is a backend's endpoint check (one token of PREFLIGHT_PROMPT)."""
+    return (isinstance(body, dict) and body.get("max_tokens") == 1
+            and body.get("messages") == [{"role": "user", "content": PREFLIGHT_PROMPT}])
 
 
 def fingerprint(body: dict[str, Any]) -> str:
@@ -114,8 +133,12 @@ class FakeOpenAIServer:
         stall_s: float = 2.0,
         report_usage: bool = True,
         reasoning_field: str = "reasoning_content",
-        model: str = "fake-model",
+        model: str | None = None,
         retry_after: str = "0",
+        preflight_plan: Plan | None = None,
+        reject: Callable[[dict[str, Any]], str | None] | None = None,
+        api_key: str | None = None,
+        echo_headers: bool = False,
     ):
         self.plan = plan
         self.latency = latency
@@ -124,6 +147,12 @@ class FakeOpenAIServer:
         self.reasoning_field = reasoning_field
         self.model = model
         self.retry_after = retry_after
+        self.preflight_plan = preflight_plan
+        self.reject = reject
+        self.api_key = api_key
+        self.echo_headers = echo_headers
+        self.preflights: list[dict[str, Any]] = []
+        self.model_listings = 0
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.faults: list[str] = []
@@ -173,6 +202,9 @@ class FakeOpenAIServer:
 
     def _admit(self, body: dict[str, Any], headers: dict[str, str]) -> str | None:
         with self._lock:
+            if is_preflight(body):
+                self.preflights.append(body)
+                return self.preflight_plan(body, 0) if self.preflight_plan is not None else None
             self.requests.append(body)
             self.headers.append(headers)
             fp = fingerprint(body)
@@ -242,20 +274,38 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(obj).encode(), headers)
 
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        if self.owner.echo_headers:
+            message += f" (request headers: {dict(self.headers.items())})"
+        self._json(status, {"error": {"message": message}}, headers)
+
+    def _authorized(self) -> bool:
+        key = self.owner.api_key
+        if key is None or self.headers.get("Authorization") == f"Bearer {key}":
+            return True
+        self._error(401, "Incorrect API key provided")
+        return False
+
     def _body(self) -> Any:
         length = int(self.headers.get("Content-Length", "0"))
         return json.loads(self.rfile.read(length) or b"null")
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/v1/models":
+        if not self._authorized():
+            return
+        if self.path.rstrip("/") == "/v1/models" and self.owner.model is not None:
+            with self.owner._lock:
+                self.owner.model_listings += 1
             self._json(
                 200, {"object": "list", "data": [{"id": self.owner.model, "object": "model"}]}
             )
         else:
-            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            self._error(404, f"no route {self.path}")
 
     def do_POST(self) -> None:
         body = self._body()
+        if not self._authorized():
+            return
         if self.path == "/tokenize":
             count = _words(str((body or {}).get("prompt", "")))
             self._json(200, {"count": count, "max_model_len": 32768, "tokens": list(range(count))})
@@ -283,7 +333,16 @@ class _Handler(BaseHTTPRequestHandler):
         if fault in STATUS_FAULTS:
             owner._leave()
             extra = {"Retry-After": owner.retry_after} if fault == "429" else None
-            self._json(STATUS_FAULTS[fault], {"error": {"message": f"injected {fault}"}}, extra)
+            self._error(STATUS_FAULTS[fault], f"injected {fault}", extra)
+            return
+        if owner.model is not None and body.get("model") != owner.model:
+            owner._leave()
+            self._error(404, f"The model `{body.get('model')}` does not exist.")
+            return
+        rejected = owner.reject(body) if owner.reject is not None else None
+        if rejected is not None:
+            owner._leave()
+            self._error(400, rejected)
             return
         if fault == "malformed":
             owner._leave()

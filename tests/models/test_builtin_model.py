@@ -12,7 +12,7 @@ from clstream.core.types import GenerationRequest, Message, Query, SamplingParam
 from clstream.models import builtin_reader
 from clstream.models.builtin import BuiltinReader
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems import prompts
+from clstream.protocols.oaks import prompts
 
 CHUNKS = [(0, "Mara went to the kitchen. Tobin went to the garden."), (1, "Mara went to the hall.")]
 

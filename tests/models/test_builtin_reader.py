@@ -7,7 +7,7 @@ import pytest
 from clstream.core.types import GenerationRequest, Query
 from clstream.models.builtin import BuiltinReader
 from clstream.models.builtin_reader import ReadText, sentence_events
-from clstream.systems import prompts
+from clstream.protocols.oaks import prompts
 
 STORY = [
     "It was a cold morning in the valley. Mara went to the kitchen. The wind howled outside. "

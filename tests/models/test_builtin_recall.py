@@ -11,8 +11,8 @@ import pytest
 from clstream.core.types import GenerationRequest, Message, Query
 from clstream.models.builtin import BuiltinReader, recalled_reply
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems import memory_prompts as P
-from clstream.systems import prompts
+from clstream.protocols.oaks import prompts
+from clstream.protocols.seqmem import prompts as P
 
 
 def ask(messages: tuple[Message, ...]) -> tuple[str, int]:

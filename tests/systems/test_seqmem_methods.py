@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from clstream.core import layout
 from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Chunk, Feedback
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Sample, Usage
@@ -104,8 +105,9 @@ def test_bare_names_work_and_bad_arguments_are_spec_errors() -> None:
         ExpelSt(model=model, batch="x")
     with pytest.raises(SpecError, match="unknown retriever"):
         ExpRag(model=model, retriever="dense")
-    with pytest.raises(SpecError, match="observes task feedback"):
-        run(ExpRag(model=model).observe(Chunk("s", 0, "text")))
+    rag = ExpRag(model=model)
+    assert run(rag.observe(Chunk("s", 0, "text"))) == []  # kept as text, no model call
+    assert len(rag.texts) == 1 and len(rag.pool) == 0 and model.requests == []
 
 
 @pytest.mark.parametrize("cls", ALL)
@@ -191,7 +193,7 @@ def test_dc_rs_commits_the_curated_cheatsheet_only_on_its_own_feedback() -> None
     run(dc.observe(feedback(q3, "x", True)))
     assert dc.cheatsheet == pending and len(dc.history) == 2
     answer_prompt = model.requests[-1].messages[1].content
-    assert P.CHEATSHEET_HEADER in answer_prompt and P.EXEMPLARS_HEADER not in answer_prompt
+    assert P.CHEATSHEET_HEADER in answer_prompt and layout.EXPERIENCES_HEADER not in answer_prompt
 
 
 def test_dc_rs_without_a_cheatsheet_shows_the_retrieved_records() -> None:
@@ -202,7 +204,7 @@ def test_dc_rs_without_a_cheatsheet_shows_the_retrieved_records() -> None:
     run(dc.observe(feedback(q, "## Answer: Unknown", False)))
     run(dc.respond(query(2, "What is the vault code of Tirovan?")))
     shown = model.requests[-1].messages[1].content
-    assert P.EXEMPLARS_HEADER in shown and "Correct answer: 7." in shown
+    assert layout.EXPERIENCES_HEADER in shown and "Correct answer: 7." in shown
     assert dc.cheatsheet == ""
 
 
@@ -270,7 +272,7 @@ def test_expel_mt_shows_the_failed_attempt_when_no_reflection_parses() -> None:
     run(mt.observe(feedback(q1, "## Answer: 1", False, final=False)))
     run(mt.respond(query(1, attempt=2)))
     shown = model.requests[-1].messages[1].content
-    assert P.FAILED_EXEMPLARS_HEADER in shown and "Correct answer: 7." in shown
+    assert layout.FAILED_EXPERIENCES_HEADER in shown and "Correct answer: 7." in shown
     q3 = query(1, attempt=3)
     calls = run(mt.observe(feedback(q3, "## Answer: 1", False, final=True)))
     assert calls == [] and len(mt.solved) == 0 and mt._scratch is None
@@ -291,7 +293,7 @@ def test_g_memory_links_nodes_and_scores_insights() -> None:
     q3 = query(3, "What is the vault code of Tirovan?")
     run(g.respond(q3))
     shown = model.requests[-1].messages[1].content
-    assert P.INSIGHTS_HEADER in shown and P.FAILED_EXEMPLARS_HEADER in shown
+    assert P.INSIGHTS_HEADER in shown and layout.FAILED_EXPERIENCES_HEADER in shown
     run(g.observe(feedback(q3, "## Answer: 7", True)))
     assert g.insights[0].score == 3  # shown and succeeded: +1
     for i in (4, 5):

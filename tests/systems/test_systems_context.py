@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from clstream.core import layout
 from clstream.core.contracts import System, respond_all
 from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Chunk, Document
@@ -12,7 +13,7 @@ from clstream.core.registry import resolve
 from clstream.core.specs import ComponentSpec, derive_seed
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Sample, SamplingParams
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems import prompts
+from clstream.protocols.oaks import prompts
 from clstream.systems.context import (
     QUESTION_RESERVE,
     FullContext,
@@ -69,10 +70,15 @@ def context_of(system, query: Query) -> str:
 
 
 def tags(text: str) -> list[int]:
-    return [int(m.group(1)) for m in prompts.TAG_PATTERN.finditer(text)]
+    return [int(m.group(1)) for m in layout.TAG_PATTERN.finditer(text)]
 
 
-Q = Query("doc_q0@1", "Where is Mara?")
+def oaks(*args, **kwargs) -> Query:
+    """A query as the OAKS runner asks it: the OAKS rules and question block."""
+    return prompts.ask(Query(*args, **kwargs))
+
+
+Q = oaks("doc_q0@1", "Where is Mara?")
 
 
 def test_context_systems_satisfy_protocol_and_registry():
@@ -136,8 +142,8 @@ def feed_one(system, i: int) -> None:
 
 def test_context_full_drops_oldest_over_budget():
     tok = approx_tokenizer()
-    blocks = [tok.count(prompts.passage_block(i, c)) for i, c in enumerate(CHUNKS)]
-    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(prompts.CONTEXT_HEADER)
+    blocks = [tok.count(layout.passage_block(i, c)) for i, c in enumerate(CHUNKS)]
+    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(layout.PASSAGES_HEADER)
     budget = QUESTION_RESERVE + fixed + sum(blocks[-3:])
     system = FullContext(RecordingModel(), budget=budget)
     feed(system, 6)
@@ -149,7 +155,7 @@ def test_context_full_drops_oldest_over_budget():
 
 def test_context_full_truncates_newest_chunk_when_nothing_fits():
     tok = approx_tokenizer()
-    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(prompts.CONTEXT_HEADER)
+    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(layout.PASSAGES_HEADER)
     system = FullContext(RecordingModel(), budget=QUESTION_RESERVE + fixed + 8)
     run(system.observe(Chunk("doc", 0, "one two three four five six seven eight nine ten")))
     context = context_of(system, Q)
@@ -159,12 +165,12 @@ def test_context_full_truncates_newest_chunk_when_nothing_fits():
 
 def test_context_full_long_question_gets_a_shorter_context_alone():
     tok = approx_tokenizer()
-    blocks = [tok.count(prompts.passage_block(i, c)) for i, c in enumerate(CHUNKS)]
-    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(prompts.CONTEXT_HEADER)
+    blocks = [tok.count(layout.passage_block(i, c)) for i, c in enumerate(CHUNKS)]
+    fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(layout.PASSAGES_HEADER)
     system = FullContext(RecordingModel(), budget=QUESTION_RESERVE + fixed + sum(blocks))
     feed(system, 6)
     assert tags(context_of(system, Q)) == list(range(6))
-    long_q = Query("long@6", "Where is Mara? " + "so " * (QUESTION_RESERVE + 10))
+    long_q = oaks("long@6", "Where is Mara? " + "so " * (QUESTION_RESERVE + 10))
     prompt = system.model.calls[-1][0]
     text = user_text(system, long_q)
     assert tags(text)[-1] == 5 and tags(text)[0] > 0
@@ -184,25 +190,25 @@ def test_context_window_keeps_w_most_recent():
 def test_context_rag_retrieves_top_k_in_chunk_order():
     system = RagSystem(RecordingModel(), k=2)
     feed(system, 6)
-    context = context_of(system, Query("h@6", "What rang in the harbour?"))
+    context = context_of(system, oaks("h@6", "What rang in the harbour?"))
     assert tags(context) == [1, 3]
-    context = context_of(system, Query("m@6", "Where did Mara go?"))
+    context = context_of(system, oaks("m@6", "Where did Mara go?"))
     assert set(tags(context)) <= {0, 4, 5} and len(tags(context)) == 2
     assert tags(context) == sorted(tags(context))
-    assert tags(context_of(system, Query("z@6", "Zebra?"))) == []
+    assert tags(context_of(system, oaks("z@6", "Zebra?"))) == []
 
 
 def test_context_rag_window_uses_rag_only_past_the_window():
     system = RagWindow(RecordingModel(), k=1, w=3)
     feed(system, 3)
-    text = user_text(system, Query("h@3", "harbour"))
-    assert prompts.RETRIEVED_HEADER not in text
+    text = user_text(system, oaks("h@3", "harbour"))
+    assert layout.RETRIEVED_HEADER not in text
     assert tags(text) == [0, 1, 2]
     assert "Current head index: 2\nQuestion: harbour" in text
     feed_one(system, 3)
     feed_one(system, 4)
-    text = user_text(system, Query("h@5", "harbour"))
-    recent, retrieved = text.split(prompts.RETRIEVED_HEADER)
+    text = user_text(system, oaks("h@5", "harbour"))
+    recent, retrieved = text.split(layout.RETRIEVED_HEADER)
     assert tags(recent) == [2, 3, 4]
     assert tags(retrieved) == [1]  # chunk 3 also matches but sits inside the window
     assert "Current head index: 4\n" in retrieved
@@ -213,12 +219,12 @@ def test_context_probes_leave_memory_unchanged():
         system = cls(RecordingModel())
         feed(system, 5)
         before = json.dumps(system.snapshot())
-        run(respond_all(system, [Q, Query("b", "Who has the lantern?")]))
+        run(respond_all(system, [Q, oaks("b", "Who has the lantern?")]))
         assert json.dumps(system.snapshot()) == before
 
 
 def test_context_snapshot_restore_gives_identical_prompts():
-    queries = [Q, Query("l@5", "Who has the lantern?", options=("Mara", "Tobin"), kind="mc")]
+    queries = [Q, oaks("l@5", "Who has the lantern?", options=("Mara", "Tobin"), kind="mc")]
     for cls in (FullContext, RollingWindow, RagSystem, RagWindow):
         args = {"k": 2} if cls in (RagSystem, RagWindow) else {}
         system = cls(RecordingModel(), **args)
@@ -254,7 +260,7 @@ def test_context_batch_is_one_call_with_seeded_keyed_requests():
     sampling = SamplingParams(temperature=0.0, max_tokens=64)
     system = RollingWindow(model, sampling=sampling, seed=11)
     feed(system, 3)
-    queries = [Query(f"doc_q{i}@3", f"Question {i}?") for i in range(4)]
+    queries = [oaks(f"doc_q{i}@3", f"Question {i}?") for i in range(4)]
     responses = run(system.respond_batch(queries))
     assert len(model.calls) == 1
     requests = model.calls[0]
@@ -278,11 +284,11 @@ def test_context_empty_memory_still_prompts():
         assert tags(text) == [] and "Question: Where is Mara?" in text
 
 
-def test_context_observe_rejects_other_events_and_returns_no_calls():
+def test_context_observe_takes_every_event_kind_and_returns_no_calls():
     system = FullContext(RecordingModel())
     assert run(system.observe(Chunk("doc", 0, "text"))) == []
-    with pytest.raises(SpecError):
-        run(system.observe(Document("d", "text")))
+    assert run(system.observe(Document("d", "more text"))) == []
+    assert tags(context_of(system, Q)) == [0, 1]
 
 
 def test_context_reset_clears_memory():
@@ -290,4 +296,4 @@ def test_context_reset_clears_memory():
     feed(system, 3)
     run(system.reset())
     assert system.snapshot() == {"chunks": []}
-    assert tags(context_of(system, Query("m", "Mara kitchen"))) == []
+    assert tags(context_of(system, oaks("m", "Mara kitchen"))) == []

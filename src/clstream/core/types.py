@@ -106,13 +106,23 @@ class GenerationResult(BaseModel):
 
 @dataclass(frozen=True)
 class Query:
-    """Something a protocol asks a system: a question, a task or an environment query."""
+    """Something a protocol asks a system: a question, a task or an environment query.
+
+    The protocol owns the asking, the system owns memory (DESIGN.md, "The one idea"):
+    ``instructions`` are the protocol's rules, sent as the system message, and ``prompt`` is
+    the protocol's rendered question block (question, lettered options, answer format), sent
+    last in the user message after whatever memory the system shows. ``text`` stays the bare
+    question, which systems use to search their memory. Left empty, both fall back to the
+    generic rendering of :mod:`clstream.core.layout`.
+    """
 
     id: str
     text: str
     options: tuple[str, ...] = ()
     kind: str = "open"  # "open" | "mc" | protocol-specific
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    instructions: str = ""
+    prompt: str = ""
 
 
 @dataclass

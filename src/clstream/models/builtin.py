@@ -1,9 +1,11 @@
 """The builtin offline reader: a deterministic, labelled baseline model (DESIGN.md, "Offline").
 
-It answers from the prompt text alone -- the tagged passages, the question and any lettered
-options of the OAKS layout (SPECS §1.2, :mod:`clstream.systems.prompts`); it never sees gold
-answers or how a stream was generated. :mod:`clstream.models.builtin_reader` turns passages
-into ordered sentences and events; this module reads the question and answers:
+It answers from the prompt text alone, read in the one prompt structure every system sends
+(:mod:`clstream.core.layout`): memory first -- tagged passages, past-experience blocks -- then
+the question block, with any lettered options. It never sees gold answers or how a stream was
+generated, and it does not know which system or protocol wrote the prompt.
+:mod:`clstream.models.builtin_reader` turns passages into ordered sentences and events; this
+module reads the question and answers:
 
 * where-questions: the latest move of the person (or of whoever last held the object);
   "where was A the last time B went to P", "where did A go after taking O", "where did A
@@ -16,12 +18,12 @@ into ordered sentences and events; this module reads the question and answers:
   short span from it; multiple choice takes the option the latest relevant sentence supports,
   or the "cannot answer" option when none is supported.
 
-Memory of a SeqMem-Eval method (SPECS §2.3) comes first: when the prompt shows past-task
-records in the solver layout of :mod:`clstream.systems.memory_prompts` and one asks the same
-thing as the current task, the reply reuses the answer that record's feedback states as
-correct, or the answer it gave when its outcome was correct (``recall_answer``), formatted as
-the current task's instruction asks. Prompts without such records (OAKS, a memory-free
-method) take the reading path above unchanged.
+Passages from any memory -- chunks, documents, observations, kept texts -- feed the reader;
+memory with no tagged passage is read as one passage. Experience comes first: when the prompt
+shows past-task blocks and one asks the same thing as the current question, the reply reuses
+the answer that block's feedback states as correct, or the answer it gave when its outcome was
+correct (:mod:`clstream.models.builtin_recall`), formatted as the question block asks.
+Prompts without such blocks take the reading path above unchanged.
 
 The open-question routines over events live in :mod:`clstream.models.builtin_answer`; this
 module routes questions, does the lexical fallback and multiple choice, and is the Model.
@@ -40,9 +42,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
+from clstream.core import layout
 from clstream.core.errors import SpecError
+from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, SamplingParams, Usage
 from clstream.models.builtin_answer import (
     GENERIC,
@@ -64,8 +68,8 @@ from clstream.models.builtin_reader import (
     phrase_at,
     tokens_of,
 )
+from clstream.models.builtin_recall import recall_answer
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems import memory_prompts, prompts
 
 READER_VERSION = "builtin-reader-v2"
 _CACHE_SIZE = 8  # read contexts kept; an interval's questions share one
@@ -187,8 +191,8 @@ _RECALLED = "A past task shown above asks the same question; its record gives th
 
 
 def recalled_reply(answer: str, block: str) -> str:
-    """A reply carrying an answer read from a past-task record, in the format the current
-    task's instruction (the question block) asks for: a fenced program, a ``\\boxed{}``
+    """A reply carrying an answer read from a past-task block, in the format the question
+    block asks for: a fenced program, a ``\\boxed{}``
     answer, a multi-line reply kept as it was given, else ``## Answer: ...``."""
     if "```python" in block:
         code = answer if "```" in answer else f"```python\n{answer}\n```"
@@ -215,8 +219,11 @@ def _count_context(context: str) -> int:
 
 
 class BuiltinReader:
-    """A deterministic reader that answers OAKS-style prompts with no network and no GPU."""
+    """A deterministic reader that answers prompts in the layout of :mod:`clstream.core.layout`
+    with no network and no GPU."""
 
+    summary: ClassVar[str] = "offline deterministic reader of the prompt text; a labelled baseline"
+    params: ClassVar[dict[str, Param]] = {}
     name = "builtin"
 
     def __init__(self, target: str | None = None, **kwargs: Any):
@@ -244,7 +251,7 @@ class BuiltinReader:
         if hit is not None:
             self._read_cache.move_to_end(key)
             return hit
-        entry = (ReadText(prompts.parse_passages(context)), _count_context(context))
+        entry = (ReadText(layout.parse_passages(context)), _count_context(context))
         self._read_cache[key] = entry
         if len(self._read_cache) > _CACHE_SIZE:
             self._read_cache.popitem(last=False)
@@ -260,14 +267,14 @@ class BuiltinReader:
             else:
                 body.append(message.content)
         text = "\n\n".join(body)
-        context, block = prompts.split_prompt(text)
+        context, block = layout.split_prompt(text)
         # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
         outside_context = system_tokens + self.tokenizer.count(block)
-        recalled = memory_prompts.recall_answer(text)
+        recalled = recall_answer(text)
         if recalled is not None:
             return recalled_reply(recalled, block), outside_context + _count_context(context)
         read, context_tokens = self._read(context)
-        question, options = prompts.parse_question(block)
+        question, options = layout.parse_question(block)
         reason, answer = respond(read, question, options)
         return f"{reason}\n## Answer: {answer}", outside_context + context_tokens
 

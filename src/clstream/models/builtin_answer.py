@@ -358,14 +358,14 @@ def answer_who(read: ReadText, q: Question) -> tuple[str, str] | None:
     if q.has("from") and q.has("to") and _first_action(q) == MOVE:
         src, dst = q.after("from"), q.after("to")
         best: tuple[Event, Event] | None = None
-        last: dict[str, Event] = {}
+        last_move: dict[str, Event] = {}
         for e in read.events:
             if e.kind != MOVE:
                 continue
-            prev = last.get(e.subj)
+            prev = last_move.get(e.subj)
             if prev and src and dst and _same(prev.place, src.key) and _same(e.place, dst.key):
                 best = (prev, e)
-            last[e.subj] = e
+            last_move[e.subj] = e
         if best is None:
             return "No direct trip between those places is stated.", UNKNOWN
         return f"Trip {_evidence(read, best[1])}.", read.show(best[1].subj)

@@ -1,25 +1,29 @@
-"""The four OAKS context strategies as systems (SPECS §1.2): full, window, rag, rag+window.
+"""Context strategies as systems (SPECS §1.2): full, window, rag, rag+window.
 
-Memory is the list of chunks observed so far, in arrival order; the BM25 index grows with
-it one chunk per ``observe``. A probe only reads memory. ``respond_batch`` builds every
-request of one interval and sends them in a single ``generate`` call, so a server can share
-the common prompt prefix (see :mod:`clstream.systems.prompts` for the layout).
+Memory is the list of passages observed so far, in arrival order: a chunk as it came, and a
+document, an observation or task feedback as a further passage with a running index
+(:mod:`clstream.systems.passages`); the retrieval index grows with it, one passage per
+``observe``. A probe only reads memory. The query brings the protocol's rules and question
+block; the system shows its passages before it, in the layout of :mod:`clstream.core.layout`.
+``respond_batch`` builds every request of one memory state and sends them in a single
+``generate`` call, so a server can share the common prompt prefix.
 
 Arguments (written ``rag:k=30`` on the command line):
 
 * full: ``budget`` -- prompt token budget, counted with the model's tokenizer; the oldest
-  chunks are dropped first. The context is cut so that a fixed question reserve still fits,
+  passages are dropped first. The context is cut so that a fixed question reserve still fits,
   which keeps the context identical for every question of an interval whatever the batch.
-* window: ``w`` -- the w most recent chunks.
-* rag: ``k`` -- BM25 top-k over all chunks seen (chunk index <= t), shown in chunk order.
+* window: ``w`` -- the w most recent passages.
+* rag: ``k`` -- top-k over all passages seen (chunk index <= t), shown in chunk order.
   SPECS includes the current chunk (the paper's appendix retrieves from earlier intervals).
-* rag+window: ``k``, ``w`` -- the w most recent chunks, plus BM25 top-k over the older
-  chunks once t > w; the question carries the head index.
+* rag+window: ``k``, ``w`` -- the w most recent passages, plus top-k over the older ones once
+  t > w; the question carries the head index (the newest passage's index).
 
-Retrieval is lexical (:class:`~clstream.retrieval.bm25.IncrementalBM25`, queried with the
-question text) so the systems run offline; the paper used a dense embedding model.
-Defaults are small so the bare names fit short contexts; the paper's runs used k = 30 and
-k = 15, w = 15 (``rag:k=30``, ``rag+window:k=15,w=15``).
+Retrieval is lexical by default (:class:`~clstream.retrieval.bm25.IncrementalBM25`, queried
+with the question text) so the systems run offline; ``retriever=dense|hybrid`` (with
+``embedder`` and ``k_rrf``) plugs in the paper's dense retrieval. Defaults are small so the
+bare names fit short contexts; the paper's runs used k = 30 and k = 15, w = 15
+(``rag:k=30``, ``rag+window:k=15,w=15``).
 """
 
 from __future__ import annotations
@@ -29,26 +33,33 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from clstream.core.contracts import Model
-from clstream.core.errors import DataError, SpecError
-from clstream.core.events import Chunk, Event
+from clstream.core import layout
+from clstream.core.contracts import Model, Tokenizer
+from clstream.core.errors import DataError
+from clstream.core.events import Event
+from clstream.core.params import Param, check_args
 from clstream.core.specs import derive_seed
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response, SamplingParams
 from clstream.retrieval.hybrid import RETRIEVERS, Retriever, make_index
-from clstream.systems import prompts
+from clstream.systems.passages import Passage, PassageStore
 
 # Tokens kept free for the question block (question, options, reminder) under `budget`.
 QUESTION_RESERVE = 512
+
+RETRIEVAL_PARAMS = {
+    "retriever": Param("bm25", "retrieval index over the passages", choices=RETRIEVERS),
+    "embedder": Param("minilm", "embedding model for dense and hybrid retrieval"),
+    "k_rrf": Param(60, "reciprocal rank fusion constant of hybrid retrieval", minimum=0),
+}
 
 
 class _ContextSystem(ABC):
     """Shared memory, snapshot and request plumbing; subclasses choose the passages."""
 
     name: ClassVar[str]
-    defaults: ClassVar[dict[str, int]]
-    minimums: ClassVar[dict[str, int]]
-    retrieves: ClassVar[bool] = False  # rag systems: take retriever=, embedder=, k_rrf=
-    # Memory is a pure function of the chunks observed and observing calls no model, so a
+    summary: ClassVar[str]
+    params: ClassVar[dict[str, Param]]
+    # Memory is a pure function of the events observed and observing calls no model, so a
     # runner may rebuild it by replaying the stream instead of storing a snapshot per step.
     replayable: ClassVar[bool] = True
 
@@ -62,118 +73,66 @@ class _ContextSystem(ABC):
         self.model = model
         self.sampling = sampling if sampling is not None else SamplingParams()
         self.seed = seed
-        self.retrieval = self._check_retrieval(args)  # pops retriever/embedder/k_rrf
-        self.args = self._check_args(args)
-        self._chunks: list[Chunk] = []
-        self._index = self._new_index()
+        self.args = check_args(f"system {self.name!r}", self.params, args)
+        self.retrieval = {k: self.args[k] for k in RETRIEVAL_PARAMS if k in self.args}
+        self._memory = PassageStore(self._new_index)
         self._block_tokens: list[int] = []
-        self._shared: str | None = None  # context shared by all questions, for this memory
-
-    @classmethod
-    def _check_retrieval(cls, args: dict[str, Any]) -> dict[str, Any]:
-        if not cls.retrieves:
-            return {}
-        out = {"retriever": args.pop("retriever", "bm25"),
-               "embedder": str(args.pop("embedder", "minilm")),
-               "k_rrf": args.pop("k_rrf", 60)}
-        if out["retriever"] not in RETRIEVERS:
-            raise SpecError(f"system {cls.name!r}: retriever must be one of {', '.join(RETRIEVERS)}")
-        return out
+        # Context shared by all questions of this memory state, per instructions text.
+        self._shared: dict[str, list[str]] = {}
 
     def _new_index(self) -> Retriever:
         return make_index(**self.retrieval) if self.retrieval else make_index("bm25")
 
-    @classmethod
-    def _check_args(cls, args: dict[str, Any]) -> dict[str, int]:
-        for key in args:
-            if key not in cls.defaults:
-                known = ", ".join(sorted(cls.defaults))
-                raise SpecError(f"system {cls.name!r}: unknown argument {key!r} (known: {known})")
-        out = dict(cls.defaults)
-        for key, value in args.items():
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise SpecError(f"system {cls.name!r}: argument {key!r} must be an integer")
-            if value < cls.minimums[key]:
-                raise SpecError(
-                    f"system {cls.name!r}: argument {key!r} must be >= {cls.minimums[key]}"
-                )
-            out[key] = value
-        return out
-
     # --- memory ---------------------------------------------------------------------------
 
     async def reset(self) -> None:
-        self._chunks = []
-        self._index = self._new_index()
+        self._memory = PassageStore(self._new_index)
         self._block_tokens = []
-        self._shared = None
-
-    def _add(self, chunk: Chunk) -> None:
-        position = len(self._chunks)
-        self._chunks.append(chunk)
-        self._index.add(position, chunk.text)
-        self._shared = None
+        self._shared = {}
 
     async def observe(self, event: Event) -> list[GenerationResult]:
-        if not isinstance(event, Chunk):
-            raise SpecError(f"system {self.name!r} observes chunks, got {type(event).__name__}")
-        self._add(event)
+        self._memory.observe(event)
+        self._shared = {}
         return []
 
     def snapshot(self) -> dict[str, Any]:
-        return {
-            "chunks": [
-                {"stream_id": c.stream_id, "index": c.index, "text": c.text} for c in self._chunks
-            ]
-        }
+        return {"chunks": self._memory.to_json()}
 
     def restore(self, state: dict[str, Any]) -> None:
-        chunks = state.get("chunks") if isinstance(state, dict) else None
-        if not isinstance(chunks, list):
-            raise DataError("<snapshot>", None, "chunks", "expected a list of chunks")
-        parsed = []
-        for i, item in enumerate(chunks):
-            ok = (
-                isinstance(item, dict)
-                and isinstance(item.get("stream_id"), str)
-                and isinstance(item.get("index"), int)
-                and isinstance(item.get("text"), str)
-            )
-            if not ok:
-                raise DataError(
-                    "<snapshot>", i, "chunks", "expected {stream_id: str, index: int, text: str}"
-                )
-            parsed.append(Chunk(item["stream_id"], item["index"], item["text"]))
-        self._chunks, self._index, self._block_tokens = [], self._new_index(), []
-        self._shared = None
-        for chunk in parsed:
-            self._add(chunk)
+        if not isinstance(state, dict) or not isinstance(state.get("chunks"), list):
+            raise DataError("<snapshot>", None, "chunks", "expected a list of passages")
+        self._memory.load(state["chunks"], "chunks")
+        self._block_tokens, self._shared = [], {}
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "args": {**self.args, **self.retrieval}}
+        return {"name": self.name, "args": dict(self.args)}
+
+    def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
+        """The most tokens one prompt holds for a stream whose passage blocks cost ``blocks``
+        tokens each, with ``fixed`` tokens of instructions and header (question excluded):
+        an estimate from the arguments. By default the whole stream."""
+        return fixed + sum(blocks)
 
     # --- answering ------------------------------------------------------------------------
 
-    def _passages(self, positions: Sequence[int]) -> list[tuple[int, str]]:
-        return [(self._chunks[p].index, self._chunks[p].text) for p in positions]
+    @property
+    def _passages(self) -> list[Passage]:
+        return self._memory.passages
 
     def _retrieve(self, query: Query, k: int, max_position: int | None) -> list[int]:
-        hits = self._index.search(query.text, k, max_doc_id=max_position)
-        return sorted(doc_id for doc_id, _ in hits)
+        return self._memory.similar(query.text, k, max_position)
 
     @abstractmethod
-    def _context(self, query: Query) -> tuple[str, int | None]:
-        """The context text for ``query`` and the head index to show (or None)."""
+    def _sections(self, query: Query) -> tuple[list[str], int | None]:
+        """The memory sections for ``query`` and the head index to show (or None)."""
 
     def _request(self, query: Query) -> tuple[GenerationRequest, float]:
         start = time.perf_counter()
-        context, head = self._context(query)
+        sections, head = self._sections(query)
         retrieve_s = time.perf_counter() - start
         params = self.sampling.model_copy(update={"seed": derive_seed(self.seed, query.id)})
-        request = GenerationRequest(
-            key=query.id, messages=prompts.build_messages(context, query, head), params=params
-        )
-        return request, retrieve_s
+        messages = layout.query_messages(query, sections, head)
+        return GenerationRequest(key=query.id, messages=messages, params=params), retrieve_s
 
     async def respond(self, query: Query) -> Response:
         return (await self.respond_batch([query]))[0]
@@ -200,84 +159,104 @@ class _ContextSystem(ABC):
 
 
 class FullContext(_ContextSystem):
-    """All chunks so far; the oldest are dropped when the prompt would exceed ``budget``."""
+    """All passages so far; the oldest are dropped when the prompt would exceed ``budget``."""
 
     name = "full"
-    defaults = {"budget": 120_000}
-    minimums = {"budget": 1}
+    summary = "every passage observed so far, the oldest dropped past a token budget"
+    params = {"budget": Param(120_000, "prompt token budget (model's tokenizer)", minimum=1)}
 
-    def _fit(self, budget: int) -> str:
+    def _fit(self, budget: int, instructions: str) -> str:
         tokenizer = self.model.tokenizer
-        for chunk in self._chunks[len(self._block_tokens) :]:  # count each chunk once
-            block = prompts.passage_block(chunk.index, chunk.text)
-            self._block_tokens.append(tokenizer.count(block))
-        fixed = tokenizer.count(prompts.SYSTEM_PROMPT) + tokenizer.count(prompts.CONTEXT_HEADER)
+        passages = self._passages
+        for p in passages[len(self._block_tokens) :]:  # count each passage once
+            self._block_tokens.append(tokenizer.count(layout.passage_block(p.index, p.text)))
+        fixed = tokenizer.count(instructions) + tokenizer.count(layout.PASSAGES_HEADER)
         room = budget - fixed
-        used, first = 0, len(self._chunks)
+        used, first = 0, len(passages)
         while first > 0 and used + self._block_tokens[first - 1] <= room:
             first -= 1
             used += self._block_tokens[first]
-        passages = self._passages(range(first, len(self._chunks)))
-        if first == len(self._chunks) and self._chunks and room > 0:
-            newest = self._chunks[-1]
-            # Not even the newest chunk fits whole: keep its end, as much as the room allows.
-            tag_cost = tokenizer.count(prompts.passage_block(newest.index, ""))
+        shown = self._memory.tagged(range(first, len(passages)))
+        if first == len(passages) and passages and room > 0:
+            newest = passages[-1]
+            # Not even the newest passage fits whole: keep its end, as much as the room allows.
+            tag_cost = tokenizer.count(layout.passage_block(newest.index, ""))
             kept = tokenizer.truncate_left(newest.text, room - tag_cost)
             if kept.strip():
-                passages = [(newest.index, kept)]
-        return prompts.context_text(passages)
+                shown = [(newest.index, kept)]
+        return layout.passages_section(shown)
 
-    def _context(self, query: Query) -> tuple[str, int | None]:
-        if self._shared is None:
-            self._shared = self._fit(self.args["budget"] - QUESTION_RESERVE)
-        tokenizer = self.model.tokenizer
-        question_tokens = tokenizer.count(prompts.question_text(query))
+    def _sections(self, query: Query) -> tuple[list[str], int | None]:
+        instructions = layout.instructions_of(query)
+        if instructions not in self._shared:
+            self._shared[instructions] = [self._fit(self.args["budget"] - QUESTION_RESERVE,
+                                                    instructions)]
+        question_tokens = self.model.tokenizer.count(layout.prompt_of(query))
         if question_tokens <= QUESTION_RESERVE:
-            return self._shared, None
+            return self._shared[instructions], None
         # A question longer than the reserve: cut this prompt further, for this query only.
-        return self._fit(self.args["budget"] - question_tokens), None
+        return [self._fit(self.args["budget"] - question_tokens, instructions)], None
+
+    def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
+        return min(self.args["budget"], fixed + sum(blocks))
 
 
 class RollingWindow(_ContextSystem):
-    """The ``w`` most recent chunks."""
+    """The ``w`` most recent passages."""
 
     name = "window"
-    defaults = {"w": 8}
-    minimums = {"w": 1}
+    summary = "the w most recent passages"
+    params = {"w": Param(8, "passages shown, newest last", minimum=1)}
 
-    def _context(self, query: Query) -> tuple[str, int | None]:
-        if self._shared is None:
-            first = max(0, len(self._chunks) - self.args["w"])
-            self._shared = prompts.context_text(self._passages(range(first, len(self._chunks))))
-        return self._shared, None
+    def _sections(self, query: Query) -> tuple[list[str], int | None]:
+        if "" not in self._shared:
+            shown = self._memory.tagged(self._memory.recent(self.args["w"]))
+            self._shared[""] = [layout.passages_section(shown)]
+        return self._shared[""], None
+
+    def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
+        w = self.args["w"]
+        return fixed + max(sum(blocks[i : i + w]) for i in range(max(1, len(blocks) - w + 1)))
 
 
 class RagSystem(_ContextSystem):
-    """BM25 top-``k`` chunks among all seen, presented in chunk order."""
+    """Top-``k`` passages among all seen, presented in chunk order."""
 
     name = "rag"
-    defaults = {"k": 8}
-    minimums = {"k": 1}
-    retrieves = True
+    summary = "the k passages most similar to the question, in stream order"
+    params = {"k": Param(8, "passages retrieved", minimum=1), **RETRIEVAL_PARAMS}
 
-    def _context(self, query: Query) -> tuple[str, int | None]:
+    def _sections(self, query: Query) -> tuple[list[str], int | None]:
         positions = self._retrieve(query, self.args["k"], None)
-        return prompts.context_text(self._passages(positions)), None
+        return [layout.passages_section(self._memory.tagged(positions))], None
+
+    def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
+        return fixed + sum(sorted(blocks, reverse=True)[: self.args["k"]])
 
 
 class RagWindow(_ContextSystem):
-    """The ``w`` most recent chunks plus, once t > w, BM25 top-``k`` over the older ones."""
+    """The ``w`` most recent passages plus, once t > w, top-``k`` over the older ones."""
 
     name = "rag+window"
-    defaults = {"k": 4, "w": 4}
-    minimums = {"k": 1, "w": 1}
-    retrieves = True
+    summary = "the w most recent passages plus the k older ones most similar to the question"
+    params = {
+        "k": Param(4, "older passages retrieved", minimum=1),
+        "w": Param(4, "recent passages shown", minimum=1),
+        **RETRIEVAL_PARAMS,
+    }
 
-    def _context(self, query: Query) -> tuple[str, int | None]:
-        n, w = len(self._chunks), self.args["w"]
-        recent = self._passages(range(max(0, n - w), n))
-        older: list[tuple[int, str]] = []
+    def _sections(self, query: Query) -> tuple[list[str], int | None]:
+        n, w = len(self._passages), self.args["w"]
+        recent = self._memory.tagged(range(max(0, n - w), n))
+        sections = [layout.passages_section(recent, layout.RECENT_HEADER)]
         if n > w:
-            older = self._passages(self._retrieve(query, self.args["k"], n - w - 1))
-        head = self._chunks[-1].index if self._chunks else None
-        return prompts.split_context_text(recent, older), head
+            older = self._memory.tagged(self._retrieve(query, self.args["k"], n - w - 1))
+            if older:
+                sections.append(layout.passages_section(older, layout.RETRIEVED_HEADER))
+        head = self._passages[-1].index if self._passages else None
+        return sections, head
+
+    def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
+        largest = sorted(blocks, reverse=True)
+        held = sum(largest[: self.args["k"] + self.args["w"]])
+        return fixed + held + tokenizer.count(layout.RETRIEVED_HEADER)

@@ -17,29 +17,36 @@ induction call (stage ``update``) turns the solved task into workflows (``WORKFL
 the entry keeps them with the solved task as its exemplar. Answers show the workflows of the k
 entries most similar to the task plus those entries' exemplars. A reply with no workflow line
 still stores the solved task, as an exemplar without workflows.
+
+Both keep chunks, documents and observations as texts, shown as tagged passages (the base
+class in :mod:`clstream.systems.experience`); only feedback reaches the curator or induction.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from clstream.core import layout
 from clstream.core.events import Feedback
 from clstream.core.types import GenerationResult, Query
 from clstream.systems import memory_prompts as P
 from clstream.systems.experience import (
+    RETRIEVER_PARAM,
     ExperiencePool,
     ExperienceRecord,
-    SeqMemSystem,
+    ExperienceSystem,
+    k_param,
     reply_text,
     snapshot_error,
 )
 
 
-class DcRs(SeqMemSystem):
+class DcRs(ExperienceSystem):
     """Dynamic Cheatsheet with retrieval and synthesis (see the module docstring)."""
 
     name = "dc-rs"
-    defaults = {"k": 3, "retriever": "bm25"}
+    summary = "a cheatsheet rewritten before each task from the k most similar past tasks"
+    params = {"k": k_param(), "retriever": RETRIEVER_PARAM}
 
     def _clear(self) -> None:
         self.cheatsheet = ""
@@ -50,10 +57,10 @@ class DcRs(SeqMemSystem):
                         results: list[GenerationResult]) -> list[str]:
         with self._timed(timings, "retrieve"):
             hits = self.history.similar(query.text, self.args["k"])
-            retrieved = self.history.exemplars([p for p, _ in hits])
+            retrieved = self.history.experiences([p for p, _ in hits])
         prompt = P.CURATOR_PROMPT.format(
             cheatsheet=self.cheatsheet or "(empty)",
-            examples=P.exemplars_section(retrieved) or "No similar past tasks yet.\n",
+            examples=layout.experiences_section(retrieved) or "No similar past tasks yet.\n",
             question=query.text.strip(),
         )
         curated = await self._call(f"{query.id}/curate", P.update_messages(prompt), "update",
@@ -64,7 +71,7 @@ class DcRs(SeqMemSystem):
         if new is not None:
             return [P.text_section(P.CHEATSHEET_HEADER, new)]
         return [P.text_section(P.CHEATSHEET_HEADER, self.cheatsheet),
-                P.exemplars_section(retrieved)]
+                layout.experiences_section(retrieved)]
 
     async def _update(self, fb: Feedback) -> list[GenerationResult]:
         if self._pending is not None and self._pending[0] == fb.query_id:
@@ -85,11 +92,13 @@ class DcRs(SeqMemSystem):
                                                 self.args["retriever"])
 
 
-class Awm(SeqMemSystem):
+class Awm(ExperienceSystem):
     """Agent Workflow Memory: workflows induced from solved tasks (see the module docstring)."""
 
     name = "awm"
-    defaults = {"k": 3, "retriever": "bm25"}
+    summary = "workflows induced from solved tasks; shows those of the k most similar"
+    params = {"k": k_param(3, "similar solved tasks whose workflows are shown"),
+              "retriever": RETRIEVER_PARAM}
 
     def _clear(self) -> None:
         self.solved = self._pool()  # the solved tasks, one per entry
@@ -103,13 +112,13 @@ class Awm(SeqMemSystem):
         for p in positions:
             flows += [w for w in self.workflows[p] if w not in flows]
         return [P.list_section(P.WORKFLOWS_HEADER, flows),
-                P.exemplars_section(self.solved.exemplars(positions))]
+                layout.experiences_section(self.solved.experiences(positions))]
 
     async def _update(self, fb: Feedback) -> list[GenerationResult]:
         if not fb.success:
             return []
         record = ExperienceRecord.from_feedback(fb)
-        prompt = P.INDUCTION_PROMPT.format(example=P.exemplar_block(record.exemplar()))
+        prompt = P.INDUCTION_PROMPT.format(example=layout.experience_block(record.experience()))
         call = await self._update_call(f"{fb.query_id}/induce", prompt)
         self.solved.add(record)
         self.workflows.append(P.parse_workflows(reply_text(call)))

@@ -29,13 +29,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from clstream.core import layout
 from clstream.core.events import Feedback
+from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
 from clstream.systems import memory_prompts as P
 from clstream.systems.experience import (
+    RETRIEVER_PARAM,
     ExperiencePool,
     ExperienceRecord,
-    SeqMemSystem,
+    ExperienceSystem,
+    k_param,
     reply_text,
     snapshot_error,
 )
@@ -86,11 +90,17 @@ class _TaskScratch:
     failed: list[_Attempt] = field(default_factory=list)
 
 
-class ExpelSt(SeqMemSystem):
+class ExpelSt(ExperienceSystem):
     """ExpeL, single try (see the module docstring)."""
 
     name = "expel-st"
-    defaults: dict[str, Any] = {"k": 3, "batch": 8, "max_rules": 20, "retriever": "bm25"}
+    summary = "rules distilled from batches of solved tasks, shown with similar successes"
+    params = {
+        "k": k_param(3, "similar solved tasks shown"),
+        "batch": Param(8, "successes gathered between rule updates (L)", minimum=1),
+        "max_rules": Param(20, "rules kept at most", minimum=1),
+        "retriever": RETRIEVER_PARAM,
+    }
 
     def _clear(self) -> None:
         self.solved = self._pool()
@@ -105,7 +115,7 @@ class ExpelSt(SeqMemSystem):
         with self._timed(timings, "retrieve"):
             hits = self.solved.similar(query.text, self.args["k"])
         sections = [P.list_section(P.RULES_HEADER, [r.text for r in self.rules]),
-                    P.exemplars_section(self.solved.exemplars([p for p, _ in hits]))]
+                    layout.experiences_section(self.solved.experiences([p for p, _ in hits]))]
         return sections + self._retry_sections(query)
 
     def _retry_sections(self, query: Query) -> list[str]:
@@ -128,7 +138,7 @@ class ExpelSt(SeqMemSystem):
         self.recent.append(self.solved.add(record))
         if len(self.recent) < self.args["batch"]:
             return []
-        examples = "\n".join(P.exemplar_block(e) for e in self.solved.exemplars(self.recent))
+        examples = "\n".join(layout.experience_block(e) for e in self.solved.experiences(self.recent))
         prompt = P.RULES_BATCH_PROMPT.format(max_rules=self.args["max_rules"],
                                              rules=self._rules_text(), examples=examples)
         self.recent = []
@@ -166,7 +176,8 @@ class ExpelMt(ExpelSt):
     """ExpeL, multiple tries with reflection (see the module docstring)."""
 
     name = "expel-mt"
-    defaults: dict[str, Any] = {**ExpelSt.defaults, "tries": 3}
+    summary = "ExpeL with up to `tries` attempts per task, reflecting after each failure"
+    params = {**ExpelSt.params, "tries": Param(3, "attempts per task online (Z)", minimum=1)}
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -178,9 +189,9 @@ class ExpelMt(ExpelSt):
         if attempt <= 1 or scratch is None or scratch.task_id != query.meta.get("task_id"):
             return []
         notes = [a.reflection for a in scratch.failed if a.reflection]
-        raw = [a.record.exemplar() for a in scratch.failed if not a.reflection]
+        raw = [a.record.experience() for a in scratch.failed if not a.reflection]
         return [P.list_section(P.REFLECTIONS_HEADER, notes),
-                P.exemplars_section(raw, P.FAILED_EXEMPLARS_HEADER)]
+                layout.experiences_section(raw, layout.FAILED_EXPERIENCES_HEADER)]
 
     async def _update(self, fb: Feedback) -> list[GenerationResult]:
         task_id = str(fb.meta.get("task_id", fb.query_id))
@@ -192,7 +203,7 @@ class ExpelMt(ExpelSt):
         if not fb.success:
             reflection = None
             if not final:
-                prompt = P.REFLECTION_PROMPT.format(attempt=P.exemplar_block(record.exemplar()))
+                prompt = P.REFLECTION_PROMPT.format(attempt=layout.experience_block(record.experience()))
                 call = await self._update_call(f"{fb.query_id}/reflect", prompt)
                 calls.append(call)
                 reflection = P.parse_reflection(reply_text(call))
@@ -206,7 +217,7 @@ class ExpelMt(ExpelSt):
         if failed:
             prompt = P.RULES_PAIR_PROMPT.format(
                 max_rules=self.args["max_rules"], rules=self._rules_text(),
-                failed=P.exemplar_block(failed[-1].record.exemplar()),
-                succeeded=P.exemplar_block(record.exemplar()))
+                failed=layout.experience_block(failed[-1].record.experience()),
+                succeeded=layout.experience_block(record.experience()))
             calls.append(await self._rule_update(f"{fb.query_id}/pair-rules", prompt))
         return calls + await self._solved(record, fb.query_id)

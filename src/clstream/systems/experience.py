@@ -1,7 +1,7 @@
-"""Instance-level experience memory for SeqMem-Eval (SeqMem-Eval App. A.3 (1)-(2); SPECS §2.3),
-and the base class every SeqMem memory method builds on.
+"""Instance-level experience memory (SeqMem-Eval App. A.3 (1)-(2); SPECS §2.3), and the base
+class every experience method builds on.
 
-* ``memory-free``: answers with no memory at all (the baseline).
+* ``memory-free``: answers with no memory at all (the baseline); it ignores every event.
 * ``exp-recent`` (k=3): the k most recent records -- task, answer, feedback -- oldest first.
 * ``exp-rag`` (k=3): the k past records most similar to the task, shown oldest first.
 
@@ -9,10 +9,17 @@ The paper ranks records by embedding similarity; offline, similarity here is BM2
 task texts (``retriever=bm25``, the only retriever wired so far; the argument is where a dense
 or hybrid retriever plugs in).
 
-The base class :class:`SeqMemSystem` holds what all methods share: argument checking, model
-calls with a per-request seed derived from the request key, stage tags and timings
+The base class :class:`ExperienceSystem` holds what all methods share: declared arguments,
+model calls with a per-request seed derived from the request key, stage tags and timings
 (``retrieve`` / ``generate`` / ``update``) on every :class:`Response`, JSON snapshots, and
-:class:`ExperiencePool` (records plus an incremental index over their task texts).
+:class:`ExperiencePool` (records plus an incremental index over their task texts). It also
+makes every method handle every event: feedback goes to the method's own update; a chunk, a
+document or an observation is kept as an experience of kind *text* -- a passage with no task
+and no outcome (:mod:`clstream.systems.passages`), in memory's ``texts``. When answering, the
+k texts most similar to the question (the k most recent for ``exp-recent``) are shown as
+tagged passages in a section of their own, last before the question, the place a context
+system gives its passages. No model call is made for a text event, and text never enters a
+method's learning from successes and failures.
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from clstream.core import layout
 from clstream.core.contracts import Model
 from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Event, Feedback
+from clstream.core.params import Param, check_args
 from clstream.core.specs import derive_seed
 from clstream.core.types import (
     GenerationRequest,
@@ -39,6 +48,7 @@ from clstream.core.types import (
 )
 from clstream.retrieval.bm25 import IncrementalBM25
 from clstream.systems import memory_prompts as P
+from clstream.systems.passages import PassageStore
 
 SNAPSHOT = "<snapshot>"
 RETRIEVERS: dict[str, Callable[[], IncrementalBM25]] = {"bm25": IncrementalBM25}
@@ -50,6 +60,14 @@ def snapshot_error(field: str, problem: str) -> DataError:
 
 def reply_text(result: GenerationResult) -> str:
     return result.samples[0].text if result.ok and result.samples else ""
+
+
+def k_param(default: int = 3, what: str = "past records shown") -> Param:
+    return Param(default, what, minimum=1)
+
+
+RETRIEVER_PARAM = Param("bm25", "similarity search over past task texts",
+                        choices=tuple(RETRIEVERS))
 
 
 @dataclass
@@ -82,8 +100,8 @@ class ExperienceRecord:
         task_id = str(fb.meta.get("task_id", fb.query_id))
         return cls(task_id, fb.query_text, fb.answer, fb.message, fb.success)
 
-    def exemplar(self) -> P.Exemplar:
-        return P.Exemplar(self.question, self.output, self.feedback, self.success)
+    def experience(self) -> layout.Experience:
+        return layout.Experience(self.question, self.output, self.feedback, self.success)
 
 
 class ExperiencePool:
@@ -117,9 +135,9 @@ class ExperiencePool:
             hits = [(p, s) for p, s in hits if keep(self.records[p])]
         return hits[:k]
 
-    def exemplars(self, positions: Sequence[int]) -> list[P.Exemplar]:
-        """Records at ``positions`` as exemplars, oldest first."""
-        return [self.records[p].exemplar() for p in sorted(positions)]
+    def experiences(self, positions: Sequence[int]) -> list[layout.Experience]:
+        """Records at ``positions`` as shown in prompts, oldest first."""
+        return [self.records[p].experience() for p in sorted(positions)]
 
     def to_json(self) -> list[dict[str, Any]]:
         return [r.to_json() for r in self.records]
@@ -134,63 +152,57 @@ class ExperiencePool:
         return pool
 
 
-class SeqMemSystem(ABC):
-    """Shared plumbing of the SeqMem memory methods (see the module docstring).
+class ExperienceSystem(ABC):
+    """Shared plumbing of the experience methods (see the module docstring).
 
-    Subclasses set ``name`` and ``defaults`` (argument -> default; the type of the default is
-    the type required) and implement ``_clear``, ``_sections``, ``_update``, ``_dump`` and
-    ``_load``. ``respond`` never changes memory; only ``observe`` does.
+    Subclasses set ``name``, ``summary`` and ``params`` and implement ``_clear``, and as
+    needed ``_sections``, ``_update``, ``_dump`` and ``_load``. ``respond`` never changes
+    memory; only ``observe`` does.
     """
 
     name: ClassVar[str]
-    defaults: ClassVar[dict[str, Any]] = {}
-    minimums: ClassVar[dict[str, int]] = {}
+    summary: ClassVar[str]
+    params: ClassVar[dict[str, Param]] = {}
     max_tries: int = 1
+    keeps_text: ClassVar[bool] = True  # keep chunks, documents and observations as texts
+    texts_by_recency: ClassVar[bool] = False  # show the most recent texts, not the most similar
 
     def __init__(self, model: Model, sampling: SamplingParams | None = None, seed: int = 0,
                  **args: Any):
         self.model = model
         self.sampling = sampling if sampling is not None else SamplingParams()
         self.seed = seed
-        self.args = self._check_args(args)
-        self._clear()
-
-    @classmethod
-    def _check_args(cls, args: dict[str, Any]) -> dict[str, Any]:
-        out = dict(cls.defaults)
-        for key, value in args.items():
-            if key not in cls.defaults:
-                known = ", ".join(sorted(cls.defaults)) or "none"
-                raise SpecError(f"system {cls.name!r}: unknown argument {key!r} (known: {known})")
-            want = type(cls.defaults[key])
-            if isinstance(value, bool) or not isinstance(value, want):
-                raise SpecError(f"system {cls.name!r}: argument {key!r} must be "
-                                f"{'an integer' if want is int else 'a string'}, got {value!r}")
-            if want is int and value < cls.minimums.get(key, 1):
-                raise SpecError(f"system {cls.name!r}: argument {key!r} must be >= "
-                                f"{cls.minimums.get(key, 1)}, got {value}")
-            out[key] = value
-        if "retriever" in out and out["retriever"] not in RETRIEVERS:
-            raise SpecError(f"system {cls.name!r}: unknown retriever {out['retriever']!r} "
+        retriever = args.get("retriever")
+        if "retriever" in self.params and isinstance(retriever, str) \
+                and retriever not in RETRIEVERS:
+            raise SpecError(f"system {self.name!r}: unknown retriever {retriever!r} "
                             f"(known: {', '.join(sorted(RETRIEVERS))})")
-        return out
+        self.args = check_args(f"system {self.name!r}", self.params, args)
+        self._clear_all()
+
+    def _clear_all(self) -> None:
+        self.texts = PassageStore(RETRIEVERS[self.args.get("retriever", "bm25")])
+        self._clear()
 
     # --- the System contract -------------------------------------------------------------
 
     async def reset(self) -> None:
-        self._clear()
+        self._clear_all()
 
     async def observe(self, event: Event) -> list[GenerationResult]:
-        if not isinstance(event, Feedback):
-            raise SpecError(f"system {self.name!r} observes task feedback, "
-                            f"got {type(event).__name__}")
-        return await self._update(event)
+        if isinstance(event, Feedback):
+            return await self._update(event)
+        if self.keeps_text:
+            self.texts.observe(event)
+        return []
 
     async def respond(self, query: Query) -> Response:
         timings = {"retrieve": 0.0, "generate": 0.0, "update": 0.0}
         results: list[GenerationResult] = []
         sections = await self._sections(query, timings, results)
-        messages = P.solver_messages(sections, query)
+        with self._timed(timings, "retrieve"):
+            sections.append(self._texts_section(query))
+        messages = layout.query_messages(query, sections)
         results.append(await self._call(query.id, messages, "generate", timings))
         return Response(query_id=query.id, results=results,
                         timings={k: round(v, 6) for k, v in timings.items()})
@@ -200,7 +212,10 @@ class SeqMemSystem(ABC):
         return list(await asyncio.gather(*(self.respond(q) for q in queries)))
 
     def snapshot(self) -> dict[str, Any]:
-        return {"method": self.name, "memory": self._dump()}
+        memory = self._dump()
+        if self.keeps_text:
+            memory = {**memory, "texts": self.texts.to_json()}
+        return {"method": self.name, "memory": memory}
 
     def restore(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict) or not isinstance(state.get("memory"), dict):
@@ -208,8 +223,11 @@ class SeqMemSystem(ABC):
         if state.get("method") != self.name:
             raise snapshot_error("method", f"snapshot of {state.get('method')!r}, "
                                            f"this system is {self.name!r}")
-        self._clear()
-        self._load(state["memory"])
+        self._clear_all()
+        memory = state["memory"]
+        if self.keeps_text:
+            self.texts.load(memory.get("texts", []), "texts")
+        self._load(memory)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "args": dict(self.args), "max_tries": self.max_tries,
@@ -242,11 +260,20 @@ class SeqMemSystem(ABC):
     def _pool(self) -> ExperiencePool:
         return ExperiencePool(self.args.get("retriever", "bm25"))
 
+    def _texts_section(self, query: Query) -> str:
+        """The texts shown for ``query`` as tagged passages, or '' when there are none."""
+        if not self.keeps_text or not self.texts:
+            return ""
+        k = self.args["k"]
+        recent = self.texts_by_recency
+        positions = self.texts.recent(k) if recent else self.texts.similar(query.text, k)
+        return layout.passages_section(self.texts.tagged(positions)) if positions else ""
+
     # --- what subclasses provide ---------------------------------------------------------
 
     @abstractmethod
     def _clear(self) -> None:
-        """Empty the memory (and any state held between ``respond`` and ``observe``)."""
+        """Empty the method's memory (and any state held between ``respond`` and ``observe``)."""
 
     async def _sections(self, query: Query, timings: dict[str, float],
                         results: list[GenerationResult]) -> list[str]:
@@ -262,56 +289,32 @@ class SeqMemSystem(ABC):
         return None
 
 
-class MemoryFree(SeqMemSystem):
-    """Answers every task with no memory (SeqMem-Eval's baseline)."""
+class MemoryFree(ExperienceSystem):
+    """Answers every query with no memory (SeqMem-Eval's baseline)."""
 
     name = "memory-free"
+    summary = "no memory at all: every query is answered on its own (the baseline)"
+    keeps_text = False
 
     def _clear(self) -> None:
         return None
 
 
-class ExpRecent(SeqMemSystem):
-    """The k most recent records: task, answer and feedback."""
-
-    name = "exp-recent"
-    defaults = {"k": 3}
-
-    def _clear(self) -> None:
-        self.pool = ExperiencePool()
-
-    async def _sections(self, query: Query, timings: dict[str, float],
-                        results: list[GenerationResult]) -> list[str]:
-        with self._timed(timings, "retrieve"):
-            shown = self.pool.exemplars(self.pool.recent(self.args["k"]))
-        return [P.exemplars_section(shown)]
-
-    async def _update(self, fb: Feedback) -> list[GenerationResult]:
-        self.pool.add(ExperienceRecord.from_feedback(fb))
-        return []
-
-    def _dump(self) -> dict[str, Any]:
-        return {"records": self.pool.to_json()}
-
-    def _load(self, memory: dict[str, Any]) -> None:
-        self.pool = ExperiencePool.from_json(memory.get("records"), "records", "bm25")
-
-
-class ExpRag(SeqMemSystem):
-    """The k past records most similar to the task (BM25 over task texts by default)."""
-
-    name = "exp-rag"
-    defaults = {"k": 3, "retriever": "bm25"}
+class _RecordMemory(ExperienceSystem):
+    """Past records, all kept; subclasses choose which k to show (``_pick``)."""
 
     def _clear(self) -> None:
         self.pool = self._pool()
 
+    @abstractmethod
+    def _pick(self, query: Query) -> list[int]:
+        """Positions of the records shown for ``query``."""
+
     async def _sections(self, query: Query, timings: dict[str, float],
                         results: list[GenerationResult]) -> list[str]:
         with self._timed(timings, "retrieve"):
-            hits = self.pool.similar(query.text, self.args["k"])
-            shown = self.pool.exemplars([p for p, _ in hits])
-        return [P.exemplars_section(shown)]
+            shown = self.pool.experiences(self._pick(query))
+        return [layout.experiences_section(shown)]
 
     async def _update(self, fb: Feedback) -> list[GenerationResult]:
         self.pool.add(ExperienceRecord.from_feedback(fb))
@@ -322,4 +325,27 @@ class ExpRag(SeqMemSystem):
 
     def _load(self, memory: dict[str, Any]) -> None:
         self.pool = ExperiencePool.from_json(memory.get("records"), "records",
-                                             self.args["retriever"])
+                                             self.args.get("retriever", "bm25"))
+
+
+class ExpRecent(_RecordMemory):
+    """The k most recent records: task, answer and feedback."""
+
+    name = "exp-recent"
+    summary = "the k most recent past tasks with their answers and feedback"
+    params = {"k": k_param()}
+    texts_by_recency = True
+
+    def _pick(self, query: Query) -> list[int]:
+        return self.pool.recent(self.args["k"])
+
+
+class ExpRag(_RecordMemory):
+    """The k past records most similar to the task (BM25 over task texts by default)."""
+
+    name = "exp-rag"
+    summary = "the k past tasks most similar to the query, with their answers and feedback"
+    params = {"k": k_param(), "retriever": RETRIEVER_PARAM}
+
+    def _pick(self, query: Query) -> list[int]:
+        return [p for p, _ in self.pool.similar(query.text, self.args["k"])]

@@ -26,13 +26,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from clstream.core import layout
 from clstream.core.events import Feedback
+from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
 from clstream.systems import memory_prompts as P
 from clstream.systems.experience import (
+    RETRIEVER_PARAM,
     ExperiencePool,
     ExperienceRecord,
-    SeqMemSystem,
+    ExperienceSystem,
+    k_param,
     reply_text,
     snapshot_error,
 )
@@ -63,13 +67,19 @@ def _is_index_list(value: Any, bound: int) -> bool:
         isinstance(v, int) and not isinstance(v, bool) and 0 <= v < bound for v in value)
 
 
-class GMemory(SeqMemSystem):
+class GMemory(ExperienceSystem):
     """Experience graph with scored insights (see the module docstring)."""
 
     name = "g-memory"
-    defaults: dict[str, Any] = {"k": 3, "success_k": 2, "failed_k": 1, "insights_k": 10,
-                                "max_insights": 40, "retriever": "bm25"}
-    minimums = {"failed_k": 0, "success_k": 0, "insights_k": 0}
+    summary = "an experience graph with insights scored by later outcomes"
+    params = {
+        "k": k_param(3, "nodes retrieved directly"),
+        "success_k": Param(2, "successes shown", minimum=0),
+        "failed_k": Param(1, "failures shown", minimum=0),
+        "insights_k": Param(10, "insights shown", minimum=0),
+        "max_insights": Param(40, "insights kept at most", minimum=1),
+        "retriever": RETRIEVER_PARAM,
+    }
 
     def _clear(self) -> None:
         self.nodes = self._pool()
@@ -104,8 +114,8 @@ class GMemory(SeqMemSystem):
             chosen = self._pick_insights(around)
         self._plan = _Plan(query.id, retrieved, chosen)
         return [P.list_section(P.INSIGHTS_HEADER, [self.insights[i].text for i in chosen]),
-                P.exemplars_section(self.nodes.exemplars(wins)),
-                P.exemplars_section(self.nodes.exemplars(losses), P.FAILED_EXEMPLARS_HEADER)]
+                layout.experiences_section(self.nodes.experiences(wins)),
+                layout.experiences_section(self.nodes.experiences(losses), layout.FAILED_EXPERIENCES_HEADER)]
 
     # --- updating ------------------------------------------------------------------------
 
@@ -128,8 +138,8 @@ class GMemory(SeqMemSystem):
             won, lost = (record, other) if fb.success else (other, record)
             prompt = P.INSIGHT_PROMPT.format(
                 insights=P.numbered([x.text for x in self.insights]),
-                succeeded=P.exemplar_block(won.exemplar()),
-                failed=P.exemplar_block(lost.exemplar()))
+                succeeded=layout.experience_block(won.experience()),
+                failed=layout.experience_block(lost.experience()))
             call = await self._update_call(f"{fb.query_id}/insights", prompt)
             calls.append(call)
             known = {x.text for x in self.insights}

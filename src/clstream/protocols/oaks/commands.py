@@ -14,6 +14,7 @@ from clstream.protocols.common import build_model, parse_components, run_info, s
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.metrics import load_predictions, score_oaks
+from clstream.protocols.oaks.prompts import template_fingerprint
 from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
 from clstream.protocols.options import (
     add_backend_arguments,
@@ -23,8 +24,15 @@ from clstream.protocols.options import (
     positive,
     sampling_from_args,
 )
+from clstream.protocols.outcome import (
+    Failure,
+    check_endpoint,
+    finish,
+    first_error,
+    resume_command,
+    terminate_as_interrupt,
+)
 from clstream.store.db import ResultsStore
-from clstream.systems.prompts import template_fingerprint
 
 
 # -- generate --------------------------------------------------------------------------------
@@ -81,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
         for s in systems
     ]
     factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
-    with ResultsStore(args.out, writer=True) as store:
+    check_endpoint(model, sampling)  # a dead endpoint fails here, before anything is written
+    failures: list[Failure] = []
+    with ResultsStore(args.out, writer=True) as store, terminate_as_interrupt():
         for spec, make in zip(specs, factories, strict=True):
             docs = args.docs_in_flight
             if args.cache_budget_tokens is not None:
@@ -99,6 +109,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"{state} {spec.system.label} ({result.run_id}): "
                   f"{result.probes_done}/{result.probes_total} probes, {result.errors} errors, "
                   f"{result.wall_s:.1f}s", file=sys.stderr)
+            if result.probes_done < result.probes_total:
+                failures.append(Failure(
+                    spec.system.label, result.run_id, result.errors,
+                    result.probes_total - result.probes_done - result.errors,
+                    result.probes_total, first_error(store, result.run_id, ("probe",))))
+    finish("oaks", "probes", failures, resume_command("oaks", add_run_oaks_arguments, args))
     print(args.out)
     return 0
 

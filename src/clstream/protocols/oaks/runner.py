@@ -36,22 +36,34 @@ model call is ever repeated and a failed probe can be retried under the exact st
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clstream.core.contracts import Model, System, Tokenizer, respond_all
+from clstream.core import layout
+from clstream.core.contracts import (
+    Model,
+    PromptEstimator,
+    System,
+    Tokenizer,
+    is_replayable,
+    open_model,
+    respond_all,
+)
 from clstream.core.events import Chunk
 from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
-from clstream.protocols.common import call_records, progress_bar, system_factory
+from clstream.protocols.common import (
+    call_records,
+    progress_bar,
+    register_run,
+    system_factory,
+)
 from clstream.protocols.oaks.data import OaksDataset, OaksDocument, gold_view
+from clstream.protocols.oaks.prompts import SYSTEM_PROMPT, ask
 from clstream.store.db import Record, ResultsStore
-from clstream.systems import prompts
-from clstream.systems.context import FullContext, RagSystem, RagWindow, RollingWindow
 
 PROTOCOL = "oaks"
 
@@ -65,10 +77,11 @@ def probe_key(question_id: str, t: int) -> str:
 
 
 def make_query(question_id: str, text: str, options: tuple[str, ...], t: int) -> Query:
-    return Query(
+    """The probe of one question at interval t: the OAKS rules and its question block."""
+    return ask(Query(
         id=probe_key(question_id, t), text=text, options=options,
         kind="mc" if options else "open", meta={"question_id": question_id, "t": t},
-    )
+    ))
 
 
 def probe_record(doc: OaksDocument, query: Query, response: Response) -> Record:
@@ -90,27 +103,16 @@ def probe_record(doc: OaksDocument, query: Query, response: Response) -> Record:
 def context_tokens(system: System, doc: OaksDocument, tokenizer: Tokenizer) -> int:
     """The most tokens one prompt of ``system`` holds for ``doc``: an estimate from its arguments.
 
-    Full holds min(budget, the whole document); window the w consecutive chunks with the most
-    tokens; rag the k largest chunks; rag+window the k + w largest. Any other system is taken
-    to hold the whole document. The rules message and the headers are counted, the question
-    block is not.
+    A system that can say (``max_prompt_tokens``, the context systems) is asked, given the
+    tokens of each chunk's passage block and of the fixed part (the rules message and the
+    passages header); any other system is taken to hold the whole document. The question block
+    is not counted.
     """
-    blocks = [tokenizer.count(prompts.passage_block(i, text)) for i, text in enumerate(doc.chunks)]
-    fixed = tokenizer.count(prompts.SYSTEM_PROMPT) + tokenizer.count(prompts.CONTEXT_HEADER)
-    args: dict[str, int] = getattr(system, "args", {})
-    largest = sorted(blocks, reverse=True)
-    if isinstance(system, FullContext):
-        return min(args["budget"], fixed + sum(blocks))
-    if isinstance(system, RollingWindow):
-        w = args["w"]
-        held = max(sum(blocks[i : i + w]) for i in range(max(1, len(blocks) - w + 1)))
-    elif isinstance(system, RagSystem):
-        held = sum(largest[: args["k"]])
-    elif isinstance(system, RagWindow):
-        held = sum(largest[: args["k"] + args["w"]]) + tokenizer.count(prompts.RETRIEVED_HEADER)
-    else:
-        held = sum(blocks)
-    return fixed + held
+    blocks = [tokenizer.count(layout.passage_block(i, text)) for i, text in enumerate(doc.chunks)]
+    fixed = tokenizer.count(SYSTEM_PROMPT) + tokenizer.count(layout.PASSAGES_HEADER)
+    if not isinstance(system, PromptEstimator):
+        return fixed + sum(blocks)
+    return int(system.max_prompt_tokens(blocks, fixed, tokenizer))
 
 
 def docs_for_cache_budget(
@@ -256,10 +258,7 @@ class OaksRunner:
     def register(self, info: dict) -> bool:
         """Record the run (idempotent); returns True when this is a resume."""
         self.store.put_dataset(self.dataset.sha256, self.dataset.path, gold_view(self.dataset))
-        return self.store.ensure_run(
-            self.run_id, PROTOCOL, self.spec.system.label, self.spec.model.label,
-            self.dataset.sha256, self.spec.model_dump(mode="json"), info,
-        )
+        return register_run(self.store, self.spec, self.dataset.sha256, info)
 
     @property
     def probes_total(self) -> int:
@@ -277,9 +276,7 @@ class OaksRunner:
                 await self._run_document(doc, bar)
 
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                if self.model is not None and hasattr(self.model, "__aenter__"):
-                    await stack.enter_async_context(self.model)  # one connection pool
+            async with open_model(self.model):  # one connection pool
                 await asyncio.gather(*(one(d) for d in self.dataset.documents))
         finally:
             if bar is not None:
@@ -316,10 +313,10 @@ class OaksRunner:
             return
         system = self.make_system()
         await system.reset()
-        if getattr(system, "replayable", False) and self.model is not None:
+        if is_replayable(system) and self.model is not None:
             await self._run_pools(doc, system, todo, bar)
             return
-        if getattr(system, "replayable", False):
+        if is_replayable(system):
             last_needed = max(t for t, qs in todo.items() if qs)
             for t in range(1, last_needed + 1):
                 await system.observe(Chunk(doc.bid, t - 1, doc.chunks[t - 1]))

@@ -7,12 +7,12 @@ import argparse
 import asyncio
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from clstream.core.errors import SpecError, StoreError
+from clstream.core.errors import ClstreamError, SpecError, StoreError
+from clstream.core.files import atomic_writer
 from clstream.core.records import RunRow
 from clstream.core.specs import RunSpec
 from clstream.protocols.common import build_model, parse_components, run_info, system_factory
@@ -23,14 +23,22 @@ from clstream.protocols.options import (
     backend_options,
     sampling_from_args,
 )
+from clstream.protocols.outcome import (
+    Failure,
+    check_endpoint,
+    finish,
+    first_error,
+    resume_command,
+    terminate_as_interrupt,
+)
 from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
+from clstream.protocols.seqmem.prompts import template_fingerprint
 from clstream.protocols.seqmem.runner import SeqMemRunner
 from clstream.protocols.seqmem.summary import seqmem_rows
 from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, write_seqmem_synthetic
 from clstream.protocols.seqmem.tasks import load_seqmem_stream
 from clstream.store.db import ResultsStore
-from clstream.systems.memory_prompts import template_fingerprint
 
 SOURCES = ("synthetic", "humaneval", "math500", "mmlu-pro", "apibench", "apibench-hf")
 
@@ -109,7 +117,9 @@ def run(args: argparse.Namespace) -> int:
              for s in systems]
     model = build_model(model_spec, **backend_options(args))
     factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
-    with ResultsStore(args.out, writer=True) as store:
+    check_endpoint(model, sampling)  # a dead endpoint fails here, before anything is written
+    failures: list[Failure] = []
+    with ResultsStore(args.out, writer=True) as store, terminate_as_interrupt():
         for spec, make in zip(specs, factories, strict=True):
             runner = SeqMemRunner(stream.tasks, stream.holdout, spec, store, make,
                                   evaluator.evaluate, plan, view,
@@ -118,16 +128,38 @@ def run(args: argparse.Namespace) -> int:
                                             "dataset_path": stream.source,
                                             "evaluator": evaluator.name})
             resumed = runner.register(info)
-            result = asyncio.run(runner.run())
             state = "resumed" if resumed else "ran"
+            try:
+                result = asyncio.run(runner.run())
+            except ClstreamError as exc:  # the stream stopped (an online answer failed)
+                failures.append(_failure(store, runner, spec.system.label, str(exc)))
+                print(f"stopped {spec.system.label} ({runner.run_id})", file=sys.stderr)
+                continue
             totals = result.counts
             print(f"{state} {spec.system.label} ({result.run_id}): online "
                   f"{result.online_done}/{totals['online']}, hold-out "
                   f"{result.holdout_done}/{totals['holdout']}, retro "
                   f"{result.retro_done}/{totals['retro']}, {result.errors} errors, "
                   f"{result.wall_s:.1f}s", file=sys.stderr)
+            if result.online_done + result.holdout_done + result.retro_done < sum(totals.values()):
+                failures.append(_failure(store, runner, spec.system.label, None))
+    finish("seqmem", "records", failures,
+           resume_command("seqmem", add_run_seqmem_arguments, args))
     print(args.out)
     return 0
+
+
+def _failure(store: ResultsStore, runner: SeqMemRunner, label: str, stopped: str | None
+             ) -> Failure:
+    """What a run left undone: errors stored (plus the online step that stopped the stream,
+    which is not stored) and records never reached."""
+    totals = runner.totals
+    done = sum(store.count(runner.run_id, kind, errors=False) for kind in totals)
+    failed = sum(store.count(runner.run_id, kind, errors=True) for kind in totals)
+    failed += stopped is not None
+    error = stopped or first_error(store, runner.run_id, ("online", "holdout", "retro"))
+    return Failure(label, runner.run_id, failed, max(0, sum(totals.values()) - done - failed),
+                   sum(totals.values()), error)
 
 
 def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:
@@ -196,10 +228,7 @@ def export_seqmem(store: ResultsStore, run: RunRow, out: str | Path) -> int:
     if run.protocol != "seqmem":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not seqmem")
     rows = seqmem_rows(store, run)
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_writer(out) as fh:
         for row in rows:
             fh.write(json.dumps(row) + "\n")
-    os.replace(tmp, out)
     return len(rows)

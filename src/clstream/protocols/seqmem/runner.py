@@ -33,14 +33,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clstream.core.contracts import System, respond_all
+from clstream.core.contracts import System, max_tries, respond_all
 from clstream.core.errors import ClstreamError, SpecError, StoreError
 from clstream.core.events import Feedback
 from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationResult, Query, Response, Usage
 from clstream.judges.evaluators import TaskLike, Verdict
-from clstream.protocols.common import progress_bar
+from clstream.protocols.common import call_records, progress_bar, register_run
 from clstream.protocols.seqmem.plan import MEMORY, SeqMemPlan, load_memory, stored_form
+from clstream.protocols.seqmem.prompts import ask
 from clstream.store.db import Record, ResultsStore
 
 PROTOCOL = "seqmem"
@@ -74,15 +75,6 @@ def _split(results: Sequence[GenerationResult]) -> tuple[list[GenerationResult],
     gen = [r for r in results if r.stage == "generate"]
     other = [r for r in results if r.stage != "generate"]
     return gen, other
-
-
-def _calls(results: Sequence[GenerationResult], phase: str, t: int, prefix: str) -> list[Record]:
-    return [
-        Record(kind="call", key=f"{prefix}#{i}", stream=phase, t=t,
-               payload={"texts": [s.text for s in r.samples]}, error=r.error, stage=r.stage,
-               usage=r.usage, cache_hit=r.cache_hit)
-        for i, r in enumerate(results)
-    ]
 
 
 def _timings(responses: Sequence[Response]) -> dict[str, float]:
@@ -127,13 +119,14 @@ def _probe_records(a: _Answer, kind: str, key: str, t: int, payload: dict[str, A
         error=error, stage="generate", usage=_sum_usage(gen),
         cache_hit=bool(gen) and all(r.cache_hit for r in gen),
     )
-    return [main, *_calls(other, kind, t, f"{kind}/{key}")]
+    return [main, *call_records(other, kind, t, f"{kind}/{key}")]
 
 
 def make_query(task: TaskLike, query_id: str, phase: str, **meta: Any) -> Query:
+    """The query for one answer to ``task``: the solver rules and the task block."""
     options = tuple(str(o) for o in (task.meta.get("options") or ()))
-    return Query(id=query_id, text=task.prompt, options=options, kind=task.kind,
-                 meta={"task_id": task.id, "phase": phase, **meta})
+    return ask(Query(id=query_id, text=task.prompt, options=options, kind=task.kind,
+                     meta={"task_id": task.id, "phase": phase, **meta}))
 
 
 # --- the runner ------------------------------------------------------------------------------
@@ -186,10 +179,7 @@ class SeqMemRunner:
         """Record the run (idempotent); returns True when this is a resume."""
         self.store.put_dataset(self.spec.dataset_hash, str(self.dataset_view.get("path", "")),
                                self.dataset_view)
-        return self.store.ensure_run(
-            self.run_id, PROTOCOL, self.spec.system.label, self.spec.model.label,
-            self.spec.dataset_hash, self.spec.model_dump(mode="json"), info,
-        )
+        return register_run(self.store, self.spec, self.spec.dataset_hash, info)
 
     # -- counting ------------------------------------------------------------------------------
     @property
@@ -288,7 +278,7 @@ class SeqMemRunner:
     # -- the online step -----------------------------------------------------------------------
     async def _online_step(self, system: System, tau: int) -> None:
         task = self.tasks[tau - 1]
-        tries = max(1, int(getattr(system, "max_tries", 1) or 1))
+        tries = max_tries(system)
         records: list[Record] = []
         attempts: list[dict[str, Any]] = []
         answers: list[_Answer] = []
@@ -316,8 +306,8 @@ class SeqMemRunner:
             update_s += time.perf_counter() - started
             update_calls += len(calls)
             _, other = _split(answer.response.results)
-            records += _calls(other, "online", tau, f"online/{tau}/try{z}")
-            records += _calls(calls, "update", tau, f"update/{tau}/try{z}")
+            records += call_records(other, "online", tau, f"online/{tau}/try{z}")
+            records += call_records(calls, "update", tau, f"update/{tau}/try{z}")
             attempts.append({"output": answer.response.text, "score": float(answer.verdict.score),
                              "feedback": answer.verdict.feedback})
             if final:

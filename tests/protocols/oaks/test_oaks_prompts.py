@@ -1,7 +1,10 @@
+"""The OAKS protocol's rules and question block, and whole OAKS prompts over a context."""
+
 import re
 
+from clstream.core import layout
 from clstream.core.types import Query
-from clstream.systems import prompts
+from clstream.protocols.oaks import prompts
 
 OPTS = ("the kitchen", "the garden", "We cannot answer this question at this point")
 
@@ -53,8 +56,8 @@ def test_prompts_context_grows_by_appending():
 
 def test_prompts_split_context_puts_window_before_retrieved():
     text = prompts.split_context_text([(5, "new")], [(1, "old")])
-    assert text.index(prompts.RECENT_HEADER) < text.index(prompts.RETRIEVED_HEADER)
-    assert prompts.RETRIEVED_HEADER not in prompts.split_context_text([(0, "x")], [])
+    assert text.index(layout.RECENT_HEADER) < text.index(layout.RETRIEVED_HEADER)
+    assert layout.RETRIEVED_HEADER not in prompts.split_context_text([(0, "x")], [])
 
 
 def test_prompts_parsing_inverts_the_layout():
@@ -62,16 +65,16 @@ def test_prompts_parsing_inverts_the_layout():
     context = prompts.split_context_text(passages[1:], passages[:1])
     query = Query("q", "Who holds the lamp?", options=OPTS, kind="mc")
     user = prompts.build_messages(context, query, head_index=9)[1].content
-    ctx, block = prompts.split_prompt(user)
-    assert sorted(prompts.parse_passages(ctx)) == passages
-    assert prompts.parse_question(block) == ("Who holds the lamp?", list(OPTS))
+    ctx, block = layout.split_prompt(user)
+    assert sorted(layout.parse_passages(ctx)) == passages
+    assert layout.parse_question(block) == ("Who holds the lamp?", list(OPTS))
 
 
 def test_prompts_parsing_untagged_text():
-    ctx, block = prompts.split_prompt("Some story here.\n\nWhere is Ada?")
-    assert prompts.parse_passages(ctx) == [(0, "Some story here.")]
-    assert prompts.parse_question(block) == ("Where is Ada?", [])
-    assert prompts.parse_passages("") == []
+    ctx, block = layout.split_prompt("Some story here.\n\nWhere is Ada?")
+    assert layout.parse_passages(ctx) == [(0, "Some story here.")]
+    assert layout.parse_question(block) == ("Where is Ada?", [])
+    assert layout.parse_passages("") == []
 
 
 def test_prompts_fingerprint_tracks_template_text(monkeypatch):
@@ -81,3 +84,13 @@ def test_prompts_fingerprint_tracks_template_text(monkeypatch):
     monkeypatch.setattr(prompts, "SYSTEM_PROMPT", prompts.SYSTEM_PROMPT + " ")
     assert prompts.template_fingerprint() != first
     assert prompts.PROMPT_TEMPLATE_VERSION
+
+
+def test_runner_queries_carry_the_rules_and_the_question_block():
+    from clstream.protocols.oaks.runner import make_query
+
+    query = make_query("q7", "Where is\n Mara?", OPTS, 3)
+    assert query.id == "q7@3" and query.kind == "mc"
+    assert query.instructions == prompts.SYSTEM_PROMPT
+    assert query.prompt == prompts.question_text(Query("x", "Where is Mara?", options=OPTS))
+    assert layout.instructions_of(query) == prompts.SYSTEM_PROMPT

@@ -1,0 +1,52 @@
+"""Every registered memory method runs on every protocol: each system of the registry, with
+the builtin model, over a tiny generated OAKS stream and a tiny SeqMem synthetic stream,
+stores its records and no error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clstream.cli import main
+from clstream.core.registry import names
+from clstream.store.db import ResultsStore
+
+PROTOCOL_KINDS = {
+    "oaks": ("probe",),
+    "seqmem": ("online", "holdout", "retro", "call", "update"),
+}
+STORED = {"oaks": "probe", "seqmem": "online"}
+
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("streams")
+    oaks, seqmem = root / "oaks.json", root / "seqmem.json"
+    assert main(["generate", "oaks-babi", "--seed", "5", "--docs", "1", "--chunks", "4",
+                 "--chunk-tokens", "120", "--max-questions", "3", "--out", str(oaks)]) == 0
+    assert main(["generate", "seqmem-synthetic", "--seed", "5", "--tasks", "8", "--holdout", "2",
+                 "--out", str(seqmem)]) == 0
+    return {"oaks": oaks, "seqmem": seqmem}
+
+
+@pytest.mark.parametrize("protocol", ["oaks", "seqmem"])
+def test_every_system_runs_on_the_protocol(protocol: str, streams: dict[str, Path],
+                                           tmp_path: Path) -> None:
+    systems = names("system")
+    assert len(systems) >= 12
+    out = tmp_path / "results"
+    argv = ["run", protocol, str(streams[protocol]), "--model", "builtin", "--out", str(out),
+            "--no-progress"]
+    for name in systems:
+        argv += ["--system", name]
+    assert main(argv) == 0
+    with ResultsStore(out) as store:
+        runs = {run.spec["system"]["name"]: run for run in store.runs()}
+        assert sorted(runs) == systems
+        for name, run in runs.items():
+            stored = store.count(run.run_id, STORED[protocol], errors=False)
+            assert stored > 0, f"{name} on {protocol} stored no {STORED[protocol]} record"
+            errors = {kind: store.count(run.run_id, kind, errors=True)
+                      for kind in PROTOCOL_KINDS[protocol]}
+            assert not any(errors.values()), f"{name} on {protocol}: error records {errors}"
