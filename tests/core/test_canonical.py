@@ -63,11 +63,6 @@ def test_run_ids_of_equal_settings_are_equal(fake_components: str) -> None:
     assert canonical_run_spec(again).system.label == "fake-sys"
 
 
-def _declares_params(name: str) -> bool:
-    return isinstance(getattr(resolve("system", name), "params", None), dict)
-
-
-@pytest.mark.skipif(not _declares_params("rag"), reason="rag declares no params yet")
 def test_rag_and_its_default_k_are_one_run() -> None:
     default_k = resolve("system", "rag").params["k"].default
     a, b = run_spec("rag"), run_spec(f"rag:k={default_k}")

@@ -35,9 +35,9 @@ TEMPLATE = (
 
 def build_tiny_model(folder: Path, chat_template: bool = True) -> Path:
     """A 2-layer, 32-wide Llama and a word-level tokenizer trained on a few sentences."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    tokenizers = pytest.importorskip("tokenizers")
+    torch = pytest.importorskip("torch", reason="needs the hf extra: pip install 'clstream[hf]'")
+    transformers = pytest.importorskip("transformers", reason="needs the hf extra: pip install 'clstream[hf]'")
+    tokenizers = pytest.importorskip("tokenizers", reason="needs the hf extra: pip install 'clstream[hf]'")
     from tokenizers import models, pre_tokenizers, trainers
 
     tok = tokenizers.Tokenizer(models.WordLevel(unk_token="<unk>"))
@@ -129,7 +129,7 @@ def test_pure_helpers() -> None:
 
 
 def test_choose_token_filters() -> None:
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="needs the hf extra: pip install 'clstream[hf]'")
     from clstream.models.hf import choose_token
 
     gen = torch.Generator().manual_seed(0)
@@ -157,8 +157,8 @@ def test_choose_token_filters() -> None:
 def test_greedy_matches_transformers_generate_and_counts_tokens(
     model: HFModel, tiny_dir: Path
 ) -> None:
-    transformers = pytest.importorskip("transformers")
-    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers", reason="needs the hf extra: pip install 'clstream[hf]'")
+    torch = pytest.importorskip("torch", reason="needs the hf extra: pip install 'clstream[hf]'")
     reference = transformers.AutoModelForCausalLM.from_pretrained(
         str(tiny_dir), local_files_only=True
     ).eval()
@@ -264,7 +264,7 @@ def test_thinking_flag_reaches_the_template(model: HFModel) -> None:
 
 
 def test_plain_rendering_without_chat_template(tiny_dir: Path, tmp_path: Path) -> None:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason="needs the hf extra: pip install 'clstream[hf]'")
     folder = tmp_path / "plain"
     shutil.copytree(tiny_dir, folder)
     for name in ("chat_template.jinja", "chat_template.json"):
@@ -282,7 +282,7 @@ def test_plain_rendering_without_chat_template(tiny_dir: Path, tmp_path: Path) -
 
 
 def test_tokenizer_is_exact_and_truncates_to_a_suffix(model: HFModel, tiny_dir: Path) -> None:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason="needs the hf extra: pip install 'clstream[hf]'")
     tok = transformers.AutoTokenizer.from_pretrained(str(tiny_dir), local_files_only=True)
     wrapper = model.tokenizer
     assert wrapper.exact and wrapper.name == f"hf:{tiny_dir}"

