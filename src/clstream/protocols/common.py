@@ -135,6 +135,10 @@ def call_records(
     ]
 
 
+ProgressBar = tqdm | None
+"""A progress display, or None where none is shown."""
+
+
 def progress_bar(total: int, initial: int, desc: str) -> tqdm:
     """A progress bar with ETA on a terminal; silent when stderr is not a terminal."""
     return tqdm(

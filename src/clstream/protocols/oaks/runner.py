@@ -56,6 +56,7 @@ from clstream.core.events import Chunk
 from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
 from clstream.protocols.common import (
+    ProgressBar,
     call_records,
     progress_bar,
     register_run,
@@ -297,7 +298,9 @@ class OaksRunner:
             if probe_key(q.question_id, t) not in done
         ]
 
-    async def _probe(self, doc: OaksDocument, system: System, queries: list[Query], bar) -> None:
+    async def _probe(
+        self, doc: OaksDocument, system: System, queries: list[Query], bar: ProgressBar
+    ) -> None:
         if not queries:
             return
         responses = await respond_all(system, queries)
@@ -306,7 +309,7 @@ class OaksRunner:
         if bar is not None:
             bar.update(sum(1 for r in records if r.error is None))
 
-    async def _run_document(self, doc: OaksDocument, bar) -> None:
+    async def _run_document(self, doc: OaksDocument, bar: ProgressBar) -> None:
         done = self.store.done_keys(self.run_id, "probe", stream=doc.bid)
         todo = {t: self._missing(doc, done, t) for t in range(1, doc.num_chunks + 1)}
         if not any(todo.values()):
@@ -345,7 +348,11 @@ class OaksRunner:
             await self._probe(doc, system, todo[t], bar)
 
     async def _run_pools(
-        self, doc: OaksDocument, system: System, todo: dict[int, list[Query]], bar
+        self,
+        doc: OaksDocument,
+        system: System,
+        todo: dict[int, list[Query]],
+        bar: ProgressBar,
     ) -> None:
         assert self.model is not None
         intervals = [t for t, queries in todo.items() if queries]
@@ -371,7 +378,7 @@ class OaksRunner:
         gate: PromptOrderedModel,
         t: int,
         queries: list[Query],
-        bar,
+        bar: ProgressBar,
     ) -> None:
         try:
             system = make()
