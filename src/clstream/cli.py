@@ -11,6 +11,7 @@ Every user error (bad file, record, field, flag or spec) is printed as one line
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from typing import Any, NoReturn
 from clstream import __version__
 from clstream.commands import listing, results, runs
 from clstream.core.errors import ClstreamError
+from clstream.core.files import os_error_cause
 from clstream.core.protocol import Command, StreamProtocol
 from clstream.core.registry import names, resolve
 
@@ -64,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# OSErrors that say what is wrong with the machine or a path, not with clstream.
+_ENVIRONMENT_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES,
+                                 errno.EPERM, errno.EISDIR, errno.ENOTDIR})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -71,15 +78,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ClstreamError as exc:
         print(f"clstream: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except FileNotFoundError as exc:
-        print(f"clstream: error: {exc.filename}: no such file", file=sys.stderr)
-        return 2
-    except (IsADirectoryError, PermissionError) as exc:
-        print(f"clstream: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # e.g. `clstream summary DIR --json | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        if not isinstance(exc, FileNotFoundError) and exc.errno not in _ENVIRONMENT_ERRNOS:
+            raise
+        cause = "no such file" if isinstance(exc, FileNotFoundError) else os_error_cause(exc)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"clstream: error: {where}{cause}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("clstream: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

@@ -49,6 +49,7 @@ def svgs(page: str) -> list[str]:
 
 
 def test_report_is_one_self_contained_file(summary: dict[str, Any], tmp_path: Path) -> None:
+    (tmp_path / "nested").mkdir()  # render_report never creates directories
     out = render_report(summary, tmp_path / "nested" / "report.html")
     assert out == tmp_path / "nested" / "report.html"
     page = out.read_text(encoding="utf-8")
@@ -105,7 +106,7 @@ def test_partially_scored_run_is_charted_and_marked(summary: dict[str, Any]) -> 
     run["status"].update(probes_done=1500, complete=False)
     page = render_html(summary)
     assert any(">window:w=4 (incomplete)</text>" in c for c in svgs(page))
-    assert "charted from the probes done so far" in visible_text(page)
+    assert "scored only over the questions answered at every interval" in visible_text(page)
 
 
 def test_hostile_text_is_escaped(summary: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clstream.core.errors import StoreError
+from clstream.core.files import os_error_cause, sqlite_disk_cause
 from clstream.core.types import Sample, Usage
 
 FORMAT = "clstream-response-cache-1"
@@ -62,8 +63,13 @@ class ResponseCache:
             conn = sqlite3.connect(
                 str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
             )
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"{self.path}: cannot open response cache: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(
+                f"{self.path}: cannot open response cache: {os_error_cause(exc)}"
+            ) from None
+        except sqlite3.Error as exc:
+            cause = sqlite_disk_cause(exc, self.path) or str(exc)
+            raise StoreError(f"{self.path}: cannot open response cache: {cause}") from None
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -77,6 +83,9 @@ class ResponseCache:
                 )
         except sqlite3.Error as exc:
             conn.close()
+            disk = sqlite_disk_cause(exc, self.path)
+            if disk is not None:
+                raise StoreError(f"{self.path}: cannot open response cache: {disk}") from None
             raise StoreError(f"{self.path}: not a usable response cache: {exc}") from exc
         except StoreError:
             conn.close()
@@ -128,11 +137,17 @@ class ResponseCache:
             ensure_ascii=False,
         )
         with self._lock:
-            self._connection().execute(
-                "INSERT OR REPLACE INTO responses (key, backend, model, result, created) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (key, backend, model, result, time.time()),
-            )
+            try:
+                self._connection().execute(
+                    "INSERT OR REPLACE INTO responses (key, backend, model, result, created) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (key, backend, model, result, time.time()),
+                )
+            except sqlite3.OperationalError as exc:
+                cause = sqlite_disk_cause(exc, self.path)
+                if cause is None:
+                    raise
+                raise StoreError(f"{self.path}: cannot write response cache: {cause}") from None
 
     def __len__(self) -> int:
         with self._lock:

@@ -21,7 +21,6 @@ all divided by one million. Usage totals may be keyed ``prompt_tokens``/``cached
 
 from __future__ import annotations
 
-import json
 import math
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import DataError
+from clstream.core.jsonio import decode_utf8, loads_json_bytes, read_file_bytes
 from clstream.core.types import GenerationResult, Usage
 
 RATE_FIELDS = ("prompt", "cached", "completion", "reasoning")
@@ -37,19 +37,22 @@ TOKEN_FIELDS = ("prompt_tokens", "cached_tokens", "completion_tokens", "reasonin
 
 
 def _read(path: Path) -> Any:
+    raw = read_file_bytes(path)
+    if path.suffix.lower() != ".toml":
+        try:
+            return loads_json_bytes(raw, path)
+        except DataError as exc:
+            if not exc.problem.startswith("invalid JSON"):
+                raise
+            raise DataError(path, None, None,
+                            "not valid JSON" + exc.problem.removeprefix("invalid JSON")) from None
+    text = decode_utf8(raw, path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DataError(
-            path, None, None, f"cannot read prices file: {exc.strerror or exc}"
-        ) from exc
-    try:
-        if path.suffix.lower() == ".toml":
-            return tomllib.loads(raw.decode("utf-8"))
-        return json.loads(raw)
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
-        kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
-        raise DataError(path, None, None, f"not valid {kind}: {exc}") from exc
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError) as exc:  # ValueError: an over-long integer
+        raise DataError(path, None, None, f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise DataError(path, None, None, "not valid TOML: nested too deeply") from None
 
 
 def _rate(path: Path, model: str, name: str, value: Any) -> float:

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 
 from clstream.core.errors import DataError
+from clstream.core.files import write_atomic
 from clstream.core.registry import names, resolve
 from clstream.render.base import Fields, Section, display_labels, run_fields
 from clstream.report.generic import render_generic_section
@@ -45,7 +46,7 @@ def _renderer(protocol: str) -> SectionRenderer:
     if protocol in _SECTIONS:
         return _SECTIONS[protocol]
     if protocol in names("protocol"):
-        return resolve("protocol", protocol).report_section  # type: ignore[no-any-return]
+        return resolve("protocol", protocol).report_section
 
     def fallback(runs: list[dict[str, Any]], labels: list[str], source: object) -> Section:
         return render_generic_section(runs, labels, source, protocol)
@@ -135,9 +136,12 @@ def render_html(summary: dict[str, Any]) -> str:
 
 
 def render_report(summary: dict[str, Any], out_path: str | Path) -> Path:
-    """Write the self-contained HTML report for ``summary`` to ``out_path``; returns the path."""
+    """Write the self-contained HTML report for ``summary`` to ``out_path``; returns the path.
+
+    The page is rendered first and written atomically: a failure (a missing directory, which
+    is never created, a full or read-only disk) raises a one-line
+    :class:`~clstream.core.files.WriteError` and leaves no partial or empty file."""
     out = Path(out_path)
     html = render_html(summary)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html, encoding="utf-8")
+    write_atomic(out, html)
     return out

@@ -23,9 +23,11 @@ import importlib.util
 import math
 import os
 import sqlite3
+import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -34,7 +36,8 @@ from urllib.parse import urlsplit
 import httpx
 import numpy as np
 
-from clstream.core.errors import ClstreamError, SpecError
+from clstream.core.errors import ClstreamError, SpecError, StoreError
+from clstream.core.files import sqlite_disk_cause
 from clstream.models.retry import (
     AttemptFailure,
     RetryPolicy,
@@ -81,6 +84,29 @@ def packaged_minilm_path() -> Path | None:
 # -- embedders ---------------------------------------------------------------------------------
 
 
+@contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """Hide the "Loading weights" progress bar transformers draws while a model loads, unless
+    stderr is a terminal: in a log file or a pipe it is only noise (encoding never shows one)."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if callable(isatty) and isatty():
+        yield
+        return
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model from a local directory (never the hub)."""
 
@@ -99,7 +125,9 @@ class SentenceTransformerEmbedder:
         self.path = folder.resolve()
         self.name = f"st:{self.path}"
         self.batch_size = batch_size
-        self._model = SentenceTransformer(str(self.path), device=device, local_files_only=True)
+        with _quiet_loading():
+            self._model = SentenceTransformer(str(self.path), device=device,
+                                              local_files_only=True)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -248,7 +276,8 @@ class EmbeddingCache:
                 )
                 self._db.commit()
             except sqlite3.Error as exc:
-                raise SpecError(f"embedding cache {self.path}: {exc}") from None
+                cause = sqlite_disk_cause(exc, self.path) or str(exc)
+                raise SpecError(f"embedding cache {self.path}: {cause}") from None
 
     def __len__(self) -> int:
         return len(self._memory)
@@ -276,10 +305,17 @@ class EmbeddingCache:
         with self._lock:
             self._memory[key] = value
             if self._db is not None:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", (*key, value.tobytes())
-                )
-                self._db.commit()
+                try:
+                    self._db.execute("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
+                                     (*key, value.tobytes()))
+                    self._db.commit()
+                except sqlite3.OperationalError as exc:
+                    cause = sqlite_disk_cause(exc, self.path or ".")
+                    if cause is None:
+                        raise
+                    if self._db.in_transaction:
+                        self._db.rollback()
+                    raise StoreError(f"embedding cache {self.path}: {cause}") from None
 
     def close(self) -> None:
         with self._lock:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from clstream.core.files import atomic_writer
 from clstream.core.records import RunRow
 from clstream.protocols.oaks.data import from_gold_view
 
@@ -23,14 +23,13 @@ def oaks_predictions(store: Any, run: RunRow) -> dict[tuple[str, int], str]:
 
 def export_oaks(store: Any, run: RunRow, out: str | Path) -> int:
     """Write the predictions JSONL (exactly ``question_id``, ``t``, ``output`` per line) in
-    dataset order: document, question, interval. Written atomically (temp file + rename)."""
+    dataset order: document, question, interval. Written atomically (temp file + rename): a
+    failure leaves no partial file and an existing ``out`` unchanged."""
     _, view = store.get_dataset(run.dataset_sha256)
     dataset = from_gold_view(view)
     preds = oaks_predictions(store, run)
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
     n = 0
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_writer(out) as fh:
         for doc in dataset.documents:
             for q in doc.questions:
                 for t in range(1, doc.num_chunks + 1):
@@ -39,5 +38,4 @@ def export_oaks(store: Any, run: RunRow, out: str | Path) -> int:
                                 "output": preds[(q.question_id, t)]}
                         fh.write(json.dumps(line, ensure_ascii=False) + "\n")
                         n += 1
-    os.replace(tmp, out)
     return n

@@ -11,8 +11,10 @@ meta and chunks 0..num_chunks-1, the optional per-chunk facts, and for every que
 the options. ``num_qas`` must be a non-negative integer when present but is not compared with
 the number of questions: nothing reads it, and the loader takes the questions themselves.
 
-Writing uses one fixed serialization (UTF-8, ``indent=1``, keys in insertion order), so the
-same documents always give the same bytes and the same sha256.
+Reading goes through :mod:`clstream.core.jsonio` (strict UTF-8, no NaN or Infinity, bounded
+nesting and integer size). Writing uses one fixed serialization (UTF-8, ``indent=1``, keys in
+insertion order), so the same documents always give the same bytes and the same sha256, and
+is atomic (:func:`clstream.core.files.write_atomic`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import DataError
+from clstream.core.files import write_atomic
+from clstream.core.jsonio import loads_json_bytes, read_file_bytes
 from clstream.protocols.oaks.data import OaksDataset, OaksDocument, OaksQuestion
 
 MAX_OPTIONS = 26  # one capital letter per option
@@ -214,21 +218,8 @@ class _Checker:
 def load_oaks(path: str | Path) -> OaksDataset:
     """Read and validate an OAKS file; raises DataError naming file, record and field."""
     name = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise DataError(name, None, None, "file not found") from None
-    except OSError as e:
-        raise DataError(name, None, None, f"cannot read file: {e.strerror}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise DataError(name, None, None, f"not UTF-8 text (byte {e.start})") from None
-    try:
-        top = json.loads(text, object_pairs_hook=_pairs_hook)
-    except json.JSONDecodeError as e:
-        raise DataError(name, None, None, f"invalid JSON at line {e.lineno} column {e.colno}: "
-                                          f"{e.msg}") from None
+    raw = read_file_bytes(path, name)
+    top = loads_json_bytes(raw, name, object_pairs_hook=_pairs_hook)
     checker = _Checker(name)
     if not isinstance(top, list):
         raise checker.fail(None, None, f"top level must be an array of documents, "
@@ -281,12 +272,10 @@ def serialize(docs_json: list[dict[str, Any]]) -> bytes:
 
 
 def write_oaks_json(docs_json: list[dict[str, Any]], path: str | Path) -> str:
-    """Write documents already in JSON shape; returns the sha256 of the bytes written."""
+    """Write documents already in JSON shape, atomically (a failure leaves no partial file and
+    raises a one-line :class:`WriteError`); returns the sha256 of the bytes written."""
     raw = serialize(docs_json)
-    try:
-        Path(path).write_bytes(raw)
-    except OSError as e:
-        raise DataError(str(path), None, None, f"cannot write file: {e.strerror}") from None
+    write_atomic(path, raw)
     return hashlib.sha256(raw).hexdigest()
 
 

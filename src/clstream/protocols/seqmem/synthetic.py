@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import DataError, SpecError
+from clstream.core.files import write_atomic
+from clstream.core.jsonio import loads_json_bytes, read_file_bytes
 from clstream.protocols.seqmem.tasks import SeqStream, SeqTask
 
 FORMAT = "clstream-seqmem-synthetic"
@@ -291,8 +293,7 @@ def dumps_seqmem_synthetic(data: dict[str, Any]) -> str:
 def write_seqmem_synthetic(data: dict[str, Any], path: str | Path) -> Path:
     """Write the stream as canonical JSON (byte-identical for the same data)."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(dumps_seqmem_synthetic(data), encoding="utf-8")
+    write_atomic(p, dumps_seqmem_synthetic(data))
     return p
 
 
@@ -354,11 +355,6 @@ def synthetic_stream(
 def load_seqmem_synthetic(path: str | Path) -> SeqStream:
     """Read a file written by :func:`write_seqmem_synthetic`."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-        data = json.loads(raw.decode("utf-8"))
-    except OSError as exc:
-        raise DataError(p, None, None, f"cannot read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(p, None, None, f"not a JSON file: {exc}") from None
+    raw = read_file_bytes(p)
+    data = loads_json_bytes(raw, p)
     return synthetic_stream(data, str(p), hashlib.sha256(raw).hexdigest())

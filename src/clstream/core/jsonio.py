@@ -1,0 +1,217 @@
+"""Reading JSON and JSON Lines files that may be hostile, with one-line errors.
+
+Every loader of a user's file (data, predictions, records, prices) reads through here, so a
+bad file is always a :class:`~clstream.core.errors.DataError` naming the file and, where it
+applies, the line, never a traceback:
+
+* a missing file, a directory, an unreadable file: ``cannot read: file not found`` ...;
+* bytes that are not UTF-8 (a leading UTF-8 byte order mark is allowed): the line and byte;
+* an empty file (whole-file JSON): ``the file is empty``;
+* a syntax error: the line and column and the parser's message;
+* ``NaN``, ``Infinity`` and numbers too large for a float (``1e999``): JSON has no such numbers,
+  and Python's parser would otherwise accept them silently;
+* integers with more digits than Python converts (4,300 by default);
+* nesting deeper than :data:`MAX_DEPTH` levels (the parser would otherwise fail with a
+  RecursionError, or later code that walks the value would).
+
+Positions of the last three are found by a scan that skips strings, run only on the error path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from clstream.core.errors import DataError
+from clstream.core.files import os_error_cause
+
+MAX_DEPTH = 200
+"""Deepest nesting of arrays and objects accepted (clstream's formats need fewer than 10)."""
+
+_BOM = b"\xef\xbb\xbf"
+_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"|(?P<const>NaN|-?Infinity)'
+    r"|(?P<num>-?\d+(?P<frac>(?:\.\d+)?(?:[eE][-+]?\d+)?))|(?P<open>[\[{])|(?P<close>[\]}])",
+    re.S,
+)
+PairsHook = Callable[[list[tuple[str, Any]]], Any]
+
+
+class _Rejected(ValueError):
+    def __init__(self, kind: str, text: str):
+        super().__init__(text)
+        self.kind, self.text = kind, text
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Rejected("const", name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Rejected("float", text)
+    return value
+
+
+def _int_limit() -> int:
+    return sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+
+
+def _find(text: str, kind: str) -> int | None:
+    """Offset of the first value of ``kind`` outside strings (const, int, float, depth)."""
+    depth = 0
+    limit = _int_limit()
+    for match in _TOKEN.finditer(text):
+        if match["open"]:
+            depth += 1
+            if kind == "depth" and depth > MAX_DEPTH:
+                return match.start()
+        elif match["close"]:
+            depth -= 1
+        elif match["const"] and kind == "const":
+            return match.start()
+        elif match["num"] and kind == "int" and not match["frac"]:
+            if limit and len(match["num"].lstrip("-")) > limit:
+                return match.start()
+        elif match["num"] and kind == "float" and match["frac"]:
+            if not math.isfinite(float(match["num"])):
+                return match.start()
+    return None
+
+
+def _where(text: str, offset: int | None, whole_file: bool) -> str:
+    if offset is None:
+        return ""
+    column = offset - text.rfind("\n", 0, offset)
+    if not whole_file:
+        return f" at column {column}"
+    return f" at line {text.count(chr(10), 0, offset) + 1} column {column}"
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests more than MAX_DEPTH arrays/objects (an iterative walk)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def parse_json(
+    text: str, path: object, record: str | None = None, *,
+    object_pairs_hook: PairsHook | None = None,
+) -> Any:
+    """Parse one JSON text strictly; ``record`` (e.g. ``"line 3"``) names a JSON Lines line,
+    None a whole file (positions then give the line as well as the column)."""
+    whole = record is None
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
+                           object_pairs_hook=object_pairs_hook)
+    except json.JSONDecodeError as exc:
+        where = f" at line {exc.lineno} column {exc.colno}" if whole else f" at column {exc.colno}"
+        raise DataError(path, record, None, f"invalid JSON{where}: {exc.msg}") from None
+    except _Rejected as exc:
+        if exc.kind == "const":
+            problem = f"{exc.text} is not a number JSON allows (numbers must be finite)"
+        else:
+            problem = f"number {exc.text[:40]} is out of range"
+        where = _where(text, _find(text, exc.kind), whole)
+        raise DataError(path, record, None, f"invalid JSON{where}: {problem}") from None
+    except RecursionError:
+        value = None
+    except ValueError as exc:  # an integer longer than int() converts, or a hook's own error
+        if "integer string conversion" not in str(exc):
+            raise DataError(path, record, None, f"invalid JSON: {exc}") from None
+        where = _where(text, _find(text, "int"), whole)
+        raise DataError(path, record, None, f"invalid JSON{where}: an integer with more than "
+                                            f"{_int_limit()} digits") from None
+    else:
+        if not _too_deep(value):
+            return value
+    where = _where(text, _find(text, "depth"), whole)
+    raise DataError(path, record, None,
+                    f"invalid JSON{where}: nested more than {MAX_DEPTH} levels deep")
+
+
+def read_file_bytes(path: str | Path, source: object | None = None) -> bytes:
+    """The bytes of ``path``; any OSError is a DataError naming ``source`` (default: path)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise DataError(path if source is None else source, None, None,
+                        f"cannot read: {os_error_cause(exc, writing=False)}") from None
+
+
+def decode_utf8(
+    raw: bytes, path: object, record: str | None = None, *, allow_bom: bool = True
+) -> str:
+    """Strict UTF-8 (a leading byte order mark is dropped unless ``allow_bom`` is False); a
+    bad byte is a DataError naming its line (whole file) or its offset in the line (``record``
+    given)."""
+    start = 3 if allow_bom and raw.startswith(_BOM) else 0
+    try:
+        return raw[start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start + start
+        if record is not None:
+            raise DataError(path, record, None,
+                            f"not UTF-8 text (byte {offset} of the line)") from None
+        line = raw.count(b"\n", 0, offset) + 1
+        raise DataError(path, f"line {line}", None,
+                        f"not UTF-8 text (byte {offset} of the file)") from None
+
+
+def loads_json_bytes(
+    raw: bytes, path: object, *, object_pairs_hook: PairsHook | None = None
+) -> Any:
+    """A whole-file JSON document from its bytes (see :func:`load_json_file`)."""
+    text = decode_utf8(raw, path)
+    if not text.strip():
+        raise DataError(path, None, None, "the file is empty")
+    return parse_json(text, path, object_pairs_hook=object_pairs_hook)
+
+
+def load_json_file(path: str | Path, *, object_pairs_hook: PairsHook | None = None) -> Any:
+    """Read and parse a whole-file JSON document, with the checks of the module docstring."""
+    return loads_json_bytes(read_file_bytes(path), path, object_pairs_hook=object_pairs_hook)
+
+
+def iter_json_lines(
+    path: str | Path, *, object_pairs_hook: PairsHook | None = None
+) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for every non-blank line of a JSON Lines file, read as a
+    stream. Errors name the line (``record "line N"``); an empty file yields nothing."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, also when the caller stops
+    except OSError as exc:
+        raise DataError(path, None, None,
+                        f"cannot read: {os_error_cause(exc, writing=False)}") from None
+    with handle:
+        number = 0
+        while True:
+            try:
+                raw = handle.readline()
+            except OSError as exc:
+                raise DataError(path, None, None,
+                                f"cannot read: {os_error_cause(exc, writing=False)}") from None
+            if not raw:
+                return
+            number += 1
+            record = f"line {number}"
+            text = decode_utf8(raw, path, record, allow_bom=number == 1)
+            if text.strip():
+                yield number, parse_json(text, path, record, object_pairs_hook=object_pairs_hook)

@@ -1,0 +1,78 @@
+"""Hostile JSON and JSON Lines files are one-line DataErrors naming the file and the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clstream.core.errors import DataError
+from clstream.core.jsonio import MAX_DEPTH, iter_json_lines, load_json_file
+
+HOSTILE = [
+    ("deep", b"[" * 100_000 + b"]" * 100_000, "nested more than"),
+    ("just-too-deep", b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), "nested more than"),
+    ("long-int", b'{"n": ' + b"9" * 5000 + b"}", "an integer with more than"),
+    ("nan", b'{"x": NaN}', "NaN is not a number JSON allows"),
+    ("infinity", b'[-Infinity]', "-Infinity is not a number JSON allows"),
+    ("huge-float", b"[1e999]", "number 1e999 is out of range"),
+    ("not-utf8", b'["\xff"]', "not UTF-8 text"),
+    ("empty", b"", "the file is empty"),
+    ("blank", b"  \n", "the file is empty"),
+    ("syntax", b"[1,,2]", "invalid JSON at line 1 column 4"),
+]
+
+
+@pytest.mark.parametrize(("name", "raw", "problem"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_whole_file(tmp_path: Path, name: str, raw: bytes, problem: str) -> None:
+    path = tmp_path / f"{name}.json"
+    path.write_bytes(raw)
+    with pytest.raises(DataError) as info:
+        load_json_file(path)
+    message = str(info.value)
+    assert problem in message and str(path) in message and "\n" not in message
+
+
+def test_positions_skip_strings(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text('{"s": "NaN [[[ 1e999",\n "v": [1,\n  NaN]}')
+    with pytest.raises(DataError, match="at line 3 column 3: NaN"):
+        load_json_file(path)
+
+
+def test_nesting_within_the_limit_and_a_bom_are_fine(tmp_path: Path) -> None:
+    path = tmp_path / "ok.json"
+    path.write_bytes(b"\xef\xbb\xbf" + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH)
+    assert load_json_file(path) is not None
+
+
+def test_missing_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="cannot read: file not found"):
+        load_json_file(tmp_path / "absent.json")
+    with pytest.raises(DataError, match="cannot read: is a directory"):
+        load_json_file(tmp_path)
+    with pytest.raises(DataError, match="cannot read: is a directory"):
+        list(iter_json_lines(tmp_path))
+
+
+@pytest.mark.parametrize(("name", "raw", "problem"),
+                         [h for h in HOSTILE if h[0] not in ("empty", "blank", "syntax")],
+                         ids=[h[0] for h in HOSTILE if h[0] not in ("empty", "blank", "syntax")])
+def test_hostile_line(tmp_path: Path, name: str, raw: bytes, problem: str) -> None:
+    path = tmp_path / f"{name}.jsonl"
+    path.write_bytes(b'{"ok": 1}\n\n' + raw + b"\n")
+    with pytest.raises(DataError) as info:
+        list(iter_json_lines(path))
+    assert info.value.record == "line 3"
+    assert problem in str(info.value) and "\n" not in str(info.value)
+
+
+def test_json_lines(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\r\n\n{"b": "\xe2\x80\xa8"}\n')
+    assert list(iter_json_lines(path)) == [(1, {"a": 1}), (3, {"b": "\u2028"})]
+    path.write_bytes(b"")
+    assert list(iter_json_lines(path)) == []
+    path.write_bytes(b'{"a": 1}\n\xef\xbb\xbf{"b": 2}\n')  # a BOM is only allowed first
+    with pytest.raises(DataError, match="line 2"):
+        list(iter_json_lines(path))
