@@ -47,11 +47,11 @@ class ApproxTokenizer:
 
     def truncate_left(self, text: str, budget: int) -> str:
         """The longest suffix of ``text`` starting at a piece boundary with <= budget tokens."""
-        if budget <= 0:
-            return ""
         starts, cum = self._cumulative(text)
         if not cum or cum[-1] <= budget:
-            return text
+            return text  # whitespace alone costs no token, so it fits even a budget of 0
+        if budget <= 0:
+            return ""
         drop = cum[-1] - budget  # tokens to drop from the front
         i = bisect.bisect_left(cum, drop)  # pieces 0..i cover >= drop tokens
         return text[starts[i + 1]:] if i + 1 < len(starts) else ""
