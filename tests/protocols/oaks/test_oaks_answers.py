@@ -59,7 +59,17 @@ def test_extract_open_ended(output: str, expected: str) -> None:
         ("**Answer**: **D**", "D"),
         ('{"answer": "E"}', "E"),
         ("Answer: option A\n", "A"),
-        ("## Answer: b", ""),  # lowercase is not an option letter
+        # SPECS §1.3: a lone lowercase letter, bare or in brackets, is that letter
+        ("## Answer: b", "B"),
+        ("## Answer: (c)", "C"),
+        ('{"answer": "d"}', "D"),
+        ("**Answer**: **b**", "B"),
+        ("## Answer: B.", "B"),  # a capital letter is standalone before the period
+        ("## Answer: b.", ""),  # a lowercase letter counts only as the whole answer
+        ("## Answer: b) kitchen", ""),
+        ("## Answer: the answer is b", ""),
+        ("## Answer: the answer is B", "B"),
+        ("the answer is b", ""),  # no marker: MC gets nothing
         ("## Answer: kitchen", ""),
         ("The answer is B.", ""),  # no colon, no marker: MC gets nothing
         ("B", ""),
@@ -92,7 +102,16 @@ def test_normalize() -> None:
     ],
 )
 def test_canonical_numerals(text: str, expected: str) -> None:
-    assert canonical(text, mc=False) == expected
+    assert canonical(text, mc=False, question_type="counting") == expected
+
+
+@pytest.mark.parametrize("qtype", ["tracking", "bridge", "comparison", None])
+def test_numerals_are_text_outside_counting(qtype: str | None) -> None:
+    # SPECS §1.3: the numeral equivalences are for counting questions only.
+    assert canonical("two", mc=False, question_type=qtype) == "two"
+    assert canonical("None", mc=False, question_type=qtype) == "none"
+    assert canonical("2 times", mc=False, question_type=qtype) == "2 times"
+    assert canonical("twice", mc=False, question_type="Counting") == "2"
 
 
 def test_canonical_mc_is_the_letter() -> None:
@@ -141,6 +160,18 @@ def test_equivalences_only_for_their_types() -> None:
     tracking = open_q(["Unknown", "kitchen"], "tracking")
     assert not is_correct("## Answer: Same", tracking, 1)
     assert not is_correct("## Answer: 0", tracking, 1)
+    # a tracking gold "None" is text: "zero" / "never" / "0" are other answers
+    holder = open_q(["None", "Ann", "2"], "tracking")
+    assert is_correct("## Answer: none.", holder, 1)
+    assert not is_correct("## Answer: zero", holder, 1)
+    assert not is_correct("## Answer: never", holder, 1)
+    assert is_correct("## Answer: 2", holder, 3)
+    assert not is_correct("## Answer: two", holder, 3)
+    bridge = open_q(["Unknown", "1"], "bridge")
+    assert not is_correct("## Answer: once", bridge, 2)
+    assert not is_correct("## Answer: 0", bridge, 1)
+    untyped = open_q(["two"], None)
+    assert not is_correct("## Answer: 2", untyped, 1)
     counting = open_q(["Unknown", "2"], "Counting")  # type names compare case-insensitively
     assert is_correct("## Answer: 0", counting, 1)
     assert not is_correct("## Answer: Same", counting, 1)
@@ -163,6 +194,38 @@ def test_is_correct_multiple_choice() -> None:
 
 
 def test_canonical_golds() -> None:
-    assert canonical_golds(open_q([("Two", "2"), "The Garden"])) == ("2", "garden")
+    assert canonical_golds(open_q([("Two", "2"), "Three times"], "counting")) == ("2", "3")
+    assert canonical_golds(open_q([("Two", "2"), "The Garden"])) == ("two", "garden")
     options = ("x", "y")
     assert canonical_golds(mc_q(["y", "x", "y"], options)) == ("b", "a", "b")
+
+
+def test_counting_equivalences_before_and_after_the_event() -> None:
+    # golds Unknown, 0, 2, 2: the event first happens at t = 3.
+    q = open_q(["Unknown", "0", "2", "two"], "counting")
+    before = ["## Answer: Unknown", "## Answer: 0", "## Answer: zero", "## Answer: none",
+              "## Answer: never", "## Answer: 0 times"]
+    for t in (1, 2):
+        assert all(is_correct(out, q, t) for out in before)
+        assert not is_correct("## Answer: Same", q, t)
+    for t in (3, 4):
+        assert not any(is_correct(out, q, t) for out in before)
+        for out in ("## Answer: 2", "## Answer: two", "## Answer: twice", "## Answer: 2 times",
+                    "## Answer: Two times."):
+            assert is_correct(out, q, t)
+    once = open_q(["1"], "counting")
+    assert all(is_correct(f"## Answer: {a}", once, 1) for a in ("1", "one", "once", "1 time"))
+
+
+def test_comparison_equivalences_before_and_after_evidence() -> None:
+    # golds Unknown, Unknown, Ann, Same: evidence first exists at t = 3; "Same" at t = 4 is
+    # an answer (equal counts), no longer "no evidence".
+    q = open_q(["Unknown", "Unknown", "Ann", "Same"], "comparison")
+    for t in (1, 2):
+        assert is_correct("## Answer: Unknown", q, t)
+        assert is_correct("## Answer: same", q, t)
+        assert not is_correct("## Answer: 0", q, t)  # "0" is for counting
+    assert not is_correct("## Answer: Unknown", q, 3)
+    assert not is_correct("## Answer: Same", q, 3)
+    assert is_correct("## Answer: Same", q, 4)
+    assert not is_correct("## Answer: Unknown", q, 4)

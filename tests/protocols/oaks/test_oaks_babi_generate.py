@@ -12,7 +12,7 @@ import clstream.protocols.oaks.babi as oaks_babi
 from clstream.core.errors import DataError, SpecError
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.oaks.babi import generate_oaks_babi, rederive_golds, write_oaks_babi
-from clstream.protocols.oaks.babi_questions import count_changes
+from clstream.protocols.oaks.babi_questions import QUESTION_TYPES, count_phases
 from clstream.protocols.oaks.babi_world import parse_fact
 from clstream.protocols.oaks.loader import load_oaks
 
@@ -45,7 +45,7 @@ def test_output_is_a_valid_oaks_file(tmp_path: Path, small: list[dict[str, Any]]
         ]
         for q in doc.questions:
             assert q.question_type in {"tracking", "counting", "bridge", "comparison"}
-            assert count_changes(q.golds) >= 2
+            assert count_phases(q.golds) >= 2  # SPECS §1.5: at least two phases
 
 
 def test_same_arguments_give_identical_bytes(tmp_path: Path) -> None:
@@ -202,8 +202,8 @@ def test_haystack_files_replace_the_prose(tmp_path: Path, small: list[dict[str, 
 
 
 def test_invalid_arguments_raise_spec_errors() -> None:
-    with pytest.raises(SpecError, match="chunks must be >= 3"):
-        generate_oaks_babi(1, chunks=2)
+    with pytest.raises(SpecError, match="chunks must be >= 2"):
+        generate_oaks_babi(1, chunks=1)
     with pytest.raises(SpecError, match="chunk_tokens must be >= 64"):
         generate_oaks_babi(1, chunk_tokens=10)
     with pytest.raises(SpecError, match="docs must be >= 1"):
@@ -216,3 +216,97 @@ def test_a_world_without_changing_questions_is_refused(monkeypatch: pytest.Monke
     monkeypatch.setattr(oaks_babi, "simulate", lambda world, n, rng: [])
     with pytest.raises(SpecError, match="babi-s1-d0 has no question.*use more chunks"):
         generate_oaks_babi(1, docs=1, chunks=5, chunk_tokens=100)
+
+
+
+def _families(doc: dict[str, Any]) -> set[str]:
+    return {e["question_type"] for e in doc["data"]["qas"].values()}
+
+
+def _phases(doc: dict[str, Any]) -> Counter[int]:
+    n = doc["meta"]["num_chunks"]
+    return Counter(count_phases([tuple(g) for g in _golds(e, n)])
+                   for e in doc["data"]["qas"].values())
+
+
+def test_single_change_questions_are_kept(small: list[dict[str, Any]]) -> None:
+    # SPECS §1.5 / Algorithm 1 keeps CountChanges(T) > 0: two phases (e.g. Unknown -> X) are
+    # enough, one phase is never kept.
+    for doc in small:
+        phases = _phases(doc)
+        assert phases[2] > 0 and min(phases) == 2
+
+
+def test_every_candidate_with_two_phases_is_eligible() -> None:
+    from clstream.protocols.oaks.babi_questions import enumerate_questions, timelines
+    from clstream.protocols.oaks.babi_world import build_world
+    from clstream.protocols.oaks.haystack import filler_vocabulary
+
+    world = build_world(oaks_babi._rng(5, 0, "world"), filler_vocabulary())
+    doc = generate_oaks_babi(5, docs=1, chunks=24, chunk_tokens=300, max_questions=10_000)[0]
+    events = [[parse_fact(f) for f in doc["data"]["facts"][str(k)]] for k in range(24)]
+    candidates = enumerate_questions(world)
+    golds = timelines(candidates, events)  # type: ignore[arg-type]
+    eligible = {q.text for q, g in zip(candidates, golds, strict=True) if count_phases(g) >= 2}
+    assert set(doc["data"]["qas"]) == eligible
+    assert _phases(doc)[2] > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_family_in_a_two_by_twelve_stream(seed: int) -> None:
+    # `clstream generate oaks-babi --docs 2 --chunks 12`: no family is silently dropped.
+    for doc in generate_oaks_babi(seed, docs=2, chunks=12, chunk_tokens=200):
+        assert _families(doc) == set(QUESTION_TYPES)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_every_family_in_a_tiny_stream(seed: int, capsys: pytest.CaptureFixture[str]) -> None:
+    # 1 document x 4 chunks (and x 2 chunks): denser facts bring every family, no warning.
+    for chunks in (4, 2):
+        doc = generate_oaks_babi(seed, docs=1, chunks=chunks, chunk_tokens=100)[0]
+        assert _families(doc) == set(QUESTION_TYPES)
+    assert capsys.readouterr().err == ""
+
+
+def test_short_streams_get_denser_facts() -> None:
+    # Some 2-chunk documents lack a family at the paper's density (30% empty chunks, 1-3
+    # facts); they are simulated again with no empty chunk and more facts per chunk.
+    denser = 0
+    for seed in range(30):
+        doc = generate_oaks_babi(seed, docs=1, chunks=2, chunk_tokens=100)[0]
+        facts = [doc["data"]["facts"][k] for k in ("0", "1")]
+        assert _families(doc) == set(QUESTION_TYPES)
+        denser += all(facts) and max(map(len, facts)) > 3
+    assert denser > 0
+
+
+def test_a_capped_family_is_named_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    docs = generate_oaks_babi(1, docs=1, chunks=8, chunk_tokens=100, max_questions=2)
+    assert _families(docs[0]) == {"tracking", "counting"}
+    err = capsys.readouterr().err
+    for family in ("bridge", "comparison"):
+        assert f"warning: oaks-babi: the stream has no {family} question" in err
+    assert err.count("--max-questions") == 2
+    # with a small cap, documents rotate the first family: the stream covers all four
+    docs = generate_oaks_babi(1, docs=2, chunks=8, chunk_tokens=100, max_questions=2)
+    assert _families(docs[0]) | _families(docs[1]) == set(QUESTION_TYPES)
+    assert capsys.readouterr().err == ""
+
+
+def test_a_family_no_fact_can_change_is_named_on_stderr(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A world where one actor only picks up and drops one object, never moving: no bridge
+    # answer (all about places) ever leaves Unknown, however dense the facts.
+    from clstream.protocols.oaks.babi_world import ACQUIRE, DISCARD, Event
+
+    def pick_and_drop(world: Any, n: int, rng: Any) -> list[Event]:
+        a, o = world.actors[0], world.objects[0]
+        return [Event(DISCARD if i % 2 else ACQUIRE, a, obj=o) for i in range(n)]
+
+    monkeypatch.setattr(oaks_babi, "simulate", pick_and_drop)
+    docs = generate_oaks_babi(1, docs=1, chunks=6, chunk_tokens=100)
+    assert "bridge" not in _families(docs[0])
+    err = capsys.readouterr().err
+    assert ("the stream has no bridge question: no bridge question's answer changes over 6 "
+            "chunks") in err

@@ -17,6 +17,7 @@ from clstream.protocols.oaks.metrics import (
     TRANSITION_NAMES,
     check_bins,
     n_changes,
+    n_phases,
     per_question_table,
     phases,
     question_metrics,
@@ -80,9 +81,17 @@ def test_intra_phase_metrics_sum_to_one(cells: list[tuple[bool, str]]) -> None:
 def test_n_changes_and_subsets() -> None:
     assert n_changes(["unknown", "a", "a", "b"]) == 2  # the first Unknown -> X counts
     assert n_changes(["a"]) == 0
-    expected_b = {0: "sparse", 1: "sparse", 2: "sparse", 3: "sparse", 4: "moderate",
+    # SPECS §1.4: subsets count phases; an initial Unknown phase is a phase
+    assert n_phases(["unknown", "a", "a", "b"]) == 3
+    assert n_phases(["unknown", "unknown", "a"]) == 2
+    assert n_phases(["a", "b", "a"]) == 3
+    assert n_phases(["a"]) == 1
+    assert n_phases([]) == 0
+    # keys are numbers of phases (OAKS-B: <= 3, 4-5, >= 6; OAKS-N: <= 3, 4, >= 5)
+    expected_b = {1: "sparse", 2: "sparse", 3: "sparse", 4: "moderate",
                   5: "moderate", 6: "frequent", 20: "frequent"}
-    expected_n = {1: "sparse", 3: "sparse", 4: "moderate", 5: "frequent", 19: "frequent"}
+    expected_n = {1: "sparse", 2: "sparse", 3: "sparse", 4: "moderate", 5: "frequent",
+                  19: "frequent"}
     assert {n: subset_of(n, OAKS_B_BINS) for n in expected_b} == expected_b
     assert {n: subset_of(n, OAKS_N_BINS) for n in expected_n} == expected_n
     custom = (("few", 0), ("many", 2))
@@ -211,8 +220,8 @@ def test_score_oaks_by_hand() -> None:
 
 
 def test_score_oaks_custom_bins() -> None:
-    # d1 questions have 2 changes -> "moderate" under the custom open-ended bins; the MC
-    # question keeps the OAKS-N bins (1 change -> sparse)
+    # d1 questions have 3 phases -> "moderate" under the custom open-ended bins, d3_q0 has 1;
+    # the MC question keeps the OAKS-N bins (2 phases -> sparse)
     result, _ = score_oaks(small_dataset(), small_predictions(),
                            bins_open=(("sparse", 0), ("moderate", 2)))
     assert result["by_subset"] == {
@@ -261,11 +270,11 @@ def test_per_question_table() -> None:
     assert [r["question_id"] for r in rows] == ["d1_q0", "d1_q1", "d2_q0", "d3_q0"]
     assert rows[2] == {
         "question_id": "d2_q0", "document": "d2", "type": None, "subset": "sparse",
-        "n_changes": 1, "accuracy": pytest.approx(2 / 3),
+        "n_phases": 2, "accuracy": pytest.approx(2 / 3),
         "acquisition_latency": pytest.approx(1 / 3), "distraction_susceptibility": 0.0,
         "phase_miss": 0.0, "correct": [1, 0, 1],
     }
-    assert rows[0]["n_changes"] == 2 and rows[0]["correct"] == [1, 1, 0]
+    assert rows[0]["n_phases"] == 3 and rows[0]["correct"] == [1, 1, 0]
 
 
 @pytest.mark.parametrize(
@@ -290,3 +299,57 @@ def test_score_oaks_rejects_duplicate_question_ids() -> None:
     docs = (OaksDocument("b", ("c",), (q,)), OaksDocument("c", ("c",), (q,)))
     with pytest.raises(DataError, match="duplicate question id"):
         score_oaks(OaksDataset("dup.json", "0" * 64, docs), {("b_q0", 1): "x"})
+
+
+def _timeline_question(qid: str, golds: list[str], options: tuple[str, ...] = ()) -> OaksQuestion:
+    return OaksQuestion(qid, "q?", tuple((g,) for g in golds), "tracking", options)
+
+
+def test_subsets_bin_on_phases_at_the_boundaries() -> None:
+    # Open-ended (OAKS-B): 3 phases sparse, 4 and 5 moderate, 6 frequent. Each timeline opens
+    # with an Unknown phase, which counts. Binning on transitions would put each one bin lower.
+    open_golds = {
+        "b3": ["Unknown", "a", "a", "b", "b", "b"],          # 3 phases, 2 changes
+        "b4": ["Unknown", "a", "b", "b", "c", "c"],          # 4 phases
+        "b5": ["Unknown", "a", "b", "c", "d", "d"],          # 5 phases
+        "b6": ["Unknown", "a", "b", "c", "d", "e"],          # 6 phases, 5 changes
+    }
+    mc_options = ("x", "y", "z", "cannot answer at this point")
+    cannot = mc_options[-1]
+    mc_golds = {
+        "n3": [cannot, "x", "x", "y", "y", "y"],             # 3 phases
+        "n4": [cannot, "x", "y", "y", "z", "z"],             # 4 phases
+        "n5": [cannot, "x", "y", "z", "x", "x"],             # 5 phases
+    }
+    questions = [_timeline_question(q, g) for q, g in open_golds.items()]
+    questions += [_timeline_question(q, g, mc_options) for q, g in mc_golds.items()]
+    dataset = OaksDataset("d.json", "0" * 64, (
+        OaksDocument("d", tuple(f"c{i}" for i in range(6)), tuple(questions)),))
+    preds = {(q.question_id, t): "## Answer: A" for q in questions for t in range(1, 7)}
+    rows = {r["question_id"]: r for r in per_question_table(dataset, preds)}
+    assert {q: (r["n_phases"], r["subset"]) for q, r in rows.items()} == {
+        "b3": (3, "sparse"), "b4": (4, "moderate"), "b5": (5, "moderate"),
+        "b6": (6, "frequent"),
+        "n3": (3, "sparse"), "n4": (4, "moderate"), "n5": (5, "frequent"),
+    }
+    result, _ = score_oaks(dataset, preds)
+    assert {k: v["n_questions"] for k, v in result["by_subset"].items()} == {
+        "sparse": 2, "moderate": 3, "frequent": 2}
+    # configurable: a custom open-ended table in phases
+    result, _ = score_oaks(dataset, preds, bins_open=(("few", 0), ("many", 5)))
+    assert {k: v["n_questions"] for k, v in result["by_subset"].items()} == {
+        "few": 2, "many": 2, "sparse": 1, "moderate": 1, "frequent": 1}
+
+
+def test_counting_phases_use_the_numeral_equivalence() -> None:
+    # canonical golds of a counting question fold numerals: "two" then "2" is one phase;
+    # for a tracking question they are two phases (text compares as text)
+    counting = OaksQuestion("c_q0", "q?", (("0",), ("two",), ("2",)), "counting")
+    tracking = OaksQuestion("c_q1", "q?", (("0",), ("two",), ("2",)), "tracking")
+    dataset = OaksDataset("d.json", "0" * 64, (
+        OaksDocument("c", ("x", "y", "z"), (counting, tracking)),))
+    preds = {(q, t): "## Answer: 2" for q in ("c_q0", "c_q1") for t in (1, 2, 3)}
+    rows = per_question_table(dataset, preds)
+    assert [r["n_phases"] for r in rows] == [2, 3]
+    assert rows[0]["correct"] == [0, 1, 1]
+    assert rows[1]["correct"] == [0, 0, 1]

@@ -1,8 +1,9 @@
 """``score_oaks`` against a separate, plain-loop reading of SPECS §1.3-1.4 and §5.
 
 The reference below shares no code with clstream except the data types: its own marker scan,
-normalization, numeral table, equivalence rule, phase and transition loops. Random datasets
-and random model outputs must give the same JSON to 1e-6.
+lowercase-letter rule, normalization, numeral table (counting questions only), equivalence
+rule, phase count, subset bins and transition loops. Random datasets and random model outputs
+must give the same JSON to 1e-6.
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ def ref_extract(output: str, mc: bool) -> str:
             right = i + 1 == len(text) or not (text[i + 1].isalnum() or text[i + 1] == "_")
             if left and right:
                 return ch
+    # SPECS §1.3: a single lowercase letter that is the whole answer, alone or in brackets
+    if len(text) == 1 and text in string.ascii_lowercase:
+        return text.upper()
+    if len(text) == 3 and text[0] == "(" and text[2] == ")" and text[1] in string.ascii_lowercase:
+        return text[1].upper()
     return ""
 
 
@@ -93,9 +99,9 @@ def count_table() -> dict[str, int]:
 COUNTS = count_table()
 
 
-def ref_canon(text: str, mc: bool) -> str:
+def ref_canon(text: str, mc: bool, qtype: str | None = None) -> str:
     norm = ref_normalize(text, mc)
-    if mc:
+    if mc or (qtype or "").lower() != "counting":  # numerals fold for counting only
         return norm
     if norm in COUNTS:
         return str(COUNTS[norm])
@@ -108,23 +114,30 @@ def ref_canon(text: str, mc: bool) -> str:
 def ref_golds(q: OaksQuestion) -> list[str]:
     if q.options:
         return [string.ascii_uppercase[q.options.index(g[0])].lower() for g in q.golds]
-    return [ref_canon(g[0], False) for g in q.golds]
+    return [ref_canon(g[0], False, q.question_type) for g in q.golds]
+
+
+def ref_answer(q: OaksQuestion, output: str) -> str:
+    mc = bool(q.options)
+    return ref_canon(ref_extract(output, mc), mc, q.question_type)
 
 
 def ref_correct(q: OaksQuestion, t: int, output: str) -> bool:
     if q.options:
         letter = ref_extract(output, True)
         return letter != "" and letter == string.ascii_uppercase[q.options.index(q.golds[t - 1][0])]
-    answer = ref_canon(ref_extract(output, False), False)
-    if answer in [ref_canon(g, False) for g in q.golds[t - 1]]:
+    answer = ref_answer(q, output)
+    if answer in [ref_canon(g, False, q.question_type) for g in q.golds[t - 1]]:
         return True
+    # "Before the counted event first happens" / "before evidence exists": every gold so far
+    # is one of the pair; then both answers of the pair are right.
     kind = (q.question_type or "").lower()
     pair = {"counting": ("0", "unknown"), "comparison": ("unknown", "same")}.get(kind)
     if pair is None or answer not in pair:
         return False
     for earlier in range(t):
         for g in q.golds[earlier]:
-            if ref_canon(g, False) not in pair:
+            if ref_canon(g, False, q.question_type) not in pair:
                 return False
     return True
 
@@ -159,12 +172,17 @@ def ref_question(correct: list[int], golds: list[str]) -> dict[str, float]:
             "distraction_susceptibility": ds / n, "phase_miss": pm / n}
 
 
-def ref_subset(changes: int, mc: bool) -> str:
-    if changes <= 3:
+def ref_subset(golds: list[str], mc: bool) -> str:
+    # SPECS §1.4: bins count phases, 1 + the t in 2..C with gold_t != gold_{t-1}
+    phases = 1
+    for t in range(1, len(golds)):
+        if golds[t] != golds[t - 1]:
+            phases += 1
+    if phases <= 3:
         return "sparse"
     if mc:
-        return "moderate" if changes == 4 else "frequent"
-    return "moderate" if changes <= 5 else "frequent"
+        return "moderate" if phases == 4 else "frequent"
+    return "moderate" if phases <= 5 else "frequent"
 
 
 def ref_score(ds: OaksDataset, preds: dict[tuple[str, int], str]) -> dict:
@@ -184,14 +202,12 @@ def ref_score(ds: OaksDataset, preds: dict[tuple[str, int], str]) -> dict:
                     answers.append("")
                 else:
                     correct.append(1 if ref_correct(q, t, out) else 0)
-                    answers.append(ref_canon(ref_extract(out, bool(q.options)), bool(q.options)))
+                    answers.append(ref_answer(q, out))
                 sums[t - 1] += correct[-1]
                 counts[t - 1] += 1
-            changes = 0
             for t in range(1, doc.num_chunks):
                 gt = golds[t] != golds[t - 1]
                 model = answers[t] != answers[t - 1]
-                changes += gt
                 if gt and model:
                     tally["adaptability" if correct[t] else "maladaptation"] += 1
                 elif gt:
@@ -202,7 +218,7 @@ def ref_score(ds: OaksDataset, preds: dict[tuple[str, int], str]) -> dict:
                     tally["stability" if correct[t] else "obstinacy"] += 1
             m = ref_question(correct, golds)
             m["type"] = q.question_type
-            m["subset"] = ref_subset(changes, bool(q.options))
+            m["subset"] = ref_subset(golds, bool(q.options))
             per_q.append(m)
     result: dict = {"n_questions": len(per_q)}
     for key in ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss"):
@@ -236,17 +252,26 @@ PLACES = ["kitchen", "the garden", "Hallway", "office.", "an attic"]
 COUNT_WORDS = ["0", "Unknown", "1", "one", "once", "2", "twice", "two times", "3", "three",
                "4", "5 times", "thrice", "seven", "twenty-one", "21", "none", "never", "zero"]
 COMPARE = ["Unknown", "Same", "Alice", "Bob"]
+TRACK = PLACES + ["Unknown", "None", "2", "two"]  # text answers that look like counts
 MARKERS = ["## Answer: ", "**Answer**: ", '"answer": "', "Answer:", "answer :", "final answer: ",
            "## ANSWER:\n", ""]
+MC_ANSWERS = ["A", "B", "C", "D", "b", "(c)", "a", "d.", "b) kitchen", "the answer is b",
+              "(C) garden", "Option D", "I think A", "B.", "E", "e"]
 
 
 def random_open_question(rng: random.Random, qid: str, n: int) -> OaksQuestion:
     qtype = rng.choice(["counting", "comparison", "tracking", "bridge", None])
-    pool = {"counting": COUNT_WORDS, "comparison": COMPARE}.get(qtype or "", PLACES + ["Unknown"])
+    pool = {"counting": COUNT_WORDS, "comparison": COMPARE}.get(qtype or "", TRACK)
     golds: list[tuple[str, ...]] = []
-    current = rng.choice(pool[:2] if qtype else pool)
-    for _ in range(n):
-        if rng.random() < 0.4:
+    # counting / comparison open with the "no evidence" pair; a run may return to it later
+    current = rng.choice(pool[:2] if qtype in ("counting", "comparison") else pool)
+    single = rng.random() < 0.25  # exactly one change: two phases
+    switch = rng.randint(1, max(1, n - 1))
+    for t in range(n):
+        if single:
+            if t == switch:
+                current = rng.choice([g for g in pool if g != current])
+        elif rng.random() < 0.4:
             current = rng.choice(pool)
         extra = (rng.choice(pool),) if rng.random() < 0.2 else ()
         golds.append((current, *extra))
@@ -265,10 +290,11 @@ def random_mc_question(rng: random.Random, qid: str, n: int) -> OaksQuestion:
 
 def random_output(rng: random.Random, q: OaksQuestion) -> str:
     if q.options:
-        answer = rng.choice(["A", "B", "C", "D", "b", "(C) garden", "Option D", "I think A",
-                             rng.choice(q.options), "E"])
+        answer = rng.choice([*MC_ANSWERS, rng.choice(q.options)])
+    elif rng.random() < 0.3:  # the "no evidence" answers, in their several spellings
+        answer = rng.choice(["Unknown", "unknown.", "0", "zero", "none", "never", "Same"])
     else:
-        pool = COUNT_WORDS + COMPARE + PLACES + ["2 kitchens", "Same.", "**twice**"]
+        pool = COUNT_WORDS + COMPARE + TRACK + ["2 kitchens", "Same.", "**twice**", "0 times"]
         answer = rng.choice(pool)
     body = rng.choice(MARKERS) + answer
     if rng.random() < 0.3:
@@ -340,21 +366,49 @@ def test_per_question_invariant_and_reference(seed: int) -> None:
 
 
 def test_random_cases_exercise_the_rules() -> None:
-    # The generator must produce both outcomes, several subsets, and early-equivalence hits.
-    seen_correct, seen_subsets, early_hits = set(), set(), 0
+    # The random cases must reach every rule the reference checks: both outcomes, all
+    # subsets, single-change questions, the counting and comparison equivalences before
+    # evidence (credited) and after it (refused), numerals refused outside counting, and
+    # lowercase MC letters credited.
+    seen_correct: set[int] = set()
+    seen_subsets: set[str] = set()
+    hits = dict.fromkeys(("counting early", "comparison early", "counting after",
+                          "comparison after", "numeral as text", "lowercase letter",
+                          "two phases"), 0)
     for seed in range(60):
         dataset, preds = random_case(seed)
         for row in per_question_table(dataset, preds):
             seen_correct.update(row["correct"])
             seen_subsets.add(row["subset"])
+            hits["two phases"] += row["n_phases"] == 2
         for doc in dataset.documents:
             for q in doc.questions:
+                kind = q.question_type or ""
                 for t in range(1, doc.num_chunks + 1):
-                    answer = ref_canon(ref_extract(preds[q.question_id, t], False), False)
-                    golds = [ref_canon(g, False) for g in q.golds[t - 1]]
-                    if not q.options and answer not in golds and ref_correct(
-                            q, t, preds[q.question_id, t]):
-                        early_hits += 1
+                    out = preds[q.question_id, t]
+                    if q.options:
+                        letter = ref_extract(out, True)
+                        # credited through the lowercase rule: the capital appears nowhere
+                        hits["lowercase letter"] += bool(
+                            letter and letter not in out and ref_correct(q, t, out))
+                        continue
+                    answer = ref_answer(q, out)
+                    golds = [ref_canon(g, False, kind) for g in q.golds[t - 1]]
+                    pair = {"counting": ("0", "unknown"),
+                            "comparison": ("unknown", "same")}.get(kind)
+                    if pair and answer in pair and answer not in golds:
+                        key = "early" if ref_correct(q, t, out) else "after"
+                        seen_pair = any(ref_canon(g, False, kind) not in pair
+                                        for gs in q.golds[:t] for g in gs)
+                        assert seen_pair == (key == "after")
+                        hits[f"{kind} {key}"] += 1
+                    # a numeral spelled another way ("two" for "2", "zero" for "None") is a
+                    # different answer outside counting questions
+                    as_count = ref_canon(ref_extract(out, False), False, "counting")
+                    golds_as_count = [ref_canon(g, False, "counting") for g in q.golds[t - 1]]
+                    if kind != "counting" and as_count in golds_as_count and answer not in golds:
+                        hits["numeral as text"] += 1
+                        assert not ref_correct(q, t, out) or answer in ("unknown", "same")
     assert seen_correct == {0, 1}
-    assert {"sparse", "moderate"} <= seen_subsets
-    assert early_hits > 0
+    assert seen_subsets == {"sparse", "moderate", "frequent"}
+    assert all(hits.values()), hits

@@ -4,15 +4,25 @@ Models reason freely and finish with an answer marker ("## Answer: kitchen"). Sc
 one short string per output, so this module pulls it out, normalizes it, folds the counting
 equivalences into a *canonical* form, and compares it with the accepted golds. The same
 canonical form is what the transition table compares between consecutive intervals, so a
-model that says "2" then "two" has not changed its answer.
+model that says "2" then "two" to a counting question has not changed its answer.
+
+The paper's equivalences (App. B.2.1) hold only for the question types it names:
+- counting: numerals and words are one answer ("2" = "two" = "twice" = "2 times";
+  "0" = "zero" = "none" = "never"); every other type compares normalized text, so a tracking
+  gold "None" does not accept "zero";
+- counting, before the counted event first happens: "Unknown" and "0" are both correct;
+- comparison, before evidence exists: "Unknown" and "Same" are both correct.
 
 Readings chosen here where SPECS leaves room:
 - the extracted span is the first non-empty line after the last marker (reasoning that follows
   on later lines is not part of the answer);
 - punctuation is deleted, not replaced by a space ("twenty-one" -> "twentyone", which the
   numeral parser also understands);
-- the numeral equivalences apply to every open-ended answer, gold or predicted, whatever the
-  question type ("always applied"), so both sides of a comparison stay consistent.
+- "before the counted event" / "before evidence" is read from the golds alone: interval t is
+  before while every accepted gold at every interval <= t is "0"/"Unknown" (counting) or
+  "Unknown"/"Same" (comparison);
+- multiple choice: a lowercase letter counts only when it is the whole span, bare ("b") or in
+  parentheses ("(c)"); "b.", "b)" or "b kitchen" are not a lone letter.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from clstream.protocols.oaks.data import OaksQuestion
 # before the word need no pattern: only where the marker ends matters.
 _MARKER = re.compile(r"""\banswer\b[ \t"'*#]*:""", re.IGNORECASE)
 _MC_LETTER = re.compile(r"\b[A-Z]\b")
+_MC_LOWER = re.compile(r"([a-z])|\(([a-z])\)")  # fullmatch: the whole span is "b" or "(b)"
 _EDGE = " \t\r\n\"'*`"
 _TAIL = _EDGE + ",}]"  # also drop what closes a JSON reply: {"answer": "kitchen"}
 _ARTICLES = frozenset({"a", "an", "the"})
@@ -44,8 +55,9 @@ _ADVERBS = {"once": 1, "twice": 2, "thrice": 3, "never": 0, "none": 0}
 
 UNKNOWN = "unknown"
 SAME = "same"
+COUNTING = "counting"
 _EARLY_EQUIVALENTS = {
-    "counting": frozenset({"0", UNKNOWN}),
+    COUNTING: frozenset({"0", UNKNOWN}),
     "comparison": frozenset({UNKNOWN, SAME}),
 }
 
@@ -58,7 +70,9 @@ def extract_answer(output: str, mc: bool) -> str:
     surrounding quotes, asterisks, backticks and whitespace (and a closing ``}``, ``]`` or
     ``,`` of a JSON reply) are stripped. Without a marker an open-ended output is kept whole
     (stripped) and a multiple-choice output yields "".
-    For multiple choice the result is the first standalone capital letter of the span, or "".
+    For multiple choice the result is the first standalone capital letter of the span, else
+    the letter of a span that is one lowercase letter alone or in brackets ("b", "(c)"),
+    upper-cased; else "".
     """
     matches = list(_MARKER.finditer(output))
     if matches:
@@ -71,7 +85,10 @@ def extract_answer(output: str, mc: bool) -> str:
     if not mc:
         return span
     letter = _MC_LETTER.search(span)
-    return letter.group(0) if letter else ""
+    if letter:
+        return letter.group(0)
+    lone = _MC_LOWER.fullmatch(span)
+    return next(g for g in lone.groups() if g).upper() if lone else ""
 
 
 def normalize(text: str, mc: bool) -> str:
@@ -100,8 +117,8 @@ def _number(words: list[str]) -> int | None:
                 return value + _WORD_VALUE[unit]
         return None
     if len(words) == 2 and words[0] in _TENS and words[1] in _WORD_VALUE:
-        unit = _WORD_VALUE[words[1]]
-        return _TENS[words[0]] + unit if 0 < unit < 10 else None
+        ones = _WORD_VALUE[words[1]]
+        return _TENS[words[0]] + ones if 0 < ones < 10 else None
     return None
 
 
@@ -114,23 +131,29 @@ def _count(words: list[str]) -> int | None:
     return _number(words)
 
 
-def canonical(answer: str, mc: bool) -> str:
-    """The form two answers are compared in: normalized, counts written as decimal numerals.
+def is_counting(question_type: str | None) -> bool:
+    """Whether a question type takes the counting equivalences (names compare case-blind)."""
+    return (question_type or "").strip().lower() == COUNTING
 
-    "2", "two", "twice", "2 times" and "two times" all become "2"; "zero", "none", "never"
-    become "0". Non-count answers are returned normalized. Multiple choice: the normalized
-    letter.
+
+def canonical(answer: str, mc: bool, question_type: str | None = None) -> str:
+    """The form two answers are compared in: normalized; counts as decimal numerals for
+    counting questions only.
+
+    Counting: "2", "two", "twice", "2 times" and "two times" all become "2"; "zero", "none",
+    "never" become "0". Any other type (or none): the normalized text ("two" stays "two").
+    Multiple choice: the normalized letter.
     """
     norm = normalize(answer, mc)
-    if mc:
+    if mc or not is_counting(question_type):
         return norm
     value = _count(norm.split())
     return norm if value is None else str(value)
 
 
-def canonical_answer(output: str, mc: bool) -> str:
+def canonical_answer(output: str, mc: bool, question_type: str | None = None) -> str:
     """Canonical form of what a raw output answers (used for correctness and model change)."""
-    return canonical(extract_answer(output, mc), mc)
+    return canonical(extract_answer(output, mc), mc, question_type)
 
 
 def canonical_golds(question: OaksQuestion) -> tuple[str, ...]:
@@ -139,15 +162,16 @@ def canonical_golds(question: OaksQuestion) -> tuple[str, ...]:
         return tuple(
             canonical(question.gold_letter(t), True) for t in range(1, len(question.golds) + 1)
         )
-    return tuple(canonical(golds[0], False) if golds else "" for golds in question.golds)
+    qtype = question.question_type
+    return tuple(canonical(golds[0], False, qtype) if golds else "" for golds in question.golds)
 
 
 def accepted_answers(question: OaksQuestion) -> tuple[frozenset[str], ...]:
     """Canonical answers accepted at each interval t = 1..C, equivalences included.
 
-    Reading chosen for "before the counted event first happens" / "before evidence exists":
-    interval t is *before* when every accepted gold at every interval <= t is "0"/"Unknown"
-    (counting) or "Unknown"/"Same" (comparison); there both answers of that pair are correct.
+    Interval t is *before* the counted event (counting) or the evidence (comparison) while
+    every accepted gold at every interval <= t is "0"/"Unknown" (counting) or "Unknown"/"Same"
+    (comparison); there both answers of that pair are correct.
     """
     if question.is_mc:
         return tuple(frozenset({gold}) for gold in canonical_golds(question))
@@ -156,7 +180,7 @@ def accepted_answers(question: OaksQuestion) -> tuple[frozenset[str], ...]:
     before_evidence = bool(early)
     accepted_per_t: list[frozenset[str]] = []
     for golds in question.golds:
-        accepted = {canonical(g, False) for g in golds}
+        accepted = {canonical(g, False, qtype) for g in golds}
         before_evidence = before_evidence and bool(accepted) and accepted <= early
         if before_evidence:
             accepted |= early
@@ -168,5 +192,5 @@ def is_correct(output: str, question: OaksQuestion, t: int) -> bool:
     """Whether a raw output answers ``question`` correctly at 1-based interval ``t``."""
     if not 1 <= t <= len(question.golds):
         raise ValueError(f"interval {t} outside 1..{len(question.golds)}")
-    answer = canonical_answer(output, question.is_mc)
+    answer = canonical_answer(output, question.is_mc, question.question_type)
     return answer in accepted_answers(question)[t - 1]

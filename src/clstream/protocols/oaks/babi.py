@@ -6,7 +6,14 @@ change along the stream. This module rebuilds that pipeline from a seed, offline
 simulated (:mod:`oaks_babi_world`), its facts are spread over the chunks (about 1.4 per chunk,
 some chunks with none, matching the paper's ~87 facts over 65 chunks), every Table 8 template is
 filled over the world's entities and its gold computed after each chunk
-(:mod:`oaks_babi_questions`), and only questions whose gold changes at least twice are kept.
+(:mod:`oaks_babi_questions`), and only questions with at least two answer phases are kept
+(Algorithm 1 keeps CountChanges(T) > 0: one change, e.g. Unknown -> kitchen, is enough).
+
+Every question family (tracking, counting, bridge, comparison) should appear however small the
+stream. A document whose facts leave a family without a changing question is simulated again
+with more facts per chunk (no empty chunks, up to a few more facts each, within the chunk's
+token budget); if a family is still absent from the whole stream, or ``max_questions`` leaves
+no room for it, a warning on stderr names the family and the reason.
 
 Each chunk is built to the token budget with ``approx-v1`` counts: its facts first, then
 distractor sentences while they fit, with the facts placed at random points among them.
@@ -21,6 +28,7 @@ changing the haystack does not change the world, facts or questions.
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,7 +41,7 @@ from clstream.protocols.oaks.babi_questions import (
     TEMPLATES,
     Gold,
     Question,
-    count_changes,
+    count_phases,
     enumerate_questions,
     parse_question,
     timelines,
@@ -54,7 +62,9 @@ from clstream.protocols.oaks.haystack import (
 from clstream.protocols.oaks.loader import write_oaks_json
 
 MIN_CHUNK_TOKENS = 64  # room for three fact sentences and some distractor text
-MIN_CHANGES = 2
+MIN_PHASES = 2  # keep questions whose answer changes at least once (SPECS §1.5)
+DENSER_PLANS = 6  # fact plans tried after the paper's density when a family is missing
+_FACT_TOKENS = 21  # a fact sentence costs at most about this many approx-v1 tokens
 _SKIP_TRIES = 8  # fresh grammar sentences tried when the next one does not fit
 
 
@@ -79,9 +89,9 @@ def _check_args(seed: int, docs: int, chunks: int, chunk_tokens: int, max_questi
             raise SpecError(f"oaks-babi: {name} must be an integer, got {value!r}")
     if docs < 1:
         raise SpecError(f"oaks-babi: docs must be >= 1, got {docs}")
-    if chunks < MIN_CHANGES + 1:
-        raise SpecError(f"oaks-babi: chunks must be >= {MIN_CHANGES + 1} so that answers can "
-                        f"change {MIN_CHANGES} times, got {chunks}")
+    if chunks < MIN_PHASES:
+        raise SpecError(f"oaks-babi: chunks must be >= {MIN_PHASES} so that an answer can "
+                        f"change, got {chunks}")
     if chunk_tokens < MIN_CHUNK_TOKENS:
         raise SpecError(f"oaks-babi: chunk_tokens must be >= {MIN_CHUNK_TOKENS}, "
                         f"got {chunk_tokens}")
@@ -97,20 +107,22 @@ def _interleave(lists: Sequence[Sequence[Any]]) -> list[Any]:
 
 
 def _change_bin(golds: list[Gold]) -> int:
-    """SPECS §1.4 OAKS-B subsets: 0 = sparse (2-3 changes), 1 = moderate (4-5), 2 = frequent."""
-    changes = count_changes(golds)
-    return 0 if changes <= 3 else 1 if changes <= 5 else 2
+    """SPECS §1.4 OAKS-B subsets by phases: 0 = sparse (<= 3), 1 = moderate (4-5), 2 = frequent."""
+    phases = count_phases(golds)
+    return 0 if phases <= 3 else 1 if phases <= 5 else 2
 
 
-def _select(kept: list[tuple[Question, list[Gold]]], cap: int, rng: random.Random
-            ) -> list[tuple[Question, list[Gold]]]:
+def _select(kept: list[tuple[Question, list[Gold]]], cap: int, rng: random.Random,
+            first_family: int = 0) -> list[tuple[Question, list[Gold]]]:
     """Up to ``cap`` questions, round-robin over the four types, then templates, then subsets.
 
     Interleaving the change-frequency subsets keeps frequent-change questions from being
-    crowded out by the more numerous sparse ones.
+    crowded out by the more numerous sparse ones. The round starts at family ``first_family``
+    (documents rotate it when ``cap`` is smaller than the number of families).
     """
     queues = []
-    for family in QUESTION_TYPES:
+    start = first_family % len(QUESTION_TYPES)
+    for family in QUESTION_TYPES[start:] + QUESTION_TYPES[:start]:
         groups = []
         for tpl in TEMPLATES:
             if tpl.family != family:
@@ -173,28 +185,64 @@ def _assemble_chunk(facts: Sequence[str], source: _Source, budget: int, rng: ran
     return "\n\n".join(paragraphs)
 
 
-def _document(seed: int, index: int, chunks: int, chunk_tokens: int, max_questions: int,
-              shared_source: _Source | None) -> dict[str, Any]:
+def _plan(chunks: int, level: int, chunk_tokens: int, rng: random.Random) -> list[int]:
+    """Facts per chunk. Level 0 is the paper's density (30% of chunks empty, else 1-3 facts);
+    level k > 0 leaves no chunk empty and allows up to 3 + k facts, within the token budget."""
+    if level == 0:
+        return [0 if rng.random() < 0.3 else rng.randint(1, 3) for _ in range(chunks)]
+    most = max(3, min(3 + level, chunk_tokens // _FACT_TOKENS))
+    return [rng.randint(1, most) for _ in range(chunks)]
+
+
+Timeline = list[tuple[Question, list[Gold]]]
+
+
+def _facts_and_questions(seed: int, index: int, chunks: int, chunk_tokens: int
+                         ) -> tuple[list[list[Event]], Timeline]:
+    """The document's events per chunk and its kept questions with their golds.
+
+    The paper's fact density comes first; while a family has no question with two phases, a
+    denser plan (its own seeded generator, same world) is tried, and the attempt missing the
+    fewest families is kept (the earliest on a tie), so streams that need no help are unchanged.
+    """
     world_rng = _rng(seed, index, "world")
     world = build_world(world_rng, filler_vocabulary())
-    plan = [0 if world_rng.random() < 0.3 else world_rng.randint(1, 3) for _ in range(chunks)]
-    events = simulate(world, sum(plan), world_rng)
-    by_chunk: list[list[Event]] = []
-    start = 0
-    for n in plan:
-        by_chunk.append(events[start:start + n])
-        start += n
+    candidates = enumerate_questions(world)
+    best: tuple[int, list[list[Event]], Timeline] | None = None
+    for level in range(DENSER_PLANS + 1):
+        rng = world_rng if level == 0 else _rng(seed, index, f"world/denser{level}")
+        plan = _plan(chunks, level, chunk_tokens, rng)
+        events = simulate(world, sum(plan), rng)
+        by_chunk: list[list[Event]] = []
+        start = 0
+        for n in plan:
+            by_chunk.append(events[start:start + n])
+            start += n
+        kept = [(q, g) for q, g in zip(candidates, timelines(candidates, by_chunk), strict=True)
+                if count_phases(g) >= MIN_PHASES]
+        missing = len(set(QUESTION_TYPES) - {q.family for q, _ in kept})
+        if best is None or missing < best[0]:
+            best = (missing, by_chunk, kept)
+        if not missing:
+            break
+    assert best is not None
+    return best[1], best[2]
+
+
+def _document(seed: int, index: int, chunks: int, chunk_tokens: int, max_questions: int,
+              shared_source: _Source | None) -> tuple[dict[str, Any], set[str]]:
+    """One document in JSON shape, and the families that had a question before the cap."""
+    by_chunk, kept = _facts_and_questions(seed, index, chunks, chunk_tokens)
     surface_rng = _rng(seed, index, "surface")
     facts = [[render_fact(e, surface_rng) for e in evs] for evs in by_chunk]
 
-    candidates = enumerate_questions(world)
-    kept = [(q, g) for q, g in zip(candidates, timelines(candidates, by_chunk), strict=True)
-            if count_changes(g) >= MIN_CHANGES]
-    chosen = _select(kept, max_questions, _rng(seed, index, "questions"))
+    # A cap below the number of families: document i starts where document i-1 stopped.
+    rotate = index * max_questions if max_questions < len(QUESTION_TYPES) else 0
+    chosen = _select(kept, max_questions, _rng(seed, index, "questions"), rotate)
     bid = f"babi-s{seed}-d{index}"
     if not chosen:
         raise SpecError(f"oaks-babi: document {bid} has no question whose answer changes "
-                        f"{MIN_CHANGES} times over {chunks} chunks; use more chunks")
+                        f"over {chunks} chunks; use more chunks")
 
     text_rng = _rng(seed, index, "text")
     source = shared_source if shared_source is not None else ProceduralSource(text_rng)
@@ -215,7 +263,27 @@ def _document(seed: int, index: int, chunks: int, chunk_tokens: int, max_questio
             "facts": {str(t): f for t, f in enumerate(facts)},
             "qas": qas,
         },
-    }
+    }, {q.family for q, _ in kept}
+
+
+def missing_families(documents: Sequence[Mapping[str, Any]], available: set[str], chunks: int,
+                     max_questions: int) -> list[str]:
+    """One line per question family absent from the generated stream, with the reason."""
+    present = {entry.get("question_type") for doc in documents
+               for entry in doc["data"]["qas"].values()}
+    lines = []
+    for family in QUESTION_TYPES:
+        if family in present:
+            continue
+        if family in available:
+            why = (f"a cap of {max_questions} questions per document (--max-questions) "
+                   f"leaves no room for it; the {len(QUESTION_TYPES)} families need "
+                   f"{len(QUESTION_TYPES)}, or more documents")
+        else:
+            why = (f"no {family} question's answer changes over {chunks} chunks, even with "
+                   f"more facts per chunk; use more chunks")
+        lines.append(f"oaks-babi: the stream has no {family} question: {why}")
+    return lines
 
 
 def generate_oaks_babi(seed: int, docs: int = 2, chunks: int = 20, chunk_tokens: int = 2000,
@@ -225,11 +293,20 @@ def generate_oaks_babi(seed: int, docs: int = 2, chunks: int = 20, chunk_tokens:
 
     ``haystack_files``: UTF-8 text files whose sentences replace the procedural distractor
     prose, used in order across all documents and cycled when exhausted.
-    Raises SpecError for invalid arguments or a document with no question that changes twice.
+    Raises SpecError for invalid arguments or a document with no question whose answer
+    changes. A question family absent from the whole stream is named on stderr with the reason.
     """
     _check_args(seed, docs, chunks, chunk_tokens, max_questions)
     shared: _Source | None = FileSource(read_haystack(haystack_files)) if haystack_files else None
-    return [_document(seed, i, chunks, chunk_tokens, max_questions, shared) for i in range(docs)]
+    documents: list[dict[str, Any]] = []
+    available: set[str] = set()
+    for i in range(docs):
+        document, families = _document(seed, i, chunks, chunk_tokens, max_questions, shared)
+        documents.append(document)
+        available |= families
+    for line in missing_families(documents, available, chunks, max_questions):
+        print(f"clstream: warning: {line}", file=sys.stderr)
+    return documents
 
 
 def write_oaks_babi(path: str | Path, seed: int, docs: int = 2, chunks: int = 20,

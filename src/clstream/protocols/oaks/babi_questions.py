@@ -310,3 +310,12 @@ def timelines(questions: Sequence[Question], events_by_chunk: Sequence[Sequence[
 def count_changes(golds: Sequence[Gold]) -> int:
     """Intervals t = 2..C whose gold differs from the one before (SPECS §1.4)."""
     return sum(1 for prev, cur in zip(golds, golds[1:], strict=False) if prev != cur)
+
+
+def count_phases(golds: Sequence[Gold]) -> int:
+    """Maximal runs of equal gold: 1 + :func:`count_changes` (an initial Unknown run counts).
+
+    This is the paper's count of "answer changes" (App. B: 2-20 per question) and what the
+    subsets bin on (SPECS §1.4, §1.5); 0 for an empty timeline.
+    """
+    return count_changes(golds) + 1 if golds else 0

@@ -160,9 +160,10 @@ def simulate(world: World, n_events: int, rng: random.Random) -> list[Event]:
     holder: dict[str, str] = {}
     events: list[Event] = []
     for _ in range(n_events):
-        moves = [(a, p) for a in world.actors for p in world.places if loc.get(a) != p]
+        moves: list[tuple[str, ...]] = [
+            (a, p) for a in world.actors for p in world.places if loc.get(a) != p]
         busy = set(loc.values()) | {lying[o] for o in world.objects if o not in holder}
-        lively = [(a, p) for a, p in moves if p in busy]
+        lively = [move for move in moves if move[1] in busy]
         options: dict[str, list[tuple[str, ...]]] = {
             MOVE: lively if lively and rng.random() < 0.5 else moves,
             ACQUIRE: [(a, o) for a in world.actors if a in loc for o in world.objects

@@ -8,11 +8,14 @@ predictions JSONL of SPECS §5 strictly, naming file, line and field on any defe
 
 Everything is per question first, then averaged over questions (paper eq. 1), except the
 transition table, which pools all intervals t = 2..C of all questions (SPECS §1.4).
+
+Subsets count a question's answer changes as the paper's tables do: its number of *phases*
+(1 + the gold changes; an initial Unknown phase is a phase), the count behind App. B's ranges
+"2-3, 4-5, 6-20" (OAKS-B) and "2-3, 4, 5-19" (OAKS-N).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from clstream.core.errors import DataError, SpecError
+from clstream.core.jsonio import iter_json_lines
 from clstream.protocols.oaks.answers import accepted_answers, canonical_answer, canonical_golds
 from clstream.protocols.oaks.data import OaksDataset, OaksQuestion
 
@@ -38,8 +42,9 @@ TRANSITIONS: dict[tuple[bool, bool, bool], str] = {
 }
 TRANSITION_NAMES = tuple(TRANSITIONS.values())
 
-# A bin table maps a subset name to the smallest number of answer changes it holds; a question
-# falls in the last bin whose threshold it reaches (so fewer than 2 changes is "sparse").
+# A bin table maps a subset name to the smallest number of phases it holds; a question falls
+# in the last bin whose threshold it reaches. OAKS-B: sparse <= 3 phases, moderate 4-5,
+# frequent >= 6; OAKS-N: sparse <= 3, moderate 4, frequent >= 5 (SPECS §1.4).
 Bins = tuple[tuple[str, int], ...]
 OAKS_B_BINS: Bins = (("sparse", 0), ("moderate", 4), ("frequent", 6))  # open-ended
 OAKS_N_BINS: Bins = (("sparse", 0), ("moderate", 4), ("frequent", 5))  # multiple choice
@@ -100,6 +105,12 @@ def n_changes(golds: Sequence[str]) -> int:
     return sum(1 for a, b in zip(golds, golds[1:], strict=False) if a != b)
 
 
+def n_phases(golds: Sequence[str]) -> int:
+    """Number of phases: 1 + :func:`n_changes` (0 for no golds). An initial Unknown phase is a
+    phase, so Unknown -> A -> B has 3. Subsets bin on this count (SPECS §1.4)."""
+    return n_changes(golds) + 1 if len(golds) else 0
+
+
 def check_bins(bins: Bins) -> Bins:
     """Validate a bin table: thresholds start at 0 and strictly increase, names are unique."""
     names = [name for name, _ in bins]
@@ -111,11 +122,12 @@ def check_bins(bins: Bins) -> Bins:
     return bins
 
 
-def subset_of(changes: int, bins: Bins) -> str:
-    """The subset (Sparse / Moderate / Frequent by default) of a question with ``changes``."""
+def subset_of(phase_count: int, bins: Bins) -> str:
+    """The subset (Sparse / Moderate / Frequent by default) of a question with ``phase_count``
+    phases (:func:`n_phases`)."""
     name = bins[0][0]
     for candidate, low in bins:
-        if changes >= low:
+        if phase_count >= low:
             name = candidate
     return name
 
@@ -221,7 +233,7 @@ def judge_dataset(
                     missing += 1
                     answers.append("")
                     continue
-                answers.append(canonical_answer(output, q.is_mc))
+                answers.append(canonical_answer(output, q.is_mc, q.question_type))
                 hits[t - 1] = answers[-1] in accepted[t - 1]
             judged.append(JudgedQuestion(doc.bid, q, canonical_golds(q), tuple(answers), hits))
     return judged, missing
@@ -232,14 +244,14 @@ def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins) -> 
     check_bins(bins_mc)
     rows: list[dict[str, Any]] = []
     for j in judged:
-        changes = n_changes(j.golds)
+        count = n_phases(j.golds)
         bins = bins_mc if j.question.is_mc else bins_open
         rows.append({
             "question_id": j.question.question_id,
             "document": j.bid,
             "type": j.question.question_type,
-            "subset": subset_of(changes, bins),
-            "n_changes": changes,
+            "subset": subset_of(count, bins),
+            "n_phases": count,
             **question_metrics(j.correct, j.golds),
             "correct": [int(c) for c in j.correct],
         })
@@ -255,7 +267,7 @@ def per_question_table(
     bins_open: Bins = OAKS_B_BINS,
     bins_mc: Bins = OAKS_N_BINS,
 ) -> list[dict[str, Any]]:
-    """One row per question: question_id, document, type, subset, n_changes, the four
+    """One row per question: question_id, document, type, subset, n_phases, the four
     intra-phase metrics and the correctness vector (for reports and bootstrap CIs)."""
     judged, _ = judge_dataset(dataset, predictions, allow_missing,
                               predictions_path=predictions_path)
@@ -365,31 +377,17 @@ def load_predictions(
     )
     predictions: dict[tuple[str, int], str] = {}
     first_line: dict[tuple[str, int], int] = {}
-    try:
-        with open(path, "rb") as handle:
-            for number, raw in enumerate(handle, 1):
-                record = f"line {number}"
-                try:
-                    line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-                except UnicodeDecodeError:
-                    raise DataError(name, record, None, "not UTF-8 text") from None
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(name, record, None, f"invalid JSON ({exc.msg})") from None
-                qid, t, output = _prediction(name, record, obj)
-                if chunks is not None and qid not in chunks:
-                    raise DataError(name, record, "question_id", f"unknown question {qid!r}")
-                if chunks is not None and t > chunks[qid]:
-                    raise DataError(name, record, "t",
-                                    f"interval {t} beyond the document's {chunks[qid]} chunks")
-                if (qid, t) in first_line:
-                    raise DataError(name, record, "t", f"duplicate prediction for question "
-                                    f"{qid} t {t} (first on line {first_line[qid, t]})")
-                first_line[qid, t] = number
-                predictions[qid, t] = output
-    except OSError as exc:
-        raise DataError(name, None, None, f"cannot read: {exc.strerror or exc}") from None
+    for number, obj in iter_json_lines(name):
+        record = f"line {number}"
+        qid, t, output = _prediction(name, record, obj)
+        if chunks is not None and qid not in chunks:
+            raise DataError(name, record, "question_id", f"unknown question {qid!r}")
+        if chunks is not None and t > chunks[qid]:
+            raise DataError(name, record, "t",
+                            f"interval {t} beyond the document's {chunks[qid]} chunks")
+        if (qid, t) in first_line:
+            raise DataError(name, record, "t", f"duplicate prediction for question "
+                            f"{qid} t {t} (first on line {first_line[qid, t]})")
+        first_line[qid, t] = number
+        predictions[qid, t] = output
     return predictions
