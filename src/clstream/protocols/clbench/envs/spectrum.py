@@ -1,0 +1,305 @@
+"""Blind spectrum monitoring (signal processing; SPECS §3; paper App. A.1).
+
+A 168 MHz band holds 13 fixed transmitters on a regular grid: 7 wideband channels, one per
+24 MHz slot, and 6 narrowband channels in the guard gaps between them. Each scan (one
+instance, one step) shows the peaks a noisy detector found; the agent reports the
+transmitters it believes occupy the band. What is scored never changes: the union of all 13
+channels. What changes at each stage is how much of it is ever active:
+
+| stage | variant | awake (active in turn) | active per scan | dormant (p = 0.1 per scan) |
+| --- | --- | --- | --- | --- |
+| 1 | five_ch_wide | 5 wide | 2 | 2 wide, 6 narrow |
+| 2 | five_plus_four_mixed | 5 wide, 4 narrow | 3 | 2 wide, 2 narrow |
+| 3 | full_grid_active | all 13 | 4 | none |
+
+Awake channels take turns from a shuffled pool (round robin, distinct within a scan). The
+detector finds an active channel with probability 0.85 and reports its centre and width with
+noise proportional to the width (sd 10%) and its power around -30 dBm; a scan may also hold a
+false alarm (p 0.2) or a strong interferer (p 0.1) at a random frequency.
+
+Reward (the authors' code, not the paper's wording): the IoU of the *available* spectrum, band
+minus the union of all channels, against the band minus the union of the reported intervals;
+1.0 when both are empty. r_max 1. Feedback is only "Scan <id> recorded." Every instance's scan
+is fixed by its id, so permuted rollouts and the stateless arm see the same scans. Geometry per
+seed: wideband width in [12, 16] MHz, narrowband widths in [4, 6] MHz, centred in their gaps
+with a small jitter; the slot pitch stays 24 MHz.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from clstream.core.environment import ActionError, OrderPolicy, Schedule
+from clstream.protocols.clbench.envs.base import EnvironmentBase, Outcome, build_schedule
+
+BAND = (0.0, 168.0)
+PITCH = 24.0
+N_WIDE, N_NARROW = 7, 6
+VARIANTS = ("five_ch_wide", "five_plus_four_mixed", "full_grid_active")
+SCHEDULES: dict[str, tuple[int, ...]] = {"default": (30, 30, 30), "short": (5, 5, 5)}
+MAX_TRANSMITTERS = 64
+P_MISS, P_FALSE_ALARM, P_INTERFERENCE, P_DORMANT = 0.15, 0.20, 0.10, 0.10
+ACTIVE_PER_SCAN = (2, 3, 4)
+
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Channel:
+    center: float
+    width: float
+    kind: str  # "wide" | "narrow"
+
+    @property
+    def interval(self) -> Interval:
+        return (self.center - self.width / 2, self.center + self.width / 2)
+
+
+@dataclass(frozen=True)
+class Peak:
+    freq: float
+    power: float
+    width: float
+
+
+@dataclass(frozen=True)
+class Scan:
+    instance_id: str
+    index: int
+    noise_floor: float
+    peaks: tuple[Peak, ...]
+    active: tuple[int, ...]  # channel indexes active in this scan (not shown)
+
+
+# --- interval arithmetic -------------------------------------------------------------------
+
+
+def merge(intervals: Iterable[Interval], band: Interval = BAND) -> list[Interval]:
+    """The union of ``intervals`` clipped to ``band``, as sorted disjoint intervals."""
+    lo_b, hi_b = band
+    clipped = sorted((max(lo, lo_b), min(hi, hi_b)) for lo, hi in intervals)
+    out: list[Interval] = []
+    for lo, hi in clipped:
+        if hi <= lo:
+            continue
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def complement(intervals: Sequence[Interval], band: Interval = BAND) -> list[Interval]:
+    """``band`` minus the (merged, sorted) ``intervals``."""
+    out, at = [], band[0]
+    for lo, hi in intervals:
+        if lo > at:
+            out.append((at, lo))
+        at = max(at, hi)
+    if at < band[1]:
+        out.append((at, band[1]))
+    return out
+
+
+def measure(intervals: Sequence[Interval]) -> float:
+    return sum(hi - lo for lo, hi in intervals)
+
+
+def intersection(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def available_iou(truth: Iterable[Interval], reported: Iterable[Interval],
+                  band: Interval = BAND) -> float:
+    """IoU of the available spectrum: band minus ``truth`` against band minus ``reported``."""
+    gt_avail = complement(merge(truth, band), band)
+    rep_avail = complement(merge(reported, band), band)
+    inter = measure(intersection(gt_avail, rep_avail))
+    union = measure(gt_avail) + measure(rep_avail) - inter
+    return 1.0 if union <= 1e-12 else inter / union
+
+
+# --- the generator -------------------------------------------------------------------------
+
+
+def make_channels(rng: random.Random) -> list[Channel]:
+    wide = round(rng.uniform(12.0, 16.0), 1)
+    channels = [Channel(round(k * PITCH + wide / 2, 2), wide, "wide") for k in range(N_WIDE)]
+    gap = PITCH - wide
+    for k in range(N_NARROW):
+        width = round(rng.uniform(4.0, 6.0), 1)
+        slack = (gap - width) / 2
+        center = k * PITCH + wide + gap / 2 + rng.uniform(-0.5, 0.5) * slack
+        channels.append(Channel(round(center, 2), width, "narrow"))
+    return channels
+
+
+def _stage_plan(rng: random.Random) -> list[tuple[list[int], list[int]]]:
+    """(awake, dormant) channel indexes per stage; wide are 0..6, narrow 7..12."""
+    wide, narrow = list(range(N_WIDE)), list(range(N_WIDE, N_WIDE + N_NARROW))
+    awake_wide = sorted(rng.sample(wide, 5))
+    awake_narrow = sorted(rng.sample(narrow, 4))
+    rest_wide = [c for c in wide if c not in awake_wide]
+    rest_narrow = [c for c in narrow if c not in awake_narrow]
+    return [(awake_wide, rest_wide + narrow),
+            (awake_wide + awake_narrow, rest_wide + rest_narrow),
+            (wide + narrow, [])]
+
+
+def _detect(rng: random.Random, ch: Channel) -> Peak:
+    return Peak(round(ch.center + rng.gauss(0.0, 0.1 * ch.width), 1),
+                round(-30.0 + rng.gauss(0.0, 5.0), 1),
+                round(max(0.5, ch.width * (1.0 + rng.gauss(0.0, 0.1))), 1))
+
+
+def make_scans(seed: int, sizes: Sequence[int], ids: Sequence[str],
+               channels: Sequence[Channel]) -> list[Scan]:
+    rng = random.Random(f"spectrum-activity:{seed}")
+    plan = _stage_plan(rng)
+    scans: list[Scan] = []
+    index = 0
+    for stage, size in enumerate(sizes):
+        awake, dormant = plan[stage]
+        pool = list(awake)
+        rng.shuffle(pool)
+        turn = 0
+        for _ in range(size):
+            n = ACTIVE_PER_SCAN[stage]
+            active = {pool[(turn + j) % len(pool)] for j in range(n)}
+            turn += n
+            active |= {c for c in dormant if rng.random() < P_DORMANT}
+            peaks = [_detect(rng, channels[c]) for c in sorted(active) if rng.random() >= P_MISS]
+            if rng.random() < P_FALSE_ALARM:
+                peaks.append(Peak(round(rng.uniform(*BAND), 1), round(rng.gauss(-47.0, 4.0), 1),
+                                  round(rng.uniform(1.0, 6.0), 1)))
+            if rng.random() < P_INTERFERENCE:
+                peaks.append(Peak(round(rng.uniform(*BAND), 1), round(rng.gauss(-24.0, 4.0), 1),
+                                  round(rng.uniform(3.0, 12.0), 1)))
+            peaks.sort(key=lambda p: p.freq)
+            scans.append(Scan(ids[index], index, round(-95.0 + rng.gauss(0.0, 1.5), 1),
+                              tuple(peaks), tuple(sorted(active))))
+            index += 1
+    return scans
+
+
+# --- the environment -----------------------------------------------------------------------
+
+INSTRUCTIONS = (
+    "You watch a radio band for a spectrum monitoring team. A fixed set of transmitters shares "
+    "the band; each one is active only some of the time, and the detector misses signals and "
+    "sometimes reports spurious ones. After every scan, report every transmitter you believe "
+    "occupies part of the band, including ones that are silent right now, as centre frequency "
+    "and bandwidth in MHz. Your report is scored on the spectrum it leaves free: the overlap "
+    "between the band minus your reported intervals and the band minus the true transmitters "
+    "(1.0 is a perfect map). Each scan is one step; the only feedback is that it was recorded."
+)
+ACTION_FORMAT = (
+    'Reply with one JSON object: {"transmitters": [{"center_freq": <MHz>, "bandwidth": <MHz>, '
+    '"currently_active": <true|false>, "estimated_power": <dBm>}, ...]}. Only centre and '
+    "bandwidth are scored; the other two fields are optional. An empty list reports a free band."
+)
+ACTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["transmitters"],
+    "properties": {"transmitters": {
+        "type": "array", "maxItems": MAX_TRANSMITTERS,
+        "items": {"type": "object", "required": ["center_freq", "bandwidth"], "properties": {
+            "center_freq": {"type": "number"},
+            "bandwidth": {"type": "number", "exclusiveMinimum": 0, "maximum": 168},
+            "currently_active": {"type": "boolean"},
+            "estimated_power": {"type": "number"}}}}},
+}
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ActionError(f"{where} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def reported_intervals(action: Mapping[str, Any]) -> list[Interval]:
+    """The occupied intervals an (already checked) action reports."""
+    out = []
+    for tx in action["transmitters"]:
+        c, w = float(tx["center_freq"]), float(tx["bandwidth"])
+        out.append((c - w / 2, c + w / 2))
+    return out
+
+
+class SpectrumEnv(EnvironmentBase):
+    """Blind spectrum monitoring: 13 channels, three stages of activity, one scan per step."""
+
+    name: ClassVar[str] = "blind_spectrum_monitoring"
+    order_policy: ClassVar[OrderPolicy] = OrderPolicy.STAGE_PERMUTE
+    r_max: ClassVar[float] = 1.0
+    min_reward: ClassVar[float] = 0.0
+    max_steps: ClassVar[int] = 1
+    instructions: ClassVar[str] = INSTRUCTIONS
+    action_format: ClassVar[str] = ACTION_FORMAT
+    action_schema: ClassVar[Mapping[str, Any]] = ACTION_SCHEMA
+
+    def __init__(self, seed: int = 0, schedule: str = "default", max_invalid: int = 3) -> None:
+        if schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {schedule!r}; known: {sorted(SCHEDULES)}")
+        sizes = SCHEDULES[schedule]
+        ids = [f"scan-{i + 1:03d}" for i in range(sum(sizes))]
+        sched: Schedule = build_schedule(schedule, sizes, VARIANTS, ids)
+        super().__init__(seed, sched, max_invalid)
+        self.channels = make_channels(random.Random(f"spectrum-geometry:{seed}"))
+        self.scans = {s.instance_id: s for s in make_scans(seed, sizes, ids, self.channels)}
+
+    @property
+    def truth(self) -> list[Interval]:
+        """The scored occupancy: the union of every channel's interval."""
+        return merge(ch.interval for ch in self.channels)
+
+    def _params(self) -> dict[str, Any]:
+        return {"band": list(BAND), "channels": [[c.center, c.width] for c in self.channels]}
+
+    def _observation(self, first: bool) -> str:
+        assert self.current is not None
+        scan = self.scans[self.current]
+        minutes = 5 * scan.index
+        stamp = f"2026-01-{1 + minutes // 1440:02d}T{minutes % 1440 // 60:02d}:{minutes % 60:02d}Z"
+        lines = [f"Scan {scan.instance_id}: time {stamp} | sensor SEN-A | integration 100 ms | "
+                 f"noise floor {scan.noise_floor:.1f} dBm",
+                 f"Band: {BAND[0]:.1f}-{BAND[1]:.1f} MHz",
+                 "Detected peaks (id | centre MHz | power dBm | width MHz):"]
+        lines += [f"p{i + 1} | {p.freq:.1f} | {p.power:.1f} | {p.width:.1f}"
+                  for i, p in enumerate(scan.peaks)] or ["(no peaks detected)"]
+        lines.append("Report the transmitters occupying the band.")
+        return "\n".join(lines)
+
+    def _check(self, action: dict[str, Any]) -> None:
+        txs = action.get("transmitters")
+        if not isinstance(txs, list):
+            raise ActionError('the action needs a "transmitters" list')
+        if len(txs) > MAX_TRANSMITTERS:
+            raise ActionError(f"at most {MAX_TRANSMITTERS} transmitters, got {len(txs)}")
+        for n, tx in enumerate(txs):
+            where = f"transmitters[{n}]"
+            if not isinstance(tx, dict):
+                raise ActionError(f"{where} must be an object")
+            _number(tx.get("center_freq"), f"{where}.center_freq")
+            width = _number(tx.get("bandwidth"), f"{where}.bandwidth")
+            if not 0 < width <= BAND[1] - BAND[0]:
+                raise ActionError(f"{where}.bandwidth must be in (0, 168] MHz, got {width:g}")
+
+    def _apply(self, action: dict[str, Any]) -> Outcome:
+        assert self.current is not None
+        reward = available_iou(self.truth, reported_intervals(action))
+        return Outcome(f"Scan {self.current} recorded.", True, reward, reward >= 0.999,
+                       {"raw_metric": reward, "reported": len(action["transmitters"])})

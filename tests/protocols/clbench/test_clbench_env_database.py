@@ -1,0 +1,160 @@
+"""Database exploration: generated database, migration, question bank, grading, rewards,
+read-only bounded queries, and the stateless arm's view of the migrated database."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from clstream.core.environment import EnvironmentStateError
+from clstream.protocols.clbench.envs import dbgen
+from clstream.protocols.clbench.envs.database import NOTICE, DatabaseEnv
+
+SMALL = {"n_products": 300, "n_reviews": 1200}
+
+
+@pytest.fixture(scope="module")
+def env() -> DatabaseEnv:
+    return DatabaseEnv(0, **SMALL)
+
+
+def ask(env: DatabaseEnv, sql: str) -> str:
+    res = env.step({"tool": "sql", "query": sql})
+    assert res.valid
+    return res.feedback
+
+
+def test_same_seed_same_database_and_bank() -> None:
+    a, b, c = (DatabaseEnv(s, **SMALL) for s in (2, 2, 3))
+    assert a.layout == b.layout and a.questions == b.questions
+    dump = "SELECT * FROM {}_reviews ORDER BY rid LIMIT 200"
+    g = a.layout.group[dbgen.ELECTRONICS]
+    assert (a.database(True).execute(dump.format(g)).fetchall()
+            == b.database(True).execute(dump.format(g)).fetchall())
+    assert (a.layout, [q.answer for q in a.questions.values()]) != (
+        c.layout, [q.answer for q in c.questions.values()])
+
+
+def test_ten_tables_three_encodings(env: DatabaseEnv) -> None:
+    pre = env.database(False)
+    tables = {r[0] for r in pre.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert len(tables) == 10
+    lay = env.layout
+    assert len(set(lay.time_enc.values())) == 3 and len(set(lay.bool_enc.values())) == 3
+    assert f"{lay.group[dbgen.ELECTRONICS]}_attrs" not in tables
+    assert f"{lay.group[dbgen.MUSIC]}_tax" not in tables
+    for category in dbgen.CATEGORIES:
+        kinds = {r[0] for r in pre.execute(
+            f"SELECT DISTINCT typeof(prc) FROM {lay.group[category]}_products "
+            "WHERE prc IS NOT NULL")}
+        assert kinds == ({"integer"} if category == dbgen.ELECTRONICS else {"real"})
+
+
+def test_bank_of_forty_questions_post_ones_need_the_migration(env: DatabaseEnv) -> None:
+    bank = dbgen.make_questions(0, env.layout, env.database(False), env.database(True))
+    assert len(bank) == 40 and len({q.text for q in bank}) == 40
+    assert all(q.answer not in ("", "0") for q in bank)
+    for q in bank[20:]:
+        assert q.post
+        with pytest.raises(sqlite3.OperationalError):  # touches a migrated column or table
+            env.database(False).execute(q.sql).fetchall()
+    assert set(env.questions) == {q.qid for q in bank}
+
+
+def test_grading() -> None:
+    q = dbgen.Question("q", "?", "integer", "", "t", "", False, 0.0, "4783")
+    assert dbgen.grade("4,783 reviews", q) and dbgen.grade("4783.0", q)
+    assert not dbgen.grade("4784", q) and not dbgen.grade("many", q)
+    f = dbgen.Question("q", "?", "float", "", "t", "", False, 0.01, "113.48")
+    assert dbgen.grade("about 113.9", f) and not dbgen.grade("115.0", f)
+    t = dbgen.Question("q", "?", "text", "", "t", "", False, 0.0, "Electronics")
+    assert dbgen.grade("'electronics'.", t) and not dbgen.grade("Office Products", t)
+
+
+def test_reward_is_one_minus_queries_over_fifteen(env: DatabaseEnv) -> None:
+    env.reset()
+    q = env.questions["q01"]
+    env.begin("q01")
+    for _ in range(3):
+        assert ask(env, "SELECT 1").startswith("Query ")
+    res = env.step({"answer": q.answer})
+    assert res.instance_complete and res.success and res.reward == pytest.approx(1 - 3 / 15)
+    env.begin("q02")
+    res = env.step({"answer": env.questions["q02"].answer})
+    assert res.reward == pytest.approx(1.0)
+
+
+def test_wrong_answer_and_over_budget_reveal_gold_answer_and_sql(env: DatabaseEnv) -> None:
+    env.reset()
+    q = env.questions["q01"]
+    env.begin("q01")
+    res = env.step({"answer": "-1"})
+    assert res.reward == 0.0 and not res.success
+    assert q.answer in res.feedback and q.sql in res.feedback
+    env.begin("q02")
+    for _ in range(15):
+        ask(env, "SELECT 1")
+    res = env.step({"tool": "sql", "query": "SELECT 1"})
+    assert res.instance_complete and res.reward == 0.0 and res.info["ended"] == "over_budget"
+    assert env.questions["q02"].sql in res.feedback
+
+
+def test_queries_are_read_only_and_bounded() -> None:
+    env = DatabaseEnv(1, sql_timeout_s=0.2, **SMALL)
+    env.reset()
+    env.begin("q01")
+    g = env.layout.group[dbgen.OFFICE]
+    before = env.live.execute(f"SELECT COUNT(*) FROM {g}_products").fetchone()
+    for sql in (f"DELETE FROM {g}_products", f"DROP TABLE {g}_products",
+                f"INSERT INTO {g}_products (ref_id) VALUES ('x')", "PRAGMA query_only = 0",
+                "ATTACH DATABASE ':memory:' AS other", f"CREATE TABLE {g}_x (a)"):
+        assert "SQL error" in ask(env, sql)
+    assert env.live.execute(f"SELECT COUNT(*) FROM {g}_products").fetchone() == before
+    assert "one statement" in ask(env, "SELECT 1; SELECT 2")
+    rows = ask(env, f"SELECT rid FROM {g}_reviews")
+    assert "(first 50 rows shown" in rows and len(rows.split("\n")) == 1 + 1 + 50 + 1
+    slow = ask(env, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                    "SELECT COUNT(*) FROM c")
+    assert "longer than 0.2 s" in slow
+    assert f"{g}_products" in ask(env, ".tables")
+    assert "CREATE TABLE" in ask(env, f".schema {g}_reviews")
+    assert "ref_id" in ask(env, f"PRAGMA table_info({g}_products)")
+
+
+def test_malformed_database_actions() -> None:
+    env = DatabaseEnv(0, **SMALL)
+    env.reset()
+    env.begin("q01")
+    for action, words in (({"tool": "sql"}, '"query"'), ({"tool": "python", "query": "1"},
+                                                         '"tool": "sql"')):
+        res = env.step(action)
+        assert not res.valid and words in res.feedback
+    assert "Queries used so far: 0/15" in (res.next_query.observation if res.next_query else "")
+
+
+def test_stateless_arm_sees_the_migrated_database(env: DatabaseEnv) -> None:
+    env.reset_to("q23")
+    query = env.begin("q23")
+    assert env.migrated and query.stage == 1 and NOTICE not in query.observation
+    res = env.step({"tool": "sql", "query": env.questions["q23"].sql})
+    assert env.questions["q23"].answer in res.feedback
+    assert env.step({"answer": env.questions["q23"].answer}).reward == pytest.approx(1 - 1 / 15)
+    env.reset_to("q03")
+    env.begin("q03")
+    assert not env.migrated
+
+
+def test_stateful_run_migrates_once_with_a_notice(env: DatabaseEnv) -> None:
+    env.reset()
+    first = env.begin("q05")
+    assert NOTICE not in first.observation and not env.migrated
+    env.step({"answer": "0"})
+    post = env.begin("q30")
+    assert env.migrated and post.observation.split("\n")[1] == NOTICE
+    env.step({"answer": "0"})
+    assert NOTICE not in env.begin("q31").observation
+    env.step({"answer": "0"})
+    with pytest.raises(EnvironmentStateError, match="migration"):
+        env.begin("q06")
+    assert env.snapshot()["state"] == {"migrated": True}
