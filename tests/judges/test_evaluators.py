@@ -19,6 +19,7 @@ from clstream.judges.evaluators import (
     extract_code,
     final_answer,
 )
+from clstream.judges.isolation import detect
 from clstream.protocols.seqmem.tasks import SeqTask
 
 PROMPT = '''from typing import List
@@ -42,6 +43,9 @@ CODE_TASK = SeqTask(
 
 
 def evaluate_code(output: str, **kw: object) -> Verdict:
+    found = detect()
+    if isinstance(found, str):
+        pytest.skip(f"running model-written code needs bubblewrap (bwrap): {found}")
     evaluator = CodeEvaluator(timeout_s=kw.pop("timeout_s", 5.0), **kw)  # type: ignore[arg-type]
     return evaluator.evaluate(CODE_TASK, output)
 
@@ -135,7 +139,9 @@ def test_code_task_without_tests_is_a_data_error() -> None:
         ("I think (B) is tempting. Answer: D", "D"),
         ("**Answer**: (E) because ...", "E"),
         ("The answer is (G).", "G"),
-        ("A is wrong, B is wrong, so it must be F", "F"),
+        ("A is wrong, B is wrong, so it must be F", ""),  # no marker, no form: no guess
+        ("\\boxed{c}", "C"),  # letters are read case-insensitively
+        ("Answer: c", "C"),
         ("no letter here", ""),
     ],
 )

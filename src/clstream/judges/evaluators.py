@@ -5,14 +5,18 @@ feedback. ``score`` alone decides success (SPECS §2.3: never match a feedback s
 feedback text is for the memory method to learn from, and ``detail`` is for the run record.
 
 - :class:`CodeEvaluator`: HumanEval style. Code comes from the last fenced Python block that
-  defines the entry point (else the last block, else the whole output). A completion that
-  defines the entry point is appended to the prompt (which keeps the prompt's imports and
-  auxiliary functions); one without it continues the prompt. The task's tests and
-  ``check(<entry_point>)`` follow, and the program runs in :mod:`clstream.judges.sandbox`
-  with ``__name__`` not ``"__main__"`` (demo blocks in answers are skipped).
+  defines the entry point (else the last fenced block, else the text after the last
+  ``ANSWER:``/``Answer:`` label, else the whole output). A completion that defines the entry
+  point is appended to the prompt (which keeps the prompt's imports and auxiliary functions);
+  one without it continues the prompt. That program runs with ``__name__`` not
+  ``"__main__"`` (demo blocks in answers are skipped) in one sandbox and the task's tests in
+  another (:mod:`clstream.judges.codecheck`), so the verdict cannot be forged by the program.
+  Without bubblewrap the evaluator refuses to run code (:class:`IsolationUnavailable`) unless
+  ``allow_unisolated`` is set; ``detail["isolation"]`` records what confined each program.
 - :class:`MathEvaluator`: last ``\\boxed{}``, see :mod:`clstream.judges.math_eval`.
-- :class:`ChoiceEvaluator`: a letter A-J: the last ``\\boxed{X}``, else the first standalone
-  letter after the last answer marker, else the last standalone letter of the output.
+- :class:`ChoiceEvaluator`: a letter A-J, read case-insensitively from ``\\boxed{x}``, after
+  an answer marker, or from "(x)"; an output with none of these gets no letter. Code and
+  letter extraction live in :mod:`clstream.judges.extraction`.
 - :class:`ApiCallEvaluator`: AST match against an API pool, see :mod:`clstream.judges.api_eval`.
 - :class:`SyntheticEvaluator`: exact match for the procedural stream of
   :mod:`clstream.protocols.seqmem.synthetic`; its feedback reveals the hidden rule instance.
@@ -26,12 +30,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from clstream.core.errors import DataError, SpecError
+from clstream.core.params import Param
 from clstream.judges.api_eval import MatchMode, build_pool, match_api_call
+from clstream.judges.codecheck import check_solution
+from clstream.judges.extraction import extract_choice, extract_code
+from clstream.judges.isolation import IsolationUnavailable as IsolationUnavailable
+from clstream.judges.isolation import resolve
 from clstream.judges.math_eval import last_boxed, math_equal, normalize_math
-from clstream.judges.sandbox import run_python
+from clstream.judges.sandbox import clean_text
 
 
 class TaskLike(Protocol):
@@ -86,84 +95,87 @@ def _meta_field(task: TaskLike, name: str) -> Any:
 
 # ------------------------------------------------------------------------------------ code
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
-
-
-def extract_code(output: str, entry_point: str | None = None) -> str:
-    """The code in a model output (rule in the module docstring)."""
-    blocks = _FENCE.findall(output)
-    if not blocks:
-        return output
-    python = [body for lang, body in blocks if lang.lower() in ("python", "py", "python3", "")]
-    candidates = python or [body for _, body in blocks]
-    if entry_point:
-        pattern = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", re.M)
-        defining = [body for body in candidates if pattern.search(body)]
-        if defining:
-            return defining[-1]
-    return candidates[-1]
-
-
-def build_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
-    """Prompt + completion (+ separator when the completion redefines the entry point) + tests."""
+def build_solution(prompt: str, completion: str, entry_point: str) -> str:
+    """Prompt + completion (+ separator when the completion redefines the entry point)."""
     pattern = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", re.M)
     if pattern.search(completion):
         body = prompt.rstrip() + "\n\n\n" + completion
     else:
         body = prompt + completion
-    return f"{body.rstrip()}\n\n\n{test.rstrip()}\n\n\ncheck({entry_point})\n"
+    return body.rstrip() + "\n"
 
 
-def _error_line(stderr: str) -> str:
-    lines = [
-        ln.strip()
-        for ln in stderr.splitlines()
-        if ln.strip() and not ln.startswith("clstream-sandbox:")
-    ]
-    for line in reversed(lines):
-        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", line):
-            return line[:300]
-    return lines[-1][:300] if lines else ""
+def build_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
+    """The solution followed by the tests and ``check(<entry_point>)``: the single-process
+    layout of HumanEval, kept for reading; the evaluator runs the two parts apart."""
+    solution = build_solution(prompt, completion, entry_point)
+    return f"{solution.rstrip()}\n\n\n{test.rstrip()}\n\n\ncheck({entry_point})\n"
+
+
+_REVEAL = Param(False, "add the reference answer to the feedback of a failed task")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
 
 
 @dataclass
 class CodeEvaluator:
+    summary: ClassVar[str] = "runs the program and the task's tests in two sandboxes (HumanEval)"
+    params: ClassVar[dict[str, Param]] = {
+        "timeout_s": Param(10.0, "seconds the program may run", minimum=0.01),
+        "memory_mb": Param(512, "memory limit of the program in MB", minimum=1),
+        "reveal_target": _REVEAL,
+        "allow_unisolated": Param(
+            False, "without bubblewrap, run model-written code unisolated (unsafe) instead of "
+            "refusing; recorded in every verdict"),
+    }
+
     timeout_s: float = 10.0
     memory_mb: int = 512
     reveal_target: bool = False
+    allow_unisolated: bool = False
     name: str = "code"
+
+    def preflight(self) -> str:
+        """What will confine the code (one line), or :class:`IsolationUnavailable` now rather
+        than at the first task."""
+        return resolve(self.allow_unisolated).label()
 
     def evaluate(self, task: TaskLike, output: str) -> Verdict:
         entry_point = str(_meta_field(task, "entry_point"))
         test = str(_meta_field(task, "test"))
         code = extract_code(output, entry_point)
-        program = build_program(task.prompt, code, test, entry_point)
-        result = run_python(
-            program, timeout_s=self.timeout_s, memory_mb=self.memory_mb, run_as_main=False
+        result = check_solution(
+            build_solution(task.prompt, code, entry_point), entry_point, test, task.prompt,
+            timeout_s=self.timeout_s, memory_mb=self.memory_mb,
+            allow_unisolated=self.allow_unisolated,
         )
+        reason = clean_text(result.reason)[:300]
         if result.passed:
             feedback = "Correct: the program passed all tests."
         elif result.status == "fail":
-            error = _error_line(result.stderr)
-            feedback = "Incorrect: the tests failed" + (f" with {error}." if error else ".")
+            error = reason if _EXCEPTION_LINE.match(reason) else ""
+            feedback = "Incorrect: the tests failed" + (
+                f" with {error}." if error else f" ({reason})." if reason else ".")
         elif result.status == "timeout":
             feedback = f"Incorrect: the program did not finish within {self.timeout_s:g} s."
         elif result.status == "memory":
             feedback = f"Incorrect: the program exceeded the {self.memory_mb} MB memory limit."
         elif result.status == "forbidden":
-            feedback = f"Incorrect: the program attempted a forbidden operation ({result.reason})."
+            feedback = f"Incorrect: the program attempted a forbidden operation ({reason})."
         else:
-            feedback = f"Incorrect: the program crashed ({result.reason})."
+            feedback = f"Incorrect: the program could not be checked ({reason})."
         if self.reveal_target and not result.passed and task.target:
             feedback += f"\nA correct solution:\n{task.target}"
         detail = {
             "status": result.status,
-            "reason": result.reason,
-            "code": code,
-            "stderr_tail": result.stderr[-2000:],
+            "reason": reason,
+            "code": clean_text(code),
+            "stderr_tail": clean_text(result.stderr[-2000:]),
             "duration_s": round(result.duration, 4),
+            "calls": result.calls,
+            "isolation": result.isolation,
+            "unisolated": result.unisolated,
         }
-        return Verdict(1.0 if result.passed else 0.0, feedback, detail)
+        return Verdict(1.0 if result.passed else 0.0, clean_text(feedback), detail)
 
 
 # ------------------------------------------------------------------------------------ math
@@ -171,6 +183,12 @@ class CodeEvaluator:
 
 @dataclass
 class MathEvaluator:
+    summary: ClassVar[str] = "last \\boxed{} answer, compared symbolically with the reference"
+    params: ClassVar[dict[str, Param]] = {
+        "timeout_s": Param(2.0, "seconds for one symbolic comparison", minimum=0.01),
+        "reveal_target": _REVEAL,
+    }
+
     timeout_s: float = 2.0
     reveal_target: bool = False
     name: str = "math"
@@ -193,32 +211,11 @@ class MathEvaluator:
 
 # ------------------------------------------------------------------------------------ choice
 
-_LETTERS = "ABCDEFGHIJ"
-_MARKER = re.compile(r"""["'*#]*\s*answer\s*(?:is)?\s*["'*#]*\s*[:：]""", re.IGNORECASE)
-_ANSWER_IS = re.compile(r"answer\s+is\s*", re.IGNORECASE)
-
-
-def extract_choice(output: str, n_options: int = 10) -> str:
-    """The chosen letter (rule in the module docstring), '' when there is none."""
-    valid = _LETTERS[: max(1, min(n_options, len(_LETTERS)))]
-    letter = re.compile(rf"(?<![A-Za-z0-9])([{valid}])(?![A-Za-z0-9])")
-    boxed = last_boxed(output)
-    if boxed is not None:
-        inner = re.sub(r"\\text\{([^{}]*)\}", r"\1", boxed).strip().strip("()").strip()
-        if len(inner) == 1 and inner in valid:
-            return inner
-    markers = list(_MARKER.finditer(output)) + list(_ANSWER_IS.finditer(output))
-    if markers:
-        tail = output[max(m.end() for m in markers) :]
-        first = letter.search(tail.split("\n\n")[0])
-        if first:
-            return first.group(1)
-    found = letter.findall(output)
-    return found[-1] if found else ""
-
-
 @dataclass
 class ChoiceEvaluator:
+    summary: ClassVar[str] = "multiple choice: the option letter A-J the answer settles on"
+    params: ClassVar[dict[str, Param]] = {"reveal_target": _REVEAL}
+
     reveal_target: bool = False
     name: str = "mc"
 
@@ -243,6 +240,12 @@ class ChoiceEvaluator:
 class ApiCallEvaluator:
     """APIBench-HF judging against ``pool`` (records with ``api_call``, ``domain``, ...)."""
 
+    summary: ClassVar[str] = "API call matched by syntax tree against the stream's API pool"
+    params: ClassVar[dict[str, Param]] = {
+        "mode": Param("domain", "what must match: the task's domain or the exact API",
+                      choices=("domain", "api")),
+        "reveal_target": _REVEAL,
+    }
     name = "api"
 
     def __init__(
@@ -302,6 +305,9 @@ def normalize_exact(text: str) -> str:
 
 @dataclass
 class SyntheticEvaluator:
+    summary: ClassVar[str] = "exact match for the procedural SeqMem stream; feedback shows the rule"
+    params: ClassVar[dict[str, Param]] = {}
+
     name: str = "synthetic"
 
     def evaluate(self, task: TaskLike, output: str) -> Verdict:

@@ -4,7 +4,6 @@ SPECS §5 records export (SPECS §2, §5)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import json
 import sys
@@ -15,6 +14,7 @@ from clstream.core.errors import ClstreamError, SpecError, StoreError
 from clstream.core.files import atomic_writer
 from clstream.core.records import RunRow
 from clstream.core.specs import RunSpec
+from clstream.judges.evaluators import CodeEvaluator
 from clstream.protocols.common import build_model, parse_components, run_info, system_factory
 from clstream.protocols.options import (
     add_backend_arguments,
@@ -29,7 +29,7 @@ from clstream.protocols.outcome import (
     finish,
     first_error,
     resume_command,
-    terminate_as_interrupt,
+    run_interruptible,
 )
 from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
@@ -105,7 +105,15 @@ def run(args: argparse.Namespace) -> int:
     stream = load_stream(args)
     plan = SeqMemPlan.build(len(stream.tasks), _int_list("--checkpoints", args.checkpoints),
                             _int_list("--horizons", args.horizons), args.retro_sample, args.seed)
-    evaluator = stream.evaluator(**({"reveal_target": True} if args.reveal_target else {}))
+    options: dict[str, Any] = {"reveal_target": True} if args.reveal_target else {}
+    if args.unsafe_unisolated_code:
+        if stream.kind != "code":
+            raise SpecError("flag --unsafe-unisolated-code: only used with code tasks "
+                            "(--source humaneval)")
+        options["allow_unisolated"] = True
+    evaluator = stream.evaluator(**options)
+    # Refuses before anything is stored when code would have to run without isolation.
+    code_isolation = evaluator.preflight() if isinstance(evaluator, CodeEvaluator) else None
     sampling = sampling_from_args(args)
     model_spec, systems = parse_components(args.model, args.model_args, args.system)
     view = stream_view(stream, args.source)
@@ -119,18 +127,19 @@ def run(args: argparse.Namespace) -> int:
     factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
     check_endpoint(model, sampling)  # a dead endpoint fails here, before anything is written
     failures: list[Failure] = []
-    with ResultsStore(args.out, writer=True) as store, terminate_as_interrupt():
+    with ResultsStore(args.out, writer=True) as store:
         for spec, make in zip(specs, factories, strict=True):
             runner = SeqMemRunner(stream.tasks, stream.holdout, spec, store, make,
                                   evaluator.evaluate, plan, view,
                                   show_progress=not args.no_progress)
             info = run_info(model, make(), {"prompt_template_hash": template_fingerprint(),
                                             "dataset_path": stream.source,
-                                            "evaluator": evaluator.name})
+                                            "evaluator": evaluator.name,
+                                            "code_isolation": code_isolation})
             resumed = runner.register(info)
             state = "resumed" if resumed else "ran"
             try:
-                result = asyncio.run(runner.run())
+                result = run_interruptible(runner.run())
             except ClstreamError as exc:  # the stream stopped (an online answer failed)
                 failures.append(_failure(store, runner, spec.system.label, str(exc)))
                 print(f"stopped {spec.system.label} ({runner.run_id})", file=sys.stderr)
@@ -143,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{result.wall_s:.1f}s", file=sys.stderr)
             if result.online_done + result.holdout_done + result.retro_done < sum(totals.values()):
                 failures.append(_failure(store, runner, spec.system.label, None))
-    finish("seqmem", "records", failures,
+    finish("seqmem", "record", failures,
            resume_command("seqmem", add_run_seqmem_arguments, args))
     print(args.out)
     return 0
@@ -183,6 +192,9 @@ def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:
                    help="MMLU-Pro category to keep (repeatable)")
     p.add_argument("--reveal-target", action="store_true",
                    help="dataset evaluators add the reference answer to failure feedback")
+    p.add_argument("--unsafe-unisolated-code", action="store_true",
+                   help="code tasks: where bubblewrap is missing, run model-written code without "
+                        "OS isolation instead of refusing (unsafe; recorded in every verdict)")
     p.add_argument("--no-progress", action="store_true")
     add_sampling_arguments(p)
     add_backend_arguments(p)
