@@ -28,6 +28,7 @@ demo: venv
 	$(BIN)/python -m clstream.demo --out $(DEMO_DIR)
 
 test: $(VENV)/.installed-test
+	bash scripts/system-packages.sh
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/mypy src
