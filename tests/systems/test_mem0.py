@@ -1,0 +1,215 @@
+"""mem0: an extraction call after every event, one ADD/UPDATE/DELETE/NONE decision per
+candidate against the most similar stored facts, strict replies, top-k retrieval before each
+answer, probes change nothing, snapshots search as the original."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conversation_fakes import (
+    MIXED,
+    Scripted,
+    frozen,
+    play_step,
+    run,
+    step_query,
+    task_query,
+    verdict,
+)
+
+from clstream.core.errors import DataError, SpecError
+from clstream.core.events import Chunk, Document
+from clstream.core.types import GenerationRequest, Query
+from clstream.protocols.oaks import prompts as oaks_prompts
+from clstream.systems import conversation_prompts as C
+from clstream.systems.mem0 import Mem0
+
+SEEDED = ["The red door opens with the brass key.", "The vault code of Tirovan is 4721.",
+          "Mara keeps the lantern in the cellar."]
+
+
+def scripted(replies: dict[str, str]) -> Scripted:
+    """Replies by the request key's last part (``extract``, ``update1``, ...)."""
+    def reply(request: GenerationRequest) -> str:
+        if request.stage == "generate":
+            return '{"action": "wait"}'
+        return replies.get(request.key.rsplit("/", 1)[-1], "NONE")
+    return Scripted(reply)
+
+
+def facts(system: Mem0) -> list[str]:
+    return [f["text"] for f in system.snapshot()["memory"]["facts"]]
+
+
+def seeded(model: Scripted, **args: object) -> Mem0:
+    system = Mem0(model, **args)
+    for text in SEEDED:
+        system._add(text)
+    return system
+
+
+@pytest.mark.parametrize(("decision", "after"), [
+    ("ADD", [*SEEDED, "The red door sticks when wet."]),
+    ("Thinking...\nADD: The red door sticks in wet weather.",
+     [*SEEDED, "The red door sticks in wet weather."]),
+    ("UPDATE 1: The red door opens with the brass key and sticks when wet.",
+     ["The red door opens with the brass key and sticks when wet.", *SEEDED[1:]]),
+    ("DELETE 1", SEEDED[1:]),
+    ("DELETE 1 - it is outdated", SEEDED[1:]),
+    ("NONE", SEEDED),
+    ("I would add it.", SEEDED),  # no operation line
+    ("ADD\nDELETE 1", SEEDED),  # two different operations
+    ("UPDATE 7: out of range", SEEDED),  # a number not shown
+    ("UPDATE 1:", SEEDED),  # no text
+    ("add", SEEDED),  # keywords are upper case
+])
+def test_decisions_apply_exactly_and_anything_else_changes_nothing(
+        decision: str, after: list[str]) -> None:
+    model = scripted({"extract": "FACT: The red door sticks when wet.", "update1": decision})
+    system = seeded(model)
+    calls = run(system.observe(Chunk("doc", 0, "Rain fell; the red door stuck.")))
+    assert [c.key for c in calls] == ["doc/chunk0/extract", "doc/chunk0/update1"]
+    assert all(c.stage == "update" for c in calls)
+    assert facts(system) == after
+    listed = model.requests[-1].messages[1].content
+    assert "1. The red door opens with the brass key." in listed  # the most similar first
+    assert "New fact: The red door sticks when wet." in listed
+
+
+def test_ids_are_stable_through_updates_and_deletes() -> None:
+    model = scripted({"extract": "FACT: Mara keeps the lantern in the attic now.",
+                      "update1": "UPDATE 1: Mara keeps the lantern in the attic."})
+    system = seeded(model)
+    run(system.observe(Document("n", "Mara moved the lantern.")))
+    mem = system.snapshot()["memory"]
+    assert mem["facts"][2] == {"id": 3, "text": "Mara keeps the lantern in the attic."}
+    system2 = seeded(scripted({"extract": "FACT: The vault of Tirovan was emptied.",
+                               "update1": "DELETE 1"}))
+    run(system2.observe(Document("n", "News.")))
+    mem2 = system2.snapshot()["memory"]
+    assert [f["id"] for f in mem2["facts"]] == [1, 3] and mem2["next_id"] == 4
+
+
+def test_duplicates_and_unrelated_facts_need_no_decision_call() -> None:
+    model = scripted({"extract": "FACT: The vault code of Tirovan is 4721.\n"
+                                 "FACT: Owls hunt at night.\nFACT: Owls hunt at night.\n"
+                                 "not a fact line"})
+    system = seeded(model)
+    calls = run(system.observe(Chunk("doc", 3, "Owls.")))
+    assert [c.key for c in calls] == ["doc/chunk3/extract"]
+    assert facts(system) == [*SEEDED, "Owls hunt at night."]
+    limited = seeded(scripted({"extract": "FACT: Owls hunt.\nFACT: Bats fly.\nFACT: Cats nap."}),
+                     max_facts=2)
+    run(limited.observe(Chunk("doc", 3, "Animals.")))
+    assert facts(limited) == [*SEEDED, "Owls hunt.", "Bats fly."]
+
+
+def test_every_event_kind_is_extracted_once_with_its_own_key() -> None:
+    model = scripted({"extract": "NONE"})
+    system = Mem0(model)
+    for event in MIXED:
+        calls = run(system.observe(event))
+        assert len(calls) == 1 and calls[0].stage == "update"
+    assert [r.key for r in model.requests] == [
+        "doc/chunk0/extract", "document/notes/extract", "env-1/step3/extract",
+        "online/1/extract", "doc/chunk1/extract"]
+    prompts = [r.messages[1].content for r in model.requests]
+    assert "Mara went to the kitchen." in prompts[0]
+    assert "Result of your last action:\nYou see a locked door" in prompts[2]
+    assert "Past task: What is the vault code of Tirovan?" in prompts[3]
+    assert facts(system) == []
+
+
+def test_a_step_shows_request_reply_and_outcome_to_extraction() -> None:
+    model = scripted({"extract": "FACT: Pushing the door does nothing."})
+    system = Mem0(model)
+    run(play_step(system, "i1", 1, "The door does not move."))
+    extract = model.of_stage("update")[0].messages[1].content
+    assert "Request:\nQuestion: Instance i1, step 1" in extract
+    assert 'Reply:\n{"action": "wait"}' in extract
+    assert "Result of your last action:\nThe door does not move." in extract
+    assert facts(system) == ["Pushing the door does nothing."]
+    assert system.snapshot()["memory"]["instance"] == "i1"
+    run(play_step(system, "i1", 2, "Done.", done=True))
+    assert system.snapshot()["memory"]["turns"] == []  # the instance's conversation is gone
+
+
+def test_answers_show_the_top_k_most_similar_facts() -> None:
+    model = scripted({})
+    system = seeded(model, top_k=2)
+    for text in ("The red door is painted.", "Tirovan lies north."):
+        system._add(text)
+    run(system.respond(oaks_prompts.ask(Query("q@1", "Which key opens the red door?"))))
+    user = model.requests[-1].messages[-1].content
+    section = user.split("\n\n")[0].splitlines()
+    assert section[0] == C.MEMORIES_HEADER
+    assert section[1:] == ["- The red door opens with the brass key.",
+                           "- The red door is painted."]
+    assert user.endswith(oaks_prompts.question_text(Query("q", "Which key opens the red door?")))
+
+
+def test_probes_change_nothing() -> None:
+    model = scripted({"extract": "FACT: probe fact"})
+    system = seeded(model)
+    before = frozen(system)
+    run(system.respond_batch([step_query("i1", 1), task_query(1)]))
+    assert frozen(system) == before and model.of_stage("update") == []
+
+
+def test_snapshot_restore_searches_as_the_original() -> None:
+    replies = {"extract": "FACT: The red door sticks when wet.",
+               "update1": "UPDATE 2: The vault code of Tirovan is 9999."}
+    model = scripted(replies)
+    system = seeded(model)
+    run(system.observe(Chunk("doc", 0, "Rain.")))  # the index is rebuilt after the update
+    run(system.observe(verdict(task_query(1), "## Answer: 1", False)))
+    state = json.loads(json.dumps(system.snapshot()))
+    clone = Mem0(model)
+    clone.restore(state)
+    assert clone.snapshot() == state
+    query = oaks_prompts.ask(Query("q@1", "What is the vault code of the red door?"))
+    run(system.respond(query))
+    run(clone.respond(query))
+    assert model.requests[-1].messages == model.requests[-2].messages
+    with pytest.raises(DataError, match="next_id"):
+        clone.restore({"method": "mem0", "memory": {**state["memory"], "next_id": 2}})
+    with pytest.raises(DataError, match="facts"):
+        clone.restore({"method": "mem0", "memory": {**state["memory"], "facts": [{"id": 1}]}})
+
+
+def test_declared_arguments() -> None:
+    defaults = {k: p.default for k, p in Mem0.params.items()}
+    assert defaults["top_k"] == 10 and defaults["retriever"] == "bm25"
+    with pytest.raises(SpecError, match="retriever"):
+        Mem0(Scripted(), retriever="nope")
+    assert Mem0(Scripted()).describe()["name"] == "mem0"
+
+
+@pytest.mark.parametrize(("text", "op"), [
+    ("ADD", ("ADD", None, "")),
+    ("- UPDATE #2: merged text.", ("UPDATE", 2, "merged text.")),
+    ("NONE.", ("NONE", None, "")),
+    ("DELETE 3", None),  # only two shown
+    ("ADDITIONAL thoughts", None),
+])
+def test_parse_memory_op(text: str, op: tuple | None) -> None:
+    parsed = C.parse_memory_op(text, 2)
+    assert (parsed.op, parsed.number, parsed.text) == op if op else parsed is None
+
+
+
+
+def test_a_failed_call_changes_nothing_and_stops_the_step() -> None:
+    class Failing(Scripted):
+        async def generate(self, requests):  # type: ignore[no-untyped-def]
+            out = await super().generate(requests)
+            return [r.model_copy(update={"error": "server down", "samples": []})
+                    if r.key.endswith("/update1") else r for r in out]
+
+    model = Failing(lambda r: "FACT: The red door is wet.\nFACT: The vault code is 1."
+                    if r.key.endswith("/extract") else "ADD")
+    system = seeded(model)
+    calls = run(system.observe(Chunk("doc", 0, "Rain.")))
+    assert [c.key for c in calls] == ["doc/chunk0/extract", "doc/chunk0/update1"]
+    assert calls[-1].error == "server down" and facts(system) == SEEDED
