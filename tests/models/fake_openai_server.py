@@ -353,7 +353,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "chat.completion", "model": body.get("model")})
             return
         payload = owner.completion(body, fault)
-        if fault is None and owner.report_usage:
+        if fault is None and owner.report_usage and not is_preflight(body):
             with owner._lock:
                 owner.reported.append(expected_usage(body))
         owner._leave()

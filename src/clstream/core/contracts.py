@@ -13,7 +13,9 @@ the end of this module:
 * :class:`MultiTry` -- a system that may try a task more than once (:func:`max_tries`);
 * :class:`PromptEstimator` -- a system that can bound its largest prompt over a document;
 * :class:`AsyncResource` -- a model holding resources (a connection pool) for the span of an
-  ``async with`` block (:func:`open_model`).
+  ``async with`` block (:func:`open_model`);
+* :class:`Preflight` -- a model behind an endpoint that can check, in seconds, that a run can
+  use it at all (:func:`check_model`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 from clstream.core.events import Event
-from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
+from clstream.core.types import (
+    GenerationRequest,
+    GenerationResult,
+    Query,
+    Response,
+    SamplingParams,
+)
 
 
 @runtime_checkable
@@ -150,6 +158,17 @@ class AsyncResource(Protocol):
     ) -> bool | None: ...
 
 
+@runtime_checkable
+class Preflight(Protocol):
+    """A model that can check its endpoint before a long run (reachable, serving this model,
+    accepting these sampling parameters)."""
+
+    async def preflight(self, sampling: SamplingParams) -> list[str]:
+        """Raise a one-line :class:`~clstream.core.errors.ClstreamError` when a run cannot work
+        (quoting the server's reason); return notes worth showing when it probably can."""
+        ...
+
+
 async def respond_all(system: System, queries: Sequence[Query]) -> list[Response]:
     """Ask several queries of one memory state, in one call when the system is a
     :class:`BatchResponder`, else one query after another."""
@@ -168,6 +187,13 @@ def max_tries(system: System) -> int:
     if isinstance(system, MultiTry):
         return max(1, int(system.max_tries or 1))
     return 1
+
+
+async def check_model(model: Model, sampling: SamplingParams) -> list[str]:
+    """Run ``model``'s :class:`Preflight` check when it has one (else nothing to check)."""
+    if isinstance(model, Preflight):
+        return list(await model.preflight(sampling))
+    return []
 
 
 @asynccontextmanager

@@ -15,7 +15,17 @@ retries, concurrency limits and cost accounting wrap any backend". This backend 
 
 The API key is read once, from the environment variable named by ``api_key_env``, and goes only
 into the ``Authorization`` header: it is absent from ``describe()``, results, cache entries and
-the object's repr, and the object refuses to be pickled with it.
+the object's repr, and the object refuses to be pickled with it. It is registered as a secret
+(:mod:`clstream.core.secrets`), and the text of an error body (which some servers fill with the
+request's headers) is scrubbed of every known secret before it becomes an error message.
+
+Before a run, :meth:`OpenAICompatModel.preflight` checks the endpoint in seconds instead of
+letting every request of the run retry into the same wall: ``GET /models`` (the server is
+reachable, the credentials are accepted, the model is listed) and one chat request of one token
+with the run's sampling parameters (the model is served and the parameters are accepted). A
+definite failure (unreachable, refused credentials, unknown model, rejected parameter) raises
+:class:`EndpointError`, one line quoting the server's reason; a transient one (429, 5xx, a slow
+answer) is returned as a note and the run goes on, since its requests are retried anyway.
 
 Connections: inside ``async with model:`` all ``generate`` calls share one connection pool
 (keep-alive, one TLS handshake); outside it each ``generate`` call opens and closes its own, so
@@ -41,9 +51,17 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from clstream.core.contracts import Tokenizer
-from clstream.core.errors import SpecError
+from clstream.core.errors import ClstreamError, SpecError
 from clstream.core.params import Param
-from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
+from clstream.core.secrets import register_secret, scrub
+from clstream.core.types import (
+    GenerationRequest,
+    GenerationResult,
+    Message,
+    Sample,
+    SamplingParams,
+    Usage,
+)
 from clstream.models.cache import ResponseCache
 from clstream.models.retry import (
     AttemptFailure,
@@ -63,7 +81,18 @@ from clstream.models.wire import (
 )
 
 BACKEND = "openai"
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+# The endpoint check: seconds per call at most, and the one prompt it sends (one token back).
+PREFLIGHT_TIMEOUT = 5.0
+PREFLIGHT_PROMPT = "Reply with the word OK."
+_REASON_CHARS = 240  # of a server's reason quoted in one line
+_SNIPPET_CHARS = 300  # of an error body kept in a stored error
+
+
+class EndpointError(ClstreamError):
+    """The model endpoint cannot serve the run (found by the check before it starts)."""
 
 
 class _Secret:
@@ -122,7 +151,49 @@ def _read_key(api_key_env: str | None) -> _Secret | None:
     value = os.environ.get(api_key_env)
     if not value:
         raise SpecError(f"api_key_env: environment variable {api_key_env} is not set or empty")
+    register_secret(value)  # never written anywhere, whatever the variable is called
     return _Secret(value)
+
+
+def _shorten(text: str, limit: int) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
+
+
+def _server_reason(response: httpx.Response, secrets: list[str], limit: int = _REASON_CHARS
+                   ) -> str:
+    """The server's own words on a failed response, scrubbed of secrets, on one short line:
+    the message of an OpenAI-style error body (``{"error": {"message"}}``, ``{"message"}``,
+    ``{"detail"}``), else the body text."""
+    text = scrub(response.text, secrets)
+    message: Any = None
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        if not message:
+            message = payload.get("message") or payload.get("detail")
+    if message and not isinstance(message, str):
+        message = json.dumps(message)
+    reason = _shorten(message if isinstance(message, str) and message.strip() else text, limit)
+    return f"HTTP {response.status_code}: {reason}" if reason else f"HTTP {response.status_code}"
+
+
+def _transport_reason(exc: BaseException) -> str:
+    """Why a connection failed, in the operating system's words where it gave some
+    ("Connection refused", "Name or service not known"), else the client's."""
+    seen: BaseException | None = exc
+    reason = ""
+    for _ in range(16):  # the chain of causes, innermost last
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and isinstance(seen.errno, int):
+            reason = os.strerror(seen.errno) if seen.errno > 0 else seen.strerror or reason
+        seen = seen.__cause__ or seen.__context__
+    return reason or str(exc) or type(exc).__name__
 
 
 def _positive(name: str, value: Any, integer: bool = False) -> None:
@@ -144,7 +215,7 @@ class OpenAICompatModel:
     def __init__(
         self,
         target: str,
-        base_url: str = "http://127.0.0.1:8000/v1",
+        base_url: str = DEFAULT_BASE_URL,
         api_key_env: str | None = None,
         max_concurrency: int = 8,
         request_timeout: float = 120.0,
@@ -206,10 +277,10 @@ class OpenAICompatModel:
             self._state = state
         return state
 
-    def _new_client(self) -> httpx.AsyncClient:
+    def _new_client(self, timeout: float | None = None) -> httpx.AsyncClient:
         host = urlsplit(self.base_url).hostname or ""
         return httpx.AsyncClient(
-            timeout=httpx.Timeout(self.request_timeout),
+            timeout=httpx.Timeout(self.request_timeout if timeout is None else timeout),
             limits=httpx.Limits(
                 max_connections=self.max_concurrency,
                 max_keepalive_connections=self.max_concurrency,
@@ -311,6 +382,9 @@ class OpenAICompatModel:
             key=request.key, error=f"{self.name}: {message}", stage=request.stage
         )
 
+    def _secrets(self) -> list[str]:
+        return [] if self._key is None else [self._key.reveal()]
+
     def _headers(self) -> dict[str, str]:
         headers = {"Accept": "application/json"}
         if self._key is not None:
@@ -335,9 +409,9 @@ class OpenAICompatModel:
         latency = time.perf_counter() - start
         status = response.status_code
         if not response.is_success:
-            snippet = " ".join(response.text[:300].split())
+            # Scrubbed before it is cut, so no part of a secret can survive the cut.
             raise AttemptFailure(
-                f"HTTP {status}: {snippet}" if snippet else f"HTTP {status}",
+                _server_reason(response, self._secrets(), _SNIPPET_CHARS),
                 is_retryable_status(status),
                 parse_retry_after(response.headers.get("retry-after")),
             )
@@ -354,3 +428,93 @@ class OpenAICompatModel:
             usage = count_usage(request, samples, self.tokenizer)
         usage.latency_s = latency
         return samples, usage
+
+    # -- the endpoint check ----------------------------------------------------------------
+
+    async def preflight(self, sampling: SamplingParams) -> list[str]:
+        """Check in seconds that a run can use this endpoint (module docstring); raises
+        :class:`EndpointError` when it cannot, returns notes on transient trouble."""
+        timeout = min(self.request_timeout, PREFLIGHT_TIMEOUT)
+        where = f"model {self.name} at {_redact(self.base_url)}"
+        async with self._new_client(timeout) as client:
+            served = await self._served_models(client, timeout, where)
+            return await self._one_token(client, sampling, timeout, where, served)
+
+    async def _check_call(self, call: Any, timeout: float) -> httpx.Response:
+        async with asyncio.timeout(timeout + 1.0):  # a guard over the client's own timeouts
+            response: httpx.Response = await call
+            return response
+
+    def _refused(self, where: str, response: httpx.Response) -> EndpointError:
+        hint = "" if self._key is not None else "; give the key with --api-key-env NAME"
+        return EndpointError(f"{where}: the server refused the credentials "
+                             f"({_server_reason(response, self._secrets())}){hint}")
+
+    async def _served_models(
+        self, client: httpx.AsyncClient, timeout: float, where: str
+    ) -> list[str] | None:
+        """The model ids ``GET /models`` lists, or None when the server lists none."""
+        try:
+            response = await self._check_call(
+                client.get(f"{self.base_url}/models", headers=self._headers()), timeout)
+        except (TimeoutError, httpx.TimeoutException):
+            raise EndpointError(f"{where}: no answer within {timeout:g}s "
+                                "(is the server up and the address right?)") from None
+        except httpx.TransportError as exc:
+            raise EndpointError(f"{where}: cannot connect ({_transport_reason(exc)})") from None
+        if response.status_code in (401, 403):
+            raise self._refused(where, response)
+        if not response.is_success:
+            return None
+        try:
+            data = json.loads(response.content).get("data")
+        except (ValueError, AttributeError):
+            return None
+        if not isinstance(data, list):
+            return None
+        ids = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        return ids or None
+
+    async def _one_token(
+        self,
+        client: httpx.AsyncClient,
+        sampling: SamplingParams,
+        timeout: float,
+        where: str,
+        served: list[str] | None,
+    ) -> list[str]:
+        request = GenerationRequest(
+            key="preflight", messages=(Message(role="user", content=PREFLIGHT_PROMPT),),
+            params=sampling.model_copy(update={"max_tokens": 1}),
+        )
+        body = build_body(self.target, request, self.extra_body)
+        unlisted = served is not None and self.target not in served
+        try:
+            response = await self._check_call(
+                client.post(f"{self.base_url}/chat/completions", json=body,
+                            headers=self._headers()), timeout)
+        except (TimeoutError, httpx.TimeoutException):
+            outcome = f"no answer to a 1-token request within {timeout:g}s"
+        except httpx.TransportError as exc:
+            outcome = f"connection failed ({_transport_reason(exc)})"
+        else:
+            if response.is_success:
+                return []  # served, whatever the listing says
+            outcome = _server_reason(response, self._secrets())
+            status = response.status_code
+            if unlisted:
+                pass
+            elif status in (401, 403):
+                raise self._refused(where, response)
+            elif status == 404:
+                raise EndpointError(f"{where}: the server does not serve model "
+                                    f"{self.target!r} ({outcome})")
+            elif not is_retryable_status(status):
+                raise EndpointError(f"{where}: the server rejected a 1-token request with "
+                                    f"the run's sampling parameters ({outcome})")
+        if unlisted:
+            listed = ", ".join(repr(m) for m in (served or [])[:8])
+            more = ", ..." if len(served or []) > 8 else ""
+            raise EndpointError(f"{where}: the server does not list model {self.target!r} "
+                                f"(it serves {listed}{more}) and answered {outcome}")
+        return [f"{where}: the endpoint check got {outcome}; going on (requests are retried)"]

@@ -14,6 +14,10 @@ from pydantic import ValidationError
 from clstream.core.errors import SpecError
 from clstream.core.types import SamplingParams
 
+# The openai backend's default endpoint (clstream.models.openai_compat.DEFAULT_BASE_URL, not
+# imported here so that building the command line does not load the HTTP client).
+OPENAI_DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+
 
 def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("sampling (defaults: the OAKS paper's setup)")
@@ -33,7 +37,8 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--model-args", default=None, metavar="KEY=VALUE,...",
                    help="backend settings that are part of the run spec, e.g. dtype=bfloat16")
     g.add_argument("--base-url", default=None,
-                   help="OpenAI-compatible server, e.g. http://host:8000/v1")
+                   help="OpenAI-compatible server (openai:<model>; default: "
+                        f"{OPENAI_DEFAULT_BASE_URL})")
     g.add_argument("--api-key-env", default=None,
                    help="name of the environment variable holding the API key")
     g.add_argument("--max-concurrency", type=int, default=None, help="requests in flight at most")

@@ -28,6 +28,13 @@ A reader cannot write, so on a version 1 database it shadows ``records`` with a 
 the version 2 shape (missing coordinates read as NULL); every query, including ones other modules
 run on :attr:`ResultsStore.conn`, then sees one shape whichever version is on disk. A database
 from a newer release is refused, naming both versions, rather than misread.
+
+Secrets and text safety (DESIGN.md, "Trust"): every string the store writes (record payloads at
+any depth, error text, keys, run specs and info, dataset views, memory snapshots) passes through
+a :class:`~clstream.core.secrets.Scrubber` first: each known secret value (the ``secrets`` given
+to the store, values registered with :func:`clstream.core.secrets.register_secret`, and the
+environment's API-key and token variables) becomes ``[redacted]``, and a lone surrogate is kept
+as its backslash escape, so no stored string can hold a credential or fail to encode as UTF-8.
 """
 
 from __future__ import annotations
@@ -43,7 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import StoreError
+from clstream.core.files import disk_cause, os_error_cause, sqlite_disk_cause
 from clstream.core.records import Record, RunRow, RunStatus, StoredRecord
+from clstream.core.secrets import Scrubber, environment_secrets, registered_secrets
 from clstream.core.types import Usage
 
 __all__ = [
@@ -138,20 +147,61 @@ _V1_COPY = (
 )
 
 
+def _disk_error(path: Path, exc: sqlite3.Error) -> StoreError | None:
+    """A one-line error naming the database and the real cause when ``exc`` comes from the
+    disk (full, read-only, I/O error, permissions); None for any other SQLite error."""
+    cause = sqlite_disk_cause(exc, path)
+    return None if cause is None else StoreError(f"{path}: {cause}")
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose disk errors are :class:`StoreError` naming the database and the cause
+    (SQLite's "disk I/O error" on a full or read-only disk says neither); other errors are
+    SQLite's own, so the callers that tell a foreign file from a results database still can."""
+
+    path = Path(DB_NAME)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.OperationalError as exc:
+            error = _disk_error(self.path, exc)
+            if error is None:
+                raise
+            raise error from None
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        try:
+            return super().executemany(sql, parameters)
+        except sqlite3.OperationalError as exc:
+            error = _disk_error(self.path, exc)
+            if error is None:
+                raise
+            raise error from None
+
+
 class ResultsStore:
     """A results directory. ``writer=True`` takes the directory's writer lock (and brings an
     older database up to the current schema); readers take no lock and change nothing."""
 
-    def __init__(self, directory: str | Path, writer: bool = False):
+    def __init__(self, directory: str | Path, writer: bool = False,
+                 secrets: Iterable[str] = ()):
         self.dir = Path(directory)
+        # Secrets known when the store opens; ones registered later are added on each write.
+        self._secrets = frozenset(secrets) | environment_secrets()
+        self._scrubber = Scrubber(self._secrets | registered_secrets())
         self.path = self.dir / DB_NAME
         self.writer = writer
         self._lock_fh: Any = None
         self.schema_version = SCHEMA_VERSION  # the version on disk, for a reader of an old one
         if writer:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            try:
+                self.dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"{self.dir}: cannot create the results directory:"
+                                 f" {os_error_cause(exc)}") from None
             self._take_lock()
-            self.conn = sqlite3.connect(self.path, isolation_level=None)
+            self.conn = self._connect(str(self.path))
             try:
                 self.conn.execute("PRAGMA journal_mode=WAL")
                 self.conn.execute("PRAGMA synchronous=NORMAL")
@@ -165,7 +215,12 @@ class ResultsStore:
         else:
             if not self.path.exists():
                 raise StoreError(f"{self.dir}: no results database ({DB_NAME}) in this directory")
-            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+            # On a read-only file system SQLite cannot create the WAL index a reader needs.
+            # With no WAL file no write is in progress, so the file is read as immutable.
+            frozen = (disk_cause(self.dir) == "read-only file system"
+                      and not self.path.with_name(DB_NAME + "-wal").exists())
+            options = "mode=ro&immutable=1" if frozen else "mode=ro"
+            self.conn = self._connect(f"file:{self.path}?{options}", uri=True)
             try:
                 self._prepare_reader()
             except sqlite3.DatabaseError as exc:
@@ -177,8 +232,23 @@ class ResultsStore:
         self.conn.row_factory = sqlite3.Row
 
     # -- lifecycle -------------------------------------------------------------------------
+    def _connect(self, database: str, uri: bool = False) -> _Connection:
+        """A connection whose disk and file-system errors are one-line StoreErrors."""
+        try:
+            conn = sqlite3.connect(database, uri=uri, isolation_level=None, factory=_Connection)
+        except sqlite3.Error as exc:
+            if self._lock_fh is not None:
+                self.close()
+            raise _disk_error(self.path, exc) or StoreError(f"{self.path}: {exc}") from None
+        conn.path = self.path
+        return conn
+
     def _take_lock(self) -> None:
-        fh = open(self.dir / LOCK_NAME, "a+")  # noqa: SIM115 - held for the store's lifetime
+        try:
+            fh = open(self.dir / LOCK_NAME, "a+")  # noqa: SIM115 - held for the store's lifetime
+        except OSError as exc:
+            raise StoreError(f"{self.dir}: cannot write to the results directory:"
+                             f" {os_error_cause(exc)}") from None
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -277,17 +347,41 @@ class ResultsStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
+        """Everything in the block commits together or not at all. On a failure the original
+        error propagates: SQLite rolls back by itself after some errors (a full disk, an I/O
+        error), so the explicit rollback is issued only while a transaction is still open."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:
+                try:
+                    self.conn.execute("ROLLBACK")
+                except (sqlite3.Error, StoreError):
+                    pass  # the error being raised is the one that says what went wrong
             raise
-        self.conn.execute("COMMIT")
 
     def _require_writer(self, what: str) -> None:
         if not self.writer:
             raise StoreError(f"{self.dir}: opened read-only; {what} needs the writer lock")
+
+    # -- what is written -------------------------------------------------------------------
+    def _scrub(self) -> Scrubber:
+        """The scrubber for the secrets known now (see the module docstring)."""
+        wanted = self._secrets | registered_secrets()
+        if wanted != self._scrubber.secrets:
+            self._scrubber = Scrubber(wanted)
+        return self._scrubber
+
+    def _text(self, value: str | None, scrubber: Scrubber | None = None) -> str | None:
+        if value is None:
+            return None
+        return (scrubber or self._scrub()).text(value)
+
+    def _json(self, value: Any, sort_keys: bool = True, scrubber: Scrubber | None = None) -> str:
+        """``value`` as JSON text with every string in it scrubbed."""
+        return json.dumps((scrubber or self._scrub()).value(value), sort_keys=sort_keys)
 
     # -- runs and datasets -----------------------------------------------------------------
     def ensure_run(
@@ -307,8 +401,8 @@ class ResultsStore:
         self.conn.execute(
             "INSERT INTO runs (run_id, protocol, system, model, dataset_sha256, spec, info,"
             " created_at) VALUES (?,?,?,?,?,?,?,?)",
-            (run_id, protocol, system, model, dataset_sha256, json.dumps(spec, sort_keys=True),
-             json.dumps(info, sort_keys=True), time.time()),
+            (run_id, protocol, self._text(system), self._text(model), dataset_sha256,
+             self._json(spec), self._json(info), time.time()),
         )
         return False
 
@@ -318,7 +412,7 @@ class ResultsStore:
     def put_dataset(self, sha256: str, path: str, content: dict[str, Any]) -> None:
         self.conn.execute(
             "INSERT OR IGNORE INTO datasets VALUES (?,?,?)",
-            (sha256, path, json.dumps(content, sort_keys=True)),
+            (sha256, self._text(path), self._json(content)),
         )
 
     def get_dataset(self, sha256: str) -> tuple[str, dict[str, Any]]:
@@ -400,7 +494,7 @@ class ResultsStore:
             if taken:
                 raise StoreError(f"{self.dir}: cannot rename run {old_id!r} to {new_id!r}:"
                                  " that run id is already used")
-            spec_json = None if spec is None else json.dumps(spec, sort_keys=True)
+            spec_json = None if spec is None else self._json(spec)
             self.conn.execute("UPDATE runs SET run_id=?, spec=COALESCE(?, spec) WHERE run_id=?",
                               (new_id, spec_json, old_id))
             for table in ("records", "states"):
@@ -418,10 +512,12 @@ class ResultsStore:
 
     def _insert(self, run_id: str, records: list[Record]) -> int:
         now = time.time()
+        sc = self._scrub()
         rows = [
-            (run_id, r.kind, r.key, r.stream, _opt_int(r.t), _opt_int(r.rollout), r.arm,
-             _opt_int(r.sample), None if r.score is None else float(r.score),
-             json.dumps(r.payload, sort_keys=True), r.error, r.stage, r.usage.prompt_tokens,
+            (run_id, r.kind, sc.text(r.key), sc.text(r.stream), _opt_int(r.t),
+             _opt_int(r.rollout), self._text(r.arm, sc), _opt_int(r.sample),
+             None if r.score is None else float(r.score), self._json(r.payload, scrubber=sc),
+             self._text(r.error, sc), r.stage, r.usage.prompt_tokens,
              r.usage.cached_tokens, r.usage.completion_tokens, r.usage.reasoning_tokens,
              r.usage.latency_s, int(r.cache_hit), now)
             for r in records
@@ -538,7 +634,7 @@ class ResultsStore:
         with self._transaction():
             self.conn.execute(
                 "INSERT OR REPLACE INTO states VALUES (?,?,?,?)",
-                (run_id, stream, t, json.dumps(state)),
+                (run_id, stream, t, self._json(state, sort_keys=False)),
             )
             if rows:
                 self._insert(run_id, rows)

@@ -139,7 +139,8 @@ def test_a_probe_that_keeps_failing_is_an_error_and_a_rerun_retries_it(
     plan = always("500", when=lambda body: body["seed"] == doomed_seed)
     out = tmp_path / "d"
     with FakeOpenAIServer(plan=plan, model=MODEL) as server:
-        assert run_cmd(data, server, out, "--max-retries", "1") == 0
+        # A run that ends with a failed probe exits 3 (the rerun below finishes it: 0).
+        assert run_cmd(data, server, out, "--max-retries", "1") == 3
         attempts = sum(1 for b in server.requests if b["seed"] == doomed_seed)
         assert attempts == 2  # the first try and one retry
         run = summary(out, capsys)

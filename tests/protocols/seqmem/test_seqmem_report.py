@@ -165,7 +165,7 @@ def test_partial_runs_and_sampled_retro_are_noted(summary: dict[str, Any]) -> No
     page = render_html(summary)
     assert any(">awm (incomplete)</text>" in c for c in svgs(page))
     text = visible_text(page)
-    assert "scored on the tasks done so far" in text and "(0.25)" in text
+    assert "first tasks answered without a failure" in text and "(0.25)" in text
 
 
 def test_radar_keeps_only_dimensions_every_run_has(summary: dict[str, Any]) -> None:

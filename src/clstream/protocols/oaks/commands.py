@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -30,7 +29,7 @@ from clstream.protocols.outcome import (
     finish,
     first_error,
     resume_command,
-    terminate_as_interrupt,
+    run_interruptible,
 )
 from clstream.store.db import ResultsStore
 
@@ -91,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
     check_endpoint(model, sampling)  # a dead endpoint fails here, before anything is written
     failures: list[Failure] = []
-    with ResultsStore(args.out, writer=True) as store, terminate_as_interrupt():
+    with ResultsStore(args.out, writer=True) as store:
         for spec, make in zip(specs, factories, strict=True):
             docs = args.docs_in_flight
             if args.cache_budget_tokens is not None:
@@ -104,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             info = run_info(model, make(), {"prompt_template_hash": template_fingerprint(),
                                             "dataset_path": dataset.path})
             resumed = runner.register(info)
-            result = asyncio.run(runner.run())
+            result = run_interruptible(runner.run())
             state = "resumed" if resumed else "ran"
             print(f"{state} {spec.system.label} ({result.run_id}): "
                   f"{result.probes_done}/{result.probes_total} probes, {result.errors} errors, "
@@ -114,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
                     spec.system.label, result.run_id, result.errors,
                     result.probes_total - result.probes_done - result.errors,
                     result.probes_total, first_error(store, result.run_id, ("probe",))))
-    finish("oaks", "probes", failures, resume_command("oaks", add_run_oaks_arguments, args))
+    finish("oaks", "probe", failures, resume_command("oaks", add_run_oaks_arguments, args))
     print(args.out)
     return 0
 

@@ -3,8 +3,10 @@
 Shows the OAKS score JSON (SPECS §5) of each run: accuracy and the intra-phase decomposition
 AL / DS / PM (OAKS paper §6.2 and App. B.2.2; SPECS §1.4), the eight transition behaviours
 (paper §6.1, App. E.1), accuracy per question type, per change-frequency subset and per
-interval (paper §6.3-6.4). A run whose metrics are null (no complete probe yet) keeps its row,
-marked incomplete, and is left out of the charts.
+interval (paper §6.3-6.4). An incomplete run is scored over its complete questions only (those
+answered at every interval; :mod:`clstream.protocols.oaks.summary`) and labelled with that
+coverage; a run whose metrics are null (no complete question yet) keeps its row, marked
+incomplete, and is left out of the charts.
 """
 
 from __future__ import annotations
@@ -255,13 +257,15 @@ def render_oaks_section(runs: list[dict[str, Any]], labels: list[str], source: o
     pending = [r.label for r in parsed if r.metrics is None]
     if pending:
         notes.append(
-            "Not scored yet (no complete probe), so absent from the charts: "
-            + ", ".join(pending)
-            + "."
+            "Not scored yet (no question answered at every interval), so absent from the "
+            "charts: " + ", ".join(pending) + "."
         )
     if any(not r.complete for r in scored):
         notes.append(
-            "Runs marked \u201c(incomplete)\u201d are charted from the probes done so far."
+            "Runs marked \u201c(incomplete: N% of questions)\u201d are scored only over the "
+            "questions answered at every interval, N% of the questions; their other questions "
+            "are left out of every number and chart, and a failed or missing probe is never "
+            "counted as a wrong answer."
         )
     figs: list[Figure] = []
     if scored:

@@ -1,18 +1,41 @@
 """Summary of an OAKS run, computed from stored records (SPECS §1.4): the dataset, how many
-probes are done, the metrics over the answers stored and bootstrap confidence intervals; and
-the OAKS lines of ``clstream summary``'s text table."""
+probes are done, the metrics and bootstrap confidence intervals, and the coverage they were
+computed on; and the OAKS lines of ``clstream summary``'s text table.
+
+An error is never a wrong answer and a missing probe never a zero (DESIGN.md, "Trust"). The
+metrics of a run are therefore computed over the *complete* questions only: those with a stored
+successful answer at every interval. A question with a failed or not yet asked probe is left
+out entirely (its remaining intervals would otherwise count as wrong and shift AL, DS and PM
+too). ``coverage`` says how many questions and probes that is; when no question is complete the
+metrics are null, never a mix of answered and unanswered probes. ``clstream score`` on a
+predictions file keeps SPECS §5 (a missing prediction is an error unless ``--allow-missing``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from clstream.core.records import RunRow
 from clstream.metrics.bootstrap import ci_for_metrics
-from clstream.protocols.oaks.data import from_gold_view
+from clstream.protocols.oaks.data import OaksDataset, from_gold_view
 from clstream.protocols.oaks.export import oaks_predictions
 from clstream.protocols.oaks.metrics import score_oaks_with_rows
+from clstream.render.runs import coverage_note
 
 _CI_KEYS = ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss")
+
+
+def complete_questions(dataset: OaksDataset, preds: dict[tuple[str, int], str]) -> OaksDataset:
+    """The dataset narrowed to the questions with a prediction at every interval (documents
+    left without a question are dropped)."""
+    docs = []
+    for doc in dataset.documents:
+        kept = tuple(q for q in doc.questions
+                     if all((q.question_id, t) in preds for t in range(1, doc.num_chunks + 1)))
+        if kept:
+            docs.append(dataclasses.replace(doc, questions=kept))
+    return dataclasses.replace(dataset, documents=tuple(docs))
 
 
 def summarize_oaks_run(store: Any, run: RunRow) -> dict[str, Any]:
@@ -20,12 +43,27 @@ def summarize_oaks_run(store: Any, run: RunRow) -> dict[str, Any]:
     dataset = from_gold_view(view)
     preds = oaks_predictions(store, run)
     total = sum(len(d.questions) * d.num_chunks for d in dataset.documents)
+    n_questions = sum(len(d.questions) for d in dataset.documents)
+    scored = complete_questions(dataset, preds)
+    scored_ids = {q.question_id for d in scored.documents for q in d.questions}
     metrics: dict[str, Any] | None = None
     ci: dict[str, list[float]] = {}
-    if preds:
-        metrics, _missing, rows = score_oaks_with_rows(dataset, preds, allow_missing=True)
+    if scored_ids:
+        used = {key: text for key, text in preds.items() if key[0] in scored_ids}
+        metrics, _missing, rows = score_oaks_with_rows(scored, used)
         ci = {k: list(v) for k, v in ci_for_metrics(rows, _CI_KEYS).items()}
     errors = store.count(run.run_id, "probe", errors=True)
+    coverage = {
+        "unit": "questions",
+        "scored": len(scored_ids),
+        "total": n_questions,
+        "share": len(scored_ids) / n_questions if n_questions else 0.0,
+        "probes_scored": sum(len(d.questions) * d.num_chunks for d in scored.documents),
+        "probes_done": len(preds),
+        "probes_total": total,
+        "over": "questions with a stored answer at every interval; failed and missing probes "
+                "are left out, never counted as wrong",
+    }
     return {
         "dataset": {
             "path": view["path"], "sha256": run.dataset_sha256,
@@ -35,15 +73,18 @@ def summarize_oaks_run(store: Any, run: RunRow) -> dict[str, Any]:
         },
         "status": {"probes_done": len(preds), "probes_total": total, "errors": errors,
                    "complete": len(preds) == total},
+        "coverage": coverage,
         "metrics": metrics,
         "ci": ci,
     }
 
 
 def text_rows(runs: list[dict[str, Any]]) -> list[str]:
-    """``clstream summary`` lines for OAKS runs: accuracy and its decomposition, progress."""
+    """``clstream summary`` lines for OAKS runs: accuracy and its decomposition, progress; a
+    dollar column when ``--prices`` priced any run (``-`` for a model without a price)."""
+    priced = any(isinstance(run.get("cost_usd"), int | float) for run in runs)
     lines = [f"{'system':<22}{'model':<16}{'acc':>8}{'AL':>8}{'DS':>8}{'PM':>8}{'probes':>12}"
-             f"{'errors':>8}{'tokens':>12}{'wall s':>9}"]
+             f"{'errors':>8}{'tokens':>12}{'wall s':>9}" + (f"{'cost $':>11}" if priced else "")]
     for run in runs:
         m = run.get("metrics") or {}
         status = run.get("status", {})
@@ -51,6 +92,15 @@ def text_rows(runs: list[dict[str, Any]]) -> list[str]:
         nums = "".join(f"{c:>8.3f}" if c is not None else f"{'-':>8}" for c in cells)
         nums += f"{status.get('probes_done', 0)}/{status.get('probes_total', 0)}".rjust(12)
         tokens = run["tokens"]["prompt"] + run["tokens"]["completion"]
+        cost = run.get("cost_usd")
+        dollars = "" if not priced else (
+            f"{cost:>11.4f}" if isinstance(cost, int | float) else f"{'-':>11}")
         lines.append(f"{run['system']:<22}{run['model']:<16}{nums}"
-                     f"{status.get('errors', 0):>8}{tokens:>12}{run['wall_s']:>9.1f}")
-    return lines
+                     f"{status.get('errors', 0):>8}{tokens:>12}{run['wall_s']:>9.1f}{dollars}")
+    return lines + coverage_lines(runs)
+
+
+def coverage_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """A note under the table for each incomplete run: what its metrics are computed over."""
+    notes = [(run["system"], coverage_note(run)) for run in runs]
+    return [f"  {system}: {note}" for system, note in notes if note]

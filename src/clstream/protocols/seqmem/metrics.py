@@ -18,7 +18,6 @@ Other fields on a line are allowed and ignored (runs may store outputs next to t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from clstream.core.errors import DataError
+from clstream.core.jsonio import iter_json_lines
 
 __all__ = [
     "SeqMemRecords",
@@ -316,10 +316,10 @@ def _check_coverage(
         reference_k = min(holdout)
         reference = set(holdout[reference_k])
         for k in sorted(holdout):
-            items = set(holdout[k])
-            if items != reference:
-                gap = sorted(reference - items) or sorted(items - reference)
-                where = k if reference - items else reference_k
+            held = set(holdout[k])
+            if held != reference:
+                gap = sorted(reference - held) or sorted(held - reference)
+                where = k if reference - held else reference_k
                 raise DataError(
                     source,
                     None,
@@ -335,29 +335,10 @@ def _check_coverage(
     )
 
 
-def _iter_jsonl(path: Path) -> Iterable[tuple[int, Mapping[str, Any]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(path, None, None, f"cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise DataError(path, None, None, "not UTF-8 text") from None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                path, f"line {number}", None, f"invalid JSON at column {exc.colno}: {exc.msg}"
-            ) from None
-        yield number, row
-
-
 def load_seqmem_records(path: str | Path) -> SeqMemRecords:
     """Read and validate a SeqMem records file (JSONL, SPECS §5)."""
     p = Path(path)
-    return records_from_rows(_iter_jsonl(p), source=str(p))
+    return records_from_rows(iter_json_lines(str(p)), source=str(p))
 
 
 def score_seqmem(records: SeqMemRecords | Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -8,8 +8,10 @@ forgetting per horizon (BWT(t), F(t), IV = BWT(1)), the cost of the sequential r
 retrieve / generate / update, and the five-dimension radar. The paper's radar plots each
 method's rank within a dimension; here the radar plots the normalized dimension scores of
 :func:`clstream.protocols.seqmem.summary.radar` (ranks are in the numbers under the chart), and
-only the dimensions every charted run has. A run without metrics (no online record yet) keeps
-its row, marked incomplete, and is left out of the charts.
+only the dimensions every charted run has. An incomplete run is scored as the stream up to its
+last contiguous completed task (:mod:`clstream.protocols.seqmem.summary`) and labelled with that
+coverage; a run without metrics (no online record yet) keeps its row, marked incomplete, and is
+left out of the charts.
 """
 
 from __future__ import annotations
@@ -276,8 +278,13 @@ def render_seqmem_section(runs: list[dict[str, Any]], labels: list[str], source:
         notes.append("Not scored yet (no online record), so absent from the charts: "
                      + ", ".join(pending) + ".")
     if any(not r.complete for r in scored):
-        notes.append("Runs marked \u201c(incomplete)\u201d are scored on the tasks done so far.")
-    sampled = sorted({r.num("plan.retro_sample") for r in parsed} - {None, 1.0})
+        notes.append("Runs marked \u201c(incomplete: N% of tasks)\u201d are scored as a stream "
+                     "of their first tasks answered without a failure, N% of the stream; "
+                     "hold-out checkpoints missing an answer and re-evaluations beyond those "
+                     "tasks are left out, and a failed or missing answer is never counted as "
+                     "wrong.")
+    shares = {r.num("plan.retro_sample") for r in parsed}
+    sampled = sorted(s for s in shares if s is not None and s != 1.0)
     if sampled:
         notes.append("Some runs re-evaluated only a sampled share of past tasks "
                      f"({', '.join(f'{s:g}' for s in sampled)}); their BWT(t) and F(t) average "

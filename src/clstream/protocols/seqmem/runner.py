@@ -36,6 +36,7 @@ from typing import Any
 from clstream.core.contracts import System, max_tries, respond_all
 from clstream.core.errors import ClstreamError, SpecError, StoreError
 from clstream.core.events import Feedback
+from clstream.core.secrets import scrub
 from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationResult, Query, Response, Usage
 from clstream.judges.evaluators import TaskLike, Verdict
@@ -295,9 +296,11 @@ class SeqMemRunner:
             answers.append(answer)
             success = answer.verdict.score >= 1.0
             final = success or z == tries
+            # The verdict goes back into the model's prompt: never with a secret in it (an
+            # evaluator may quote an environment's or a server's text).
             feedback = Feedback(
-                query_id=query.id, query_text=query.text, answer=answer.response.text,
-                score=float(answer.verdict.score), message=answer.verdict.feedback,
+                query_id=query.id, query_text=query.text, answer=scrub(answer.response.text),
+                score=float(answer.verdict.score), message=scrub(answer.verdict.feedback),
                 meta={"task_id": task.id, "tau": tau, "attempt": z, "final": final,
                       "kind": task.kind},
             )

@@ -2,9 +2,21 @@
 
 Nothing is taken from the run's own progress: the metrics come from :func:`score_seqmem` over
 the records the store holds, so a finished, resumed or partial run summarizes the same way.
-A partial run (online records for tau = 1..m < T) is scored as the stream so far: hold-out
-checkpoints beyond m and re-evaluations needing a state beyond m are left out, and the
-summary's ``status.complete`` is false.
+
+An error is never a wrong answer and a missing record never a zero (DESIGN.md, "Trust"); only
+successful records are scored, and ``coverage`` says how much of the run that is:
+
+* online: the stream is scored up to the last *contiguous* completed step m (tau = 1..m, every
+  answer stored without error; an online answer that failed stops the stream there, so steps
+  after it are not scored even if stored), as a stream of length m;
+* hold-out: a checkpoint k <= m is scored only when every hold-out item has a successful
+  answer there (H(k) always averages the same items); other checkpoints are left out;
+* re-evaluation: the successful retro records of tasks tau with tau + t <= m; BWT(t) and F(t)
+  average over those (SPECS §2.2, as for a sampled re-evaluation).
+
+``coverage`` gives m of T (``scored`` / ``total`` tasks, ``share``), the hold-out checkpoints
+and re-evaluations scored against those planned, and ``status.complete`` is false unless all
+of it is scored. With no online step done, the metrics are null.
 
 Efficiency (paper §3.6) is the cost of the sequential run itself: the online answers and the
 memory updates. Hold-out and re-evaluation probes are measurement, reported apart as
@@ -34,8 +46,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clstream.core.errors import StoreError
+from clstream.core.errors import ClstreamError, StoreError
 from clstream.protocols.seqmem.metrics import online_curve, records_from_rows, score_seqmem
+from clstream.protocols.seqmem.plan import SeqMemPlan
+from clstream.render.runs import coverage_note
 from clstream.store.db import ResultsStore, RunRow
 
 STAGES = ("retrieve", "generate", "update")
@@ -46,7 +60,9 @@ EFFICIENCY_SCALE = 1000.0  # tokens per task at which efficiency is 0.5
 def seqmem_rows(store: ResultsStore, run: RunRow) -> list[dict[str, Any]]:
     """The run's successful records in the exact SPECS §5 form: online by tau, hold-out by
     checkpoint then item, retro by horizon then tau."""
-    online, holdout, retro = [], [], []
+    online: list[dict[str, Any]] = []
+    holdout: list[dict[str, Any]] = []
+    retro: list[dict[str, Any]] = []
     for row in store.iter_records(run.run_id):
         if row["error"] is not None or row["kind"] not in ("online", "holdout", "retro"):
             continue
@@ -65,9 +81,11 @@ def seqmem_rows(store: ResultsStore, run: RunRow) -> list[dict[str, Any]]:
     return online + holdout + retro
 
 
-def _scorable(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def _scorable(rows: list[dict[str, Any]], holdout_ids: list[str] | None = None
+              ) -> tuple[list[dict[str, Any]], int]:
     """Rows restricted to the stored online prefix tau = 1..m, and m. Hold-out checkpoints
-    not holding every hold-out item (a run stopped while answering them) are left out."""
+    not holding every hold-out item (``holdout_ids`` when known, else the most any checkpoint
+    holds: a run stopped while answering them, or an item whose answer failed) are left out."""
     taus = {r["tau"] for r in rows if r["kind"] == "online"}
     m = 0
     while m + 1 in taus:
@@ -80,9 +98,43 @@ def _scorable(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         if r["kind"] == "holdout":
             items.setdefault(r["checkpoint"], set()).add(r["item"])
     if items:
-        reference = max(items.values(), key=len)
+        reference = set(holdout_ids) if holdout_ids else max(items.values(), key=len)
         kept = [r for r in kept if r["kind"] != "holdout" or items[r["checkpoint"]] == reference]
     return kept, m
+
+
+def _planned(run: RunRow, n_tasks: int) -> tuple[list[int], int] | None:
+    """The run's planned hold-out checkpoints and number of re-evaluations, from its spec."""
+    params = run.spec.get("params") or {}
+    try:
+        plan = SeqMemPlan.build(n_tasks, params.get("checkpoints"), params.get("horizons"),
+                                float(params.get("retro_sample", 1.0)),
+                                int(run.spec.get("seed") or 0))
+    except (ClstreamError, TypeError, ValueError):
+        return None
+    return list(plan.checkpoints), sum(len(plan.retro_at(k)) for k in range(n_tasks + 1))
+
+
+def _coverage(kept: list[dict[str, Any]], m: int, n_tasks: int, n_holdout: int,
+              planned: tuple[list[int], int] | None) -> dict[str, Any]:
+    checkpoints = sorted({r["checkpoint"] for r in kept if r["kind"] == "holdout"})
+    retro = sum(1 for r in kept if r["kind"] == "retro")
+    cov: dict[str, Any] = {
+        "unit": "tasks", "scored": m, "total": n_tasks,
+        "share": m / n_tasks if n_tasks else 0.0,
+        "holdout_checkpoints": checkpoints, "holdout_checkpoints_scored": len(checkpoints),
+        "holdout_checkpoints_total": None, "retro_scored": retro, "retro_total": None,
+        "over": f"online tasks 1..{m} (the stream up to its last contiguous completed step), "
+                "hold-out checkpoints within it with every item answered, re-evaluations "
+                "within it; failed and missing records are left out, never counted as wrong",
+    }
+    complete = m == n_tasks > 0
+    if planned is not None:
+        wanted = planned[0] if n_holdout else []
+        cov["holdout_checkpoints_total"], cov["retro_total"] = len(wanted), planned[1]
+        complete = complete and set(wanted) <= set(checkpoints) and retro >= planned[1]
+    cov["complete"] = complete
+    return cov
 
 
 def _zero_tokens() -> dict[str, int]:
@@ -151,7 +203,8 @@ def summarize_seqmem_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
         _, view = store.get_dataset(run.dataset_sha256)
     except StoreError:  # a store written without the dataset view still summarizes
         view = {}
-    kept, m = _scorable(seqmem_rows(store, run))
+    holdout_ids = view.get("holdout_ids") if isinstance(view.get("holdout_ids"), list) else None
+    kept, m = _scorable(seqmem_rows(store, run), holdout_ids)
     metrics: dict[str, Any] | None = None
     curve: list[float] = []
     holdout_curve: list[dict[str, Any]] = []
@@ -169,14 +222,17 @@ def summarize_seqmem_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
               for kind in ("online", "holdout", "retro")}
     errors = sum(store.count(run.run_id, kind, errors=True)
                  for kind in ("online", "holdout", "retro", "call"))
+    n_holdout = len(view.get("holdout_ids", []))
+    coverage = _coverage(kept, m, n_tasks, n_holdout, _planned(run, n_tasks) if n_tasks else None)
     return {
         "dataset": {"path": view.get("path"), "sha256": run.dataset_sha256,
                     "source": view.get("source"), "n_tasks": n_tasks,
-                    "n_holdout": len(view.get("holdout_ids", []))},
+                    "n_holdout": n_holdout},
         "plan": {"checkpoints": plan.get("checkpoints"), "horizons": plan.get("horizons"),
                  "retro_sample": plan.get("retro_sample")},
         "status": {**{f"{k}_done": v for k, v in counts.items()}, "calls": costs["calls"],
-                   "errors": errors, "online_total": n_tasks, "complete": m == n_tasks > 0},
+                   "errors": errors, "online_total": n_tasks, "complete": coverage["complete"]},
+        "coverage": coverage,
         "metrics": metrics,
         "online_curve": curve,
         "holdout_curve": holdout_curve,
@@ -213,8 +269,10 @@ def _stage_tokens(efficiency: dict[str, Any], stage: str) -> int:
 
 def text_rows(runs: list[dict[str, Any]]) -> list[str]:
     """``clstream summary`` lines for SeqMem runs: the header, then one line per run with the
-    main metrics, online progress, and the retrieve / update cost of the sequential run."""
-    lines = [TEXT_HEADER]
+    main metrics, online progress, and the retrieve / update cost of the sequential run; a
+    dollar column when ``--prices`` priced any run (``-`` for a model without a price)."""
+    priced = any(isinstance(run.get("cost_usd"), int | float) for run in runs)
+    lines = [TEXT_HEADER + (f"{'cost $':>11}" if priced else "")]
     for run in runs:
         m = run.get("metrics") or {}
         status = run.get("status") or {}
@@ -231,5 +289,12 @@ def text_rows(runs: list[dict[str, Any]]) -> list[str]:
             f"{_cell(seconds.get('retrieve'))}{_cell(seconds.get('update'))}"
             f"{total.get('prompt', 0) + total.get('completion', 0):>11}"
             f"{run.get('wall_s', 0.0):>9.1f}"
+            + (_cell(run.get("cost_usd"), 11, 4) if priced else "")
         )
-    return lines
+    return lines + coverage_lines(runs)
+
+
+def coverage_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """A note under the table for each incomplete run: what its metrics are computed over."""
+    notes = [(run["system"], coverage_note(run)) for run in runs]
+    return [f"  {system}: {note}" for system, note in notes if note]

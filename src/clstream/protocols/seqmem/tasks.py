@@ -24,7 +24,6 @@ Every validation error names the file, the record (line or row) and the field.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack
 
 from clstream.core.errors import DataError, SpecError
+from clstream.core.jsonio import decode_utf8, parse_json, read_file_bytes
 from clstream.core.specs import sha256_file
 from clstream.core.types import Query
 from clstream.judges.evaluators import Evaluator, evaluator_for
@@ -88,9 +88,10 @@ Row = tuple[str, dict[str, Any]]
 def read_records(path: str | Path) -> list[Row]:
     """(label, record) pairs from JSONL, a JSON array or Parquet; a label names the line/row."""
     p = Path(path)
-    if not p.is_file():
-        raise DataError(p, None, None, "file not found")
     if p.suffix == ".parquet":
+        if not p.is_file():
+            problem = "is a directory" if p.is_dir() else "file not found"
+            raise DataError(p, None, None, f"cannot read: {problem}")
         try:
             import pyarrow.parquet as pq
         except ImportError:
@@ -105,15 +106,11 @@ def read_records(path: str | Path) -> list[Row]:
         except Exception as exc:  # pyarrow raises many types for a bad file
             raise DataError(p, None, None, f"not a readable Parquet file: {exc}") from None
         return [(f"row {i}", dict(r)) for i, r in enumerate(rows)]
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(p, None, None, f"cannot read as UTF-8 text: {exc}") from None
+    text = decode_utf8(read_file_bytes(p), p)
     if p.suffix == ".json" or text.lstrip().startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(p, f"line {exc.lineno}", None, f"invalid JSON: {exc.msg}") from None
+        if not text.strip():
+            raise DataError(p, None, None, "the file is empty")
+        data = parse_json(text, p)
         if not isinstance(data, list):
             raise DataError(p, None, None, "expected a JSON array of records")
         out = []
@@ -123,13 +120,10 @@ def read_records(path: str | Path) -> list[Row]:
             out.append((f"item {i}", item))
         return out
     out = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
-        try:
-            item = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DataError(p, f"line {number}", None, f"invalid JSON: {exc.msg}") from None
+        item = parse_json(raw, p, f"line {number}")
         if not isinstance(item, dict):
             raise DataError(p, f"line {number}", None, "a record must be a JSON object")
         out.append((f"line {number}", item))
@@ -217,7 +211,7 @@ def mmlu_pro_task(path: Path, label: str, row: Mapping[str, Any], index: int) ->
         )
     if letter is None and index_value is None:
         raise DataError(path, label, "answer", "missing (give answer or answer_index)")
-    target = letter.strip().upper() if isinstance(letter, str) else letters[index_value]
+    target = letter.strip().upper() if isinstance(letter, str) else letters[index_value or 0]
     if index_value is not None and letters[index_value] != target:
         raise DataError(
             path, label, "answer_index", f"index {index_value} disagrees with answer {target!r}"
@@ -254,7 +248,8 @@ def _build(
     make: Callable[[Path, str, Mapping[str, Any], int], SeqTask],
     keep: Callable[[SeqTask], bool] | None = None,
 ) -> list[SeqTask]:
-    tasks, seen = [], {}
+    tasks: list[SeqTask] = []
+    seen: dict[str, str] = {}
     for index, (label, row) in enumerate(read_records(path), start=1):
         task = make(path, label, row, index)
         if task.id in seen:
