@@ -4,6 +4,7 @@ old target unchanged, and says in one line which path failed and why."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sqlite3
 import stat
@@ -182,3 +183,10 @@ def test_sqlite_disk_cause(tmp_path: Path) -> None:
         "missing parent directory (unable to open database file)")
     assert sqlite_disk_cause(sqlite3.OperationalError("no such table: runs"), db) is None
     assert sqlite_disk_cause(sqlite3.DatabaseError("file is not a database"), db) is None
+
+
+def test_a_lone_surrogate_is_written_as_its_json_escape(tmp_path: Path) -> None:
+    out = tmp_path / "preds.jsonl"
+    with atomic_writer(out) as fh:
+        fh.write(json.dumps({"output": "a\ud800b"}, ensure_ascii=False) + "\n")
+    assert json.loads(out.read_text(encoding="utf-8")) == {"output": "a\ud800b"}

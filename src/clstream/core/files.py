@@ -165,14 +165,17 @@ def atomic_writer(
 ) -> Iterator[IO[Any]]:
     """A file handle whose content replaces ``path`` only when the ``with`` block succeeds.
 
-    Text handles write UTF-8. Streaming writers write through the handle as they go; the
-    target changes once, at the end. ``make_parent`` creates the one missing directory that
+    Text handles write UTF-8; a lone surrogate (text no UTF-8 can hold, as a model may emit)
+    is written as its ``\\udXXX`` escape, which is also how JSON spells it, so a JSON line
+    written with ``ensure_ascii=False`` reads back as the same string. Streaming writers write
+    through the handle as they go; the target changes once, at the end. ``make_parent`` creates the one missing directory that
     holds ``path`` (never more). Any failure raises :class:`WriteError` (an exception raised
     by the block itself propagates unchanged) and leaves no temporary file behind.
     """
     target = Path(path)
     mode = "wb" if binary else "w"
     encoding = None if binary else "utf-8"
+    errors = None if binary else "backslashreplace"
     try:
         if make_parent and not target.parent.is_dir():
             target.parent.mkdir()
@@ -185,7 +188,7 @@ def atomic_writer(
         if info is not None and not stat.S_ISREG(info.st_mode):
             # A device or pipe (/dev/stdout, /dev/null): nothing to rename over. Errors while
             # writing propagate as they are (a closed pipe is the reader's choice).
-            device = open(target, mode, encoding=encoding)  # noqa: SIM115 - closed below
+            device = open(target, mode, encoding=encoding, errors=errors)  # noqa: SIM115
         else:
             device = None
             real = target.resolve() if target.is_symlink() else target  # keep the link
@@ -197,7 +200,7 @@ def atomic_writer(
             yield device
         return
     try:
-        with os.fdopen(fd, mode, encoding=encoding) as fh:
+        with os.fdopen(fd, mode, encoding=encoding, errors=errors) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
