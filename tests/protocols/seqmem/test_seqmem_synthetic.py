@@ -11,6 +11,7 @@ import pytest
 
 from clstream.core.errors import DataError, SpecError
 from clstream.judges.evaluators import SyntheticEvaluator, normalize_exact
+from clstream.protocols.seqmem.streams import load_seqmem_stream
 from clstream.protocols.seqmem.synthetic import (
     FAMILIES,
     generate_seqmem_synthetic,
@@ -18,7 +19,7 @@ from clstream.protocols.seqmem.synthetic import (
     synthetic_stream,
     write_seqmem_synthetic,
 )
-from clstream.protocols.seqmem.tasks import SeqTask, load_seqmem_stream
+from clstream.protocols.seqmem.tasks import SeqTask
 
 
 def test_same_seed_gives_byte_identical_files(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 from clstream.core.errors import DataError, SpecError
 from clstream.core.specs import sha256_file
 from clstream.judges.evaluators import ApiCallEvaluator, ChoiceEvaluator, CodeEvaluator
+from clstream.protocols.seqmem.streams import load_seqmem_stream
 from clstream.protocols.seqmem.tasks import (
     SeqTask,
     iter_tasks,
@@ -17,7 +18,6 @@ from clstream.protocols.seqmem.tasks import (
     load_humaneval,
     load_math500,
     load_mmlu_pro,
-    load_seqmem_stream,
     read_records,
     split_holdout,
 )

@@ -35,9 +35,9 @@ from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.protocols.seqmem.prompts import template_fingerprint
 from clstream.protocols.seqmem.runner import SeqMemRunner
+from clstream.protocols.seqmem.streams import load_seqmem_stream
 from clstream.protocols.seqmem.summary import seqmem_rows
 from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, write_seqmem_synthetic
-from clstream.protocols.seqmem.tasks import load_seqmem_stream
 from clstream.store.db import ResultsStore
 
 SOURCES = ("synthetic", "humaneval", "math500", "mmlu-pro", "apibench", "apibench-hf")

@@ -402,26 +402,3 @@ def load_apibench_hf(path: str | Path, pool_path: str | Path,
 def iter_tasks(stream: SeqStream) -> Iterator[tuple[int, SeqTask]]:
     """(tau, task) for tau = 1..T, the order the SeqMem-Eval protocol uses."""
     return enumerate(stream.tasks, start=1)
-
-
-def load_seqmem_stream(benchmark: str, path: str | Path, **options: Any) -> SeqStream:
-    """Dispatch by name: humaneval, math500, mmlu-pro, apibench-hf, synthetic."""
-    if benchmark == "synthetic":
-        from clstream.protocols.seqmem.synthetic import load_seqmem_synthetic
-
-        return load_seqmem_synthetic(path, **options)
-    loaders: dict[str, Callable[..., SeqStream]] = {
-        "humaneval": load_humaneval,
-        "math500": load_math500,
-        "mmlu-pro": load_mmlu_pro,
-        "apibench-hf": load_apibench_hf,
-    }
-    if benchmark not in loaders:
-        raise SpecError(
-            f"unknown SeqMem benchmark {benchmark!r} "
-            f"(known: {', '.join(sorted([*loaders, 'synthetic']))})"
-        )
-    try:
-        return loaders[benchmark](path, **options)
-    except TypeError as exc:
-        raise SpecError(f"{benchmark}: {exc}") from None
