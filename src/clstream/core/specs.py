@@ -150,9 +150,6 @@ def sha256_file(path: str, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
 
 def derive_seed(run_seed: int, key: str, sample: int = 0) -> int:
     """A per-request decoding seed from the run seed and the request identity (31 bits)."""

@@ -131,7 +131,6 @@ class _CountMemo:
     chunks, so each passage is counted once instead of once per interval."""
 
     def __init__(self, tokenizer: Tokenizer, size: int = 1024):
-        self._tokenizer = tokenizer
         self.name, self.exact = tokenizer.name, tokenizer.exact
         self.count = functools.lru_cache(maxsize=size)(tokenizer.count)
         self.truncate_left = tokenizer.truncate_left
