@@ -24,8 +24,10 @@ from clstream.core.registry import (
 def test_builtin_names_registered() -> None:
     assert {"full", "window", "rag", "rag+window"} <= set(names("system"))
     assert "builtin" in names("model")
-    assert {"oaks", "seqmem"} <= set(names("protocol"))
-    assert KINDS == ("protocol", "system", "model", "judge")
+    assert {"oaks", "seqmem", "clbench"} <= set(names("protocol"))
+    assert KINDS == ("protocol", "system", "model", "judge", "policy")
+    assert {"blind_spectrum_monitoring", "sales_prediction",
+            "database_exploration"} <= set(names("policy"))
 
 
 def test_resolve_unknown_lists_known() -> None:

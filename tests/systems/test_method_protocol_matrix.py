@@ -1,6 +1,6 @@
 """Every registered memory method runs on every protocol: each system of the registry, with
-the builtin model, over a tiny generated OAKS stream and a tiny SeqMem synthetic stream,
-stores its records and no error."""
+the builtin model, over a tiny generated OAKS stream, a tiny SeqMem synthetic stream and a
+short CL-Bench task (both arms, one rollout), stores its records and no error."""
 
 from __future__ import annotations
 
@@ -15,8 +15,12 @@ from clstream.store.db import ResultsStore
 PROTOCOL_KINDS = {
     "oaks": ("probe",),
     "seqmem": ("online", "holdout", "retro", "call", "update"),
+    "clbench": ("instance", "step", "call"),
 }
-STORED = {"oaks": "probe", "seqmem": "online"}
+STORED = {"oaks": "probe", "seqmem": "online", "clbench": "instance"}
+# CL-Bench needs no stream file: the environment is built from the seed.
+CLBENCH_ARGS = ["--task", "sales_prediction", "--schedule", "short", "--rollouts", "1",
+                "--seed", "5"]
 
 
 @pytest.fixture(scope="module")
@@ -30,14 +34,14 @@ def streams(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"oaks": oaks, "seqmem": seqmem}
 
 
-@pytest.mark.parametrize("protocol", ["oaks", "seqmem"])
+@pytest.mark.parametrize("protocol", ["oaks", "seqmem", "clbench"])
 def test_every_system_runs_on_the_protocol(protocol: str, streams: dict[str, Path],
                                            tmp_path: Path) -> None:
     systems = names("system")
     assert len(systems) >= 12
     out = tmp_path / "results"
-    argv = ["run", protocol, str(streams[protocol]), "--model", "builtin", "--out", str(out),
-            "--no-progress"]
+    data = CLBENCH_ARGS if protocol == "clbench" else [str(streams[protocol])]
+    argv = ["run", protocol, *data, "--model", "builtin", "--out", str(out), "--no-progress"]
     for name in systems:
         argv += ["--system", name]
     assert main(argv) == 0

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from clstream.core.events import Observation
-from clstream.core.layout import question_block
+from clstream.core.layout import action_block
 from clstream.core.types import Query
 
 MAX_ACTION_CHARS = 200_000
@@ -186,14 +186,16 @@ class EnvQuery:
         return f"{self.instance_id}/step{self.step}"
 
     def to_query(self) -> Query:
-        """The generic :class:`Query`: rules as instructions, the observation as the block."""
+        """The generic :class:`Query`: rules as instructions, the observation as the block
+        (an action block of :mod:`clstream.core.layout`: its line naming the task lets a reader
+        of the prompt, such as the builtin model, tell which environment asks)."""
         return Query(
             id=self.query_id, text=self.observation, kind="action",
             meta={"task": self.task, "instance_id": self.instance_id, "stage": self.stage,
                   "variant": self.variant, "step": self.step, "max_steps": self.max_steps,
                   "action_schema": dict(self.action_schema)},
             instructions=self.instructions,
-            prompt=question_block(self.observation, (), self.action_format))
+            prompt=action_block(self.observation, self.task, self.action_format))
 
 
 @dataclass(frozen=True)
@@ -214,9 +216,12 @@ class StepResult:
     info: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
     next_query: EnvQuery | None = None
 
-    def to_event(self) -> Observation:
+    def to_event(self, query: str = "", action: str = "") -> Observation:
+        """The event a system observes; ``query`` (the observation acted on) and ``action``
+        (the action as text) let a memory keep the whole step."""
         return Observation(instance_id=self.instance_id, step=self.step, text=self.feedback,
-                           reward=self.reward, done=self.instance_complete)
+                           reward=self.reward, done=self.instance_complete, query=query,
+                           action=action)
 
 
 @runtime_checkable

@@ -45,13 +45,20 @@ class Feedback:
 
 @dataclass(frozen=True)
 class Observation:
-    """The result of an action in a stateful environment (SPECS §3)."""
+    """The result of an action in a stateful environment (SPECS §3).
+
+    ``text`` is the environment's feedback on the action. A runner also fills ``query`` (the
+    observation the action answered) and ``action`` (the action taken, as text), so a memory
+    can keep the whole step; both are '' when unknown.
+    """
 
     instance_id: str
     step: int
     text: str
     reward: float | None = None
     done: bool = False
+    query: str = ""
+    action: str = ""
 
 
 Event = Chunk | Document | Feedback | Observation

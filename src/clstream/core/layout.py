@@ -26,6 +26,22 @@ Memory is shown in two shared entry formats, so one reader understands every met
   quoted reasoning cannot pose as evidence. One-line tasks are whitespace-collapsed; code and
   multi-line tasks keep their lines.
 
+* step blocks -- one step in a stateful environment (CL-Bench), as a memory keeps it: the
+  observation shown, the action taken and the feedback received, each part headed by its
+  label and its number of lines, so the parts read back exactly whatever they hold::
+
+      [step <instance id>/<step>]
+      Observation (<n> lines):
+      <the observation>
+      Action (<n> lines):
+      <the action>
+      Feedback (<n> lines):
+      <the feedback>
+
+  The query block of such a step is an *action block*: the observation as the question, a
+  line ``Environment task: <name>`` naming the task, then the action format
+  (:func:`action_block`).
+
 Placement rule for sections (:func:`user_text`): a section that already ends with a blank line
 is kept byte for byte, any other is trimmed at its end and given one. The second half of the
 module reads the structure back (the builtin reader model uses it): split a prompt into memory
@@ -334,3 +350,128 @@ def current_question(text: str) -> str:
         return ""
     rest = text[start + len(QUESTION_LABEL):].strip()
     return rest.splitlines()[0].strip() if rest else ""
+
+
+# --- environment steps (CL-Bench) ----------------------------------------------------------
+
+ACTION_TASK_LABEL = "Environment task:"
+ACTION_TASK_TEMPLATE = "Environment task: {task}\n"
+STEP_TAG_TEMPLATE = "[step {instance_id}/{step}]"
+STEP_PARTS = ("Observation", "Action", "Feedback")
+
+_ACTION_TASK = re.compile(r"^Environment task: ([a-z][a-z0-9_+\-]*)$", re.MULTILINE)
+_STEP_TAG = re.compile(r"^\[step (\S+)/(\d+)\]$")
+_STEP_PART = re.compile(r"^(Observation|Action|Feedback) \((\d+) lines?\):$")
+
+
+def step_fingerprint() -> str:
+    """sha256 of the step templates (kept apart from :func:`template_fingerprint`, which the
+    runs of the other protocols record)."""
+    texts = [ACTION_TASK_TEMPLATE, STEP_TAG_TEMPLATE, *STEP_PARTS]
+    return hashlib.sha256("\x00".join(texts).encode()).hexdigest()
+
+
+def action_block(observation: str, task: str, action_format: str) -> str:
+    """The query block of one environment step: the observation as the question, the line
+    naming the task, then the action format (no trailing newline)."""
+    return (QUESTION_TEMPLATE.format(question=observation)
+            + ACTION_TASK_TEMPLATE.format(task=task) + action_format)
+
+
+def parse_action_block(block: str) -> tuple[str, str] | None:
+    """(task, observation) of an action block, or None when ``block`` is not one.
+
+    The last task line counts, so text added after the action format (a reminder) is ignored.
+    """
+    if not block.startswith(QUESTION_LABEL):
+        return None
+    found = list(_ACTION_TASK.finditer(block))
+    if not found:
+        return None
+    last = found[-1]
+    start = len(QUESTION_TEMPLATE.partition("{question}")[0])
+    if last.start() < start + 1:
+        return None
+    return last.group(1), block[start:last.start() - 1]
+
+
+def _lines(text: str) -> list[str]:
+    text = text.rstrip()
+    return text.split("\n") if text else []
+
+
+def step_block(instance_id: str, step: int, observation: str, action: str, feedback: str
+               ) -> str:
+    """One remembered step (see the module docstring); each part is kept whole, its trailing
+    whitespace dropped."""
+    out = [STEP_TAG_TEMPLATE.format(instance_id=instance_id, step=step)]
+    for label, text in zip(STEP_PARTS, (observation, action, feedback), strict=True):
+        lines = _lines(text)
+        out.append(f"{label} ({len(lines)} line{'' if len(lines) == 1 else 's'}):")
+        out.extend(lines)
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class ShownStep:
+    """A step as read back from a prompt (``instance_id`` '' and ``step`` 0 when the source
+    does not say)."""
+
+    instance_id: str
+    step: int
+    observation: str
+    action: str
+    feedback: str
+
+
+def parse_steps(text: str) -> list[ShownStep]:
+    """The step blocks of ``text``, in the order shown; a block cut short is skipped."""
+    lines = text.split("\n")
+    out: list[ShownStep] = []
+    i = 0
+    while i < len(lines):
+        tag = _STEP_TAG.match(lines[i])
+        i += 1
+        if tag is None:
+            continue
+        parts: list[str] = []
+        at = i
+        for label in STEP_PARTS:
+            head = _STEP_PART.match(lines[at]) if at < len(lines) else None
+            if head is None or head.group(1) != label:
+                break
+            n = int(head.group(2))
+            if at + 1 + n > len(lines):
+                break
+            parts.append("\n".join(lines[at + 1:at + 1 + n]))
+            at += 1 + n
+        if len(parts) == len(STEP_PARTS):
+            out.append(ShownStep(tag.group(1), int(tag.group(2)), *parts))
+            i = at
+    return out
+
+
+def transcript_steps(messages: Sequence[Message]) -> list[ShownStep]:
+    """The steps of a conversation: every assistant message answering a user message that
+    ends in an action block. The observation is that block's; the feedback is the next user
+    message up to its own query block, without a first line of the method's own (one ending
+    in a colon, such as a "result of your last action" header) when more lines follow."""
+    out: list[ShownStep] = []
+    turns = [m for m in messages if m.role != "system"]
+    for n, message in enumerate(turns):
+        if message.role != "assistant" or n == 0 or turns[n - 1].role != "user":
+            continue
+        parsed = parse_action_block(split_prompt(turns[n - 1].content)[1])
+        if parsed is None:
+            continue
+        feedback = ""
+        if n + 1 < len(turns) and turns[n + 1].role == "user":
+            after = turns[n + 1].content
+            memory, block = split_prompt(after)
+            feedback = memory if parse_action_block(block) is not None else after
+            feedback = feedback.strip()
+            head, sep, rest = feedback.partition("\n")
+            if sep and head.rstrip().endswith(":") and rest.strip():
+                feedback = rest.strip()
+        out.append(ShownStep("", 0, parsed[1], message.content.strip(), feedback))
+    return out

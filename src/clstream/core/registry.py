@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from clstream.core.protocol import StreamProtocol
     from clstream.core.types import SamplingParams
 
-Kind = Literal["protocol", "system", "model", "judge"]
+Kind = Literal["protocol", "system", "model", "judge", "policy"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 
 # Optional dependency (top-level module) -> the extra of pyproject.toml that installs it.
@@ -76,6 +76,7 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
         "protocol": {
             "oaks": "clstream.protocols.oaks:PROTOCOL",
             "seqmem": "clstream.protocols.seqmem:PROTOCOL",
+            "clbench": "clstream.protocols.clbench:PROTOCOL",
         },
         "system": {
             "full": "clstream.systems.context:FullContext",
@@ -90,6 +91,10 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
             "expel-st": "clstream.systems.expel:ExpelSt",
             "expel-mt": "clstream.systems.expel:ExpelMt",
             "g-memory": "clstream.systems.gmemory:GMemory",
+            "icl": "clstream.systems.icl:Icl",
+            "notepad": "clstream.systems.notepad:Notepad",
+            "mem0": "clstream.systems.mem0:Mem0",
+            "ace": "clstream.systems.ace:Ace",
         },
         "model": {
             "builtin": "clstream.models.builtin:BuiltinReader",
@@ -103,6 +108,13 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
             "mc": "clstream.judges.evaluators:ChoiceEvaluator",
             "api": "clstream.judges.evaluators:ApiCallEvaluator",
             "synthetic": "clstream.judges.evaluators:SyntheticEvaluator",
+        },
+        # The builtin (non-LLM) policy of each CL-Bench environment, by task name: the builtin
+        # model acts with it when a prompt asks for an action in that environment.
+        "policy": {
+            "blind_spectrum_monitoring": "clstream.protocols.clbench.policies:SpectrumRegistry",
+            "sales_prediction": "clstream.protocols.clbench.policies:SalesForecaster",
+            "database_exploration": "clstream.protocols.clbench.policies:SchemaExplorer",
         },
     }
     return {kind: {name: Entry(kind, name, target) for name, target in entries.items()}
@@ -190,7 +202,7 @@ def _load(e: Entry) -> Any:
         raise RegistryError(f"{e.kind} {e.name!r}: {module_name} has no {attr!r}") from None
     if e.kind in ("system", "model") and not inspect.isclass(obj):
         raise RegistryError(f"{e.kind} {e.name!r}: {e.target} is not a class")
-    if e.kind == "judge" and not callable(obj):
+    if e.kind in ("judge", "policy") and not callable(obj):
         raise RegistryError(f"{e.kind} {e.name!r}: {e.target} is not callable")
     return obj
 

@@ -25,6 +25,14 @@ the answer that block's feedback states as correct, or the answer it gave when i
 correct (:mod:`clstream.models.builtin_recall`), formatted as the question block asks.
 Prompts without such blocks take the reading path above unchanged.
 
+Environment steps (CL-Bench) take another path. When the question block is an action block
+(:func:`clstream.core.layout.action_block`) naming a task that has a builtin policy registered
+(registry kind ``"policy"``, resolved on first use), the reply is that policy's action as one
+JSON object: the policy is given the steps the prompt shows -- step blocks in memory, in the
+order of their passage tags, then the turns of a conversation transcript -- and the current
+observation. A system that shows past steps therefore lets the policy learn; one that shows
+none leaves it acting on the current observation alone. Other prompts are read as above.
+
 The open-question routines over events live in :mod:`clstream.models.builtin_answer`; this
 module routes questions, does the lexical fallback and multiple choice, and is the Model.
 The reply is one reasoning line then ``## Answer: ...`` so answer extraction is exercised
@@ -37,6 +45,7 @@ hash of the context text (a small LRU), so the questions of one interval read it
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 from collections import OrderedDict
@@ -44,10 +53,18 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from clstream.core import layout
+from clstream.core import layout, registry
+from clstream.core.environment import Policy, Turn
 from clstream.core.errors import SpecError
 from clstream.core.params import Param
-from clstream.core.types import GenerationRequest, GenerationResult, Sample, SamplingParams, Usage
+from clstream.core.types import (
+    GenerationRequest,
+    GenerationResult,
+    Message,
+    Sample,
+    SamplingParams,
+    Usage,
+)
 from clstream.models.builtin_answer import (
     GENERIC,
     STOP,
@@ -207,6 +224,25 @@ def recalled_reply(answer: str, block: str) -> str:
 _BLOCK_START = re.compile(r"^(?=\[chunk index \d+\]$)", re.MULTILINE)
 
 
+def shown_turns(memory: str, messages: Sequence[Message]) -> list[Turn]:
+    """The environment steps a prompt shows, oldest first, as a policy's turns: step blocks of
+    the memory ordered by the tag of the passage holding them (stable), then the steps of the
+    conversation in ``messages``; a step shown twice counts once."""
+    blocks: list[tuple[int, int, layout.ShownStep]] = []
+    for order, (index, text) in enumerate(layout.parse_passages(memory)):
+        blocks += [(index, order, step) for step in layout.parse_steps(text)]
+    blocks.sort(key=lambda b: (b[0], b[1]))
+    steps = [b[2] for b in blocks] + layout.transcript_steps(messages)
+    seen: set[tuple[str, str, str]] = set()
+    turns = []
+    for step in steps:
+        key = (step.observation, step.action, step.feedback)
+        if key not in seen:
+            seen.add(key)
+            turns.append(Turn(step.observation, step.action, step.feedback))
+    return turns
+
+
 @lru_cache(maxsize=4096)
 def _count_cached(text: str) -> int:
     return approx_tokenizer().count(text)
@@ -233,6 +269,7 @@ class BuiltinReader:
             raise SpecError(f"model 'builtin' takes no model name or path, got {target!r}")
         self.tokenizer = approx_tokenizer()
         self._read_cache: OrderedDict[str, tuple[ReadText, int]] = OrderedDict()
+        self._policies: dict[str, Policy] = {}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -270,6 +307,9 @@ class BuiltinReader:
         context, block = layout.split_prompt(text)
         # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
         outside_context = system_tokens + self.tokenizer.count(block)
+        acted = self._act(context, block, request.messages)
+        if acted is not None:
+            return acted, outside_context + _count_context(context)
         recalled = recall_answer(text)
         if recalled is not None:
             return recalled_reply(recalled, block), outside_context + _count_context(context)
@@ -277,6 +317,26 @@ class BuiltinReader:
         question, options = layout.parse_question(block)
         reason, answer = respond(read, question, options)
         return f"{reason}\n## Answer: {answer}", outside_context + context_tokens
+
+    def _policy(self, task: str) -> Policy | None:
+        """The builtin policy registered for ``task`` (built once), or None."""
+        if task not in self._policies:
+            if task not in registry.names("policy"):
+                return None
+            self._policies[task] = registry.resolve("policy", task)()
+        return self._policies[task]
+
+    def _act(self, memory: str, block: str, messages: Sequence[Message]) -> str | None:
+        """The action (JSON text) for an action block of a task with a policy, else None."""
+        parsed = layout.parse_action_block(block)
+        if parsed is None:
+            return None
+        task, observation = parsed
+        policy = self._policy(task)
+        if policy is None:
+            return None
+        action = policy.act(shown_turns(memory, messages), observation)
+        return json.dumps(action, sort_keys=True, ensure_ascii=False)
 
     def _finish(self, text: str, params: SamplingParams) -> tuple[str, str]:
         reason = "stop"

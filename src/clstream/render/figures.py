@@ -316,3 +316,115 @@ def radar_chart(
         _legend_below(fig, handles, labels)
         fig.tight_layout()
         return _svg(fig, title)
+
+
+@dataclass(frozen=True)
+class BandSeries:
+    """One line of :func:`band_chart`: ``ys`` over x = 1, 2, ..., an optional shaded band
+    ``low``..``high`` around it, and an optional dashed reference line ``ref``."""
+
+    label: str
+    ys: Sequence[float]
+    low: Sequence[float] | None = None
+    high: Sequence[float] | None = None
+    ref: Sequence[float] | None = None
+    ref_label: str = ""
+
+
+def band_chart(
+    series: Sequence[BandSeries],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    width: float = 9.0,
+    height: float = 3.4,
+) -> Markup:
+    """Lines with shaded bands (a spread over repetitions) and dashed reference lines in the
+    same colour, over x = 1, 2, ...; the y axis fits the data."""
+    with matplotlib.rc_context(_RC):
+        fig = MplFigure(figsize=(width, height))
+        ax = fig.add_subplot()
+        longest = 1
+        for s, color in zip(series, colors(len(series)), strict=True):
+            xs = list(range(1, len(s.ys) + 1))
+            longest = max(longest, len(xs))
+            ax.plot(xs, list(s.ys), color=color, label=plain(s.label), linewidth=1.8)
+            if s.low is not None and s.high is not None:
+                ax.fill_between(xs, list(s.low), list(s.high), color=color, alpha=0.18,
+                                linewidth=0)
+            if s.ref is not None:
+                ax.plot(list(range(1, len(s.ref) + 1)), list(s.ref), color=color,
+                        linestyle="--", linewidth=1.2, label=plain(s.ref_label or s.label))
+        ax.set_xlim(0.5, longest + 0.5)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        locator = ax.xaxis.get_major_locator()
+        if isinstance(locator, MaxNLocator):
+            locator.set_params(integer=True)
+        handles, labels = ax.get_legend_handles_labels()
+        _legend_below(fig, handles, labels)
+        fig.tight_layout()
+        return _svg(fig, title)
+
+
+def signed_bars(
+    categories: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    *,
+    title: str,
+    ylabel: str,
+    width: float = 9.0,
+    height: float = 3.4,
+) -> Markup:
+    """Bars grouped by category, one colour per series, on an axis that fits negative values
+    too (with a line at zero); a missing value leaves a gap."""
+    n = max(len(series), 1)
+    with matplotlib.rc_context(_RC):
+        fig = MplFigure(figsize=(width, height))
+        ax = fig.add_subplot()
+        bar = 0.8 / n
+        for s, ((label, values), color) in enumerate(zip(series, colors(n), strict=False)):
+            xs = [c + (s - (n - 1) / 2) * bar for c in range(len(categories))]
+            ys = [float("nan") if v is None else v for v in values]
+            ax.bar(xs, ys, width=bar * 0.92, color=color, label=plain(label))
+        ax.axhline(0.0, color="#888888", linewidth=0.8)
+        ax.set_xticks(range(len(categories)), [plain(c) for c in categories])
+        ax.grid(axis="x", visible=False)
+        ax.set_ylabel(ylabel)
+        handles, labels = ax.get_legend_handles_labels()
+        _legend_below(fig, handles, labels)
+        fig.tight_layout()
+        return _svg(fig, title)
+
+
+def scatter_front(
+    points: Sequence[tuple[str, float, float]],
+    front: Sequence[str],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    width: float = 5.6,
+    height: float = 3.8,
+) -> Markup:
+    """One labelled point per (label, x, y), one colour each, and a step line through the
+    points named in ``front`` (a Pareto front, in increasing x)."""
+    with matplotlib.rc_context(_RC):
+        fig = MplFigure(figsize=(width, height))
+        ax = fig.add_subplot()
+        for (label, x, y), color in zip(points, colors(len(points)), strict=True):
+            ax.scatter([x], [y], color=color, label=plain(label), s=36, zorder=3)
+        at = {label: (x, y) for label, x, y in points}
+        shown = [at[label] for label in front if label in at]
+        if len(shown) > 1:
+            ax.plot([p[0] for p in shown], [p[1] for p in shown], color="#555555",
+                    linewidth=1.0, linestyle=":", drawstyle="steps-post", zorder=2,
+                    label="Pareto front")
+        ax.axhline(0.0, color="#888888", linewidth=0.8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        handles, labels = ax.get_legend_handles_labels()
+        _legend_below(fig, handles, labels)
+        fig.tight_layout()
+        return _svg(fig, title)

@@ -8,7 +8,10 @@ shown in prompts as ``[chunk index i]`` plus its text (:mod:`clstream.core.layou
 * a chunk keeps its own index;
 * any other event gets a running index, one more than the largest index held so far, so a
   larger index always means later in the stream;
-* feedback is kept as the text of an experience block (task, answer given, outcome, feedback).
+* feedback is kept as the text of an experience block (task, answer given, outcome, feedback);
+* an environment observation that carries the action it answers is kept as a step block (the
+  observation shown, the action taken, the feedback received), so the step history shows in
+  prompts; one without an action keeps just the environment's feedback text.
 
 :class:`PassageStore` holds passages in arrival order with a retrieval index over their text
 that grows one passage at a time; context systems and experience methods share it.
@@ -66,6 +69,14 @@ def feedback_text(fb: Feedback) -> str:
         layout.Experience(fb.query_text, fb.answer, fb.message, fb.success)).rstrip("\n")
 
 
+def observation_text(obs: Observation) -> str:
+    """An observation kept as text: a step block when it carries its action, else the
+    environment's feedback alone."""
+    if not obs.action:
+        return obs.text
+    return layout.step_block(obs.instance_id, obs.step, obs.query, obs.action, obs.text)
+
+
 def passage_of(event: Event, next_index: int) -> Passage:
     """The passage an event becomes; ``next_index`` is the running index for non-chunks."""
     if isinstance(event, Chunk):
@@ -73,7 +84,8 @@ def passage_of(event: Event, next_index: int) -> Passage:
     if isinstance(event, Document):
         return Passage("document", event.doc_id, next_index, event.text)
     if isinstance(event, Observation):
-        return Passage("observation", f"{event.instance_id}#{event.step}", next_index, event.text)
+        return Passage("observation", f"{event.instance_id}#{event.step}", next_index,
+                       observation_text(event))
     if isinstance(event, Feedback):
         return Passage("feedback", event.query_id, next_index, feedback_text(event))
     raise TypeError(f"not an event: {type(event).__name__}")

@@ -1,16 +1,47 @@
-"""CL-Bench verbs: ``score clbench`` over a SPECS §5 records file (SPECS §3, §5)."""
+"""CL-Bench verbs: ``generate clbench``, ``run clbench`` and ``score clbench`` over a SPECS §5
+records file (SPECS §3, §5)."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
+from clstream.core.errors import SpecError
+from clstream.core.specs import RunSpec
+from clstream.protocols.clbench.envs import ENVIRONMENTS
+from clstream.protocols.clbench.envs.base import EnvironmentBase
+from clstream.protocols.clbench.materials import write_materials
 from clstream.protocols.clbench.metrics import ci_multiplier, score_clbench
 from clstream.protocols.clbench.records import ClbenchRecords, load_clbench_records
+from clstream.protocols.clbench.runner import ClbenchRunner, template_fingerprint
+from clstream.protocols.common import build_model, parse_components, run_info, system_factory
+from clstream.protocols.options import (
+    add_backend_arguments,
+    add_run_arguments,
+    add_sampling_arguments,
+    backend_options,
+    positive,
+    sampling_from_args,
+)
+from clstream.protocols.outcome import (
+    Failure,
+    check_endpoint,
+    finish,
+    first_error,
+    resume_command,
+    run_interruptible,
+)
+from clstream.store.db import ResultsStore
 
-__all__ = ["add_score_arguments", "score"]
+__all__ = ["add_generate_arguments", "add_run_clbench_arguments", "add_score_arguments",
+           "generate", "run", "score"]
+
+TASKS = tuple(sorted(ENVIRONMENTS))
+SCHEDULES = ("default", "short")
 
 
 def add_score_arguments(p: argparse.ArgumentParser) -> None:
@@ -77,4 +108,128 @@ def score(args: argparse.Namespace) -> int:
     for key, label in _ROWS:
         if key in agg:
             print(f"  {label:<19}{_stat(agg[key])}")
+    return 0
+
+
+# -- tasks and environments -------------------------------------------------------------------
+def task_names(given: list[str] | None) -> list[str]:
+    """The tasks named by ``--task`` (repeatable; ``all`` or none: every task), in the
+    registry's order, each once."""
+    wanted = given or ["all"]
+    out: list[str] = []
+    for name in wanted:
+        for task in (TASKS if name == "all" else (name,)):
+            if task not in ENVIRONMENTS:
+                raise SpecError(f"flag --task: unknown task {task!r} (known: all, "
+                                f"{', '.join(TASKS)})")
+            if task not in out:
+                out.append(task)
+    return [t for t in TASKS if t in out]
+
+
+def make_env(task: str, seed: int, schedule: str) -> EnvironmentBase:
+    """A fresh environment of ``task`` (every class takes ``(seed, schedule)``)."""
+    cls: Any = ENVIRONMENTS[task]
+    env: EnvironmentBase = cls(seed, schedule)
+    return env
+
+
+def task_view(envs: dict[str, EnvironmentBase]) -> dict[str, Any]:
+    """What the store keeps about the tasks of a run: enough to summarize and export it."""
+    return {"tasks": {name: {**env.describe(), "n_instances": len(env.schedule),
+                             "instance_ids": list(env.schedule.instance_ids)}
+                      for name, env in envs.items()}}
+
+
+def view_hash(view: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
+
+
+def _close(envs: dict[str, EnvironmentBase]) -> None:
+    for env in envs.values():
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+
+
+# -- generate ---------------------------------------------------------------------------------
+def add_generate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", action="append", default=None, metavar="NAME|all",
+                   help=f"task (repeatable; default all): {', '.join(TASKS)}")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--schedule", choices=SCHEDULES, default="default")
+    p.add_argument("--out", required=True, help="directory; one subdirectory per task")
+
+
+def generate(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    for task in task_names(args.task):
+        env = make_env(task, args.seed, args.schedule)
+        try:
+            paths = write_materials(env, out / task)
+        finally:
+            _close({task: env})
+        print(f"{task}: {len(paths)} files in {out / task}", file=sys.stderr)
+    print(out)
+    return 0
+
+
+# -- run --------------------------------------------------------------------------------------
+def add_run_clbench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", action="append", default=None, metavar="NAME|all",
+                   help=f"task (repeatable; default all): {', '.join(TASKS)}")
+    add_run_arguments(p, "memory method NAME or NAME:key=value,... (repeatable), e.g. full")
+    p.add_argument("--rollouts", type=int, default=5,
+                   help="stateful rollouts R per task (default 5; the stateless arm runs once)")
+    p.add_argument("--schedule", choices=SCHEDULES, default="default",
+                   help="the paper's schedules, or short ones for tests and demos")
+    p.add_argument("--parallel", type=int, default=4, metavar="N",
+                   help="rollouts (and stateless arms) played at once (default 4)")
+    p.add_argument("--no-progress", action="store_true")
+    add_sampling_arguments(p)
+    add_backend_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    positive("--rollouts", args.rollouts)
+    positive("--parallel", args.parallel)
+    tasks = task_names(args.task)
+    sampling = sampling_from_args(args)
+    model_spec, systems = parse_components(args.model, args.model_args, args.system)
+    envs = {task: make_env(task, args.seed, args.schedule) for task in tasks}
+    try:
+        view = task_view(envs)
+    finally:
+        _close(envs)
+    params = {"tasks": tasks, "schedule": args.schedule, "rollouts": args.rollouts}
+    specs = [RunSpec(protocol="clbench", dataset_hash=view_hash(view), system=s,
+                     model=model_spec, sampling=sampling, seed=args.seed, params=params)
+             for s in systems]
+    model = build_model(model_spec, **backend_options(args))
+    factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
+    check_endpoint(model, sampling)  # a dead endpoint fails here, before anything is written
+    failures: list[Failure] = []
+    with ResultsStore(args.out, writer=True) as store:
+        for spec, make in zip(specs, factories, strict=True):
+            runner = ClbenchRunner(
+                spec, store, make, lambda task: make_env(task, args.seed, args.schedule),
+                tasks, args.rollouts, view, parallel=args.parallel, model=model,
+                show_progress=not args.no_progress)
+            texts = [t for env in envs.values() for t in (env.instructions, env.action_format)]
+            info = run_info(model, make(), {"prompt_template_hash": template_fingerprint(texts),
+                                            "tasks": tasks, "schedule": args.schedule})
+            resumed = runner.register(info)
+            result = run_interruptible(runner.run())
+            state = "resumed" if resumed else "ran"
+            print(f"{state} {spec.system.label} ({result.run_id}): "
+                  f"{result.instances_done}/{result.instances_total} instances, "
+                  f"{result.errors} errors, {result.wall_s:.1f}s", file=sys.stderr)
+            if result.instances_done < result.instances_total:
+                failures.append(Failure(
+                    spec.system.label, result.run_id, result.errors,
+                    result.instances_total - result.instances_done - result.errors,
+                    result.instances_total, first_error(store, result.run_id, ("instance",))))
+    finish("clbench", "instance", failures,
+           resume_command("clbench", add_run_clbench_arguments, args))
+    print(args.out)
     return 0

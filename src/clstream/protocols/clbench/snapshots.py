@@ -1,0 +1,87 @@
+"""Snapshots of a stateful rollout, stored compactly (SPECS §3; the runner resumes from them).
+
+After every instance of a stateful rollout the runner stores the system's memory and the
+environment's state, ``{"system": ..., "env": ...}``, under the rollout's stream with t = the
+number of instances done. A memory mostly grows by appending (passages, turns, records), so
+storing it whole after every instance would cost O(N^2) space over a rollout; instead every
+:data:`FULL_EVERY`-th snapshot is stored whole and the others as a delta from the one before:
+
+* two objects: the keys whose values changed (each as a delta when it can be one) and the keys
+  removed;
+* two lists where the old one is a prefix of the new one: the items appended;
+* anything else: the new value.
+
+:func:`load_snapshot` walks back to the last whole snapshot and applies the deltas forward.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clstream.core.errors import StoreError
+from clstream.store.db import ResultsStore
+
+FULL_EVERY = 20
+
+
+def json_delta(old: Any, new: Any) -> Any:
+    """A delta turning ``old`` into ``new`` (both JSON values); see the module docstring."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        changed = {}
+        for key, value in new.items():
+            if key not in old:
+                changed[key] = {"=": value}
+            elif old[key] != value:
+                changed[key] = json_delta(old[key], value)
+        removed = [key for key in old if key not in new]
+        return {"dict": changed, "del": removed}
+    if (isinstance(old, list) and isinstance(new, list) and len(new) >= len(old)
+            and new[:len(old)] == old):
+        return {"append": new[len(old):]}
+    return {"=": new}
+
+
+def apply_delta(old: Any, delta: Any) -> Any:
+    """``old`` changed by ``delta`` (from :func:`json_delta`)."""
+    if "=" in delta:
+        return delta["="]
+    if "append" in delta:
+        if not isinstance(old, list):
+            raise ValueError("a list delta applied to a non-list")
+        return [*old, *delta["append"]]
+    if not isinstance(old, dict):
+        raise ValueError("an object delta applied to a non-object")
+    out = {k: v for k, v in old.items() if k not in set(delta["del"])}
+    for key, change in delta["dict"].items():
+        out[key] = apply_delta(old.get(key), change)
+    return out
+
+
+def stored_form(previous: Any, state: Any, t: int) -> dict[str, Any]:
+    """What is stored for snapshot ``t``: whole every FULL_EVERY steps (and at t = 1), else
+    a delta from ``previous`` (the snapshot at t - 1)."""
+    if previous is None or t % FULL_EVERY == 1 or FULL_EVERY == 1:
+        return {"full": state}
+    return {"delta": json_delta(previous, state)}
+
+
+def load_snapshot(store: ResultsStore, run_id: str, stream: str, t: int) -> dict[str, Any]:
+    """The snapshot stored for ``t`` of ``stream``, rebuilt from its deltas."""
+    chain: list[Any] = []
+    step = t
+    while True:
+        row = store.load_state(run_id, stream, step)
+        if row is None:
+            raise StoreError(f"{store.dir}: snapshot {step} of {stream!r} (run {run_id}) is "
+                             "missing; delete the run to start it again")
+        stored = row[1]
+        if "full" in stored:
+            state = stored["full"]
+            break
+        chain.append(stored["delta"])
+        step -= 1
+    for delta in reversed(chain):
+        state = apply_delta(state, delta)
+    if not isinstance(state, dict):
+        raise StoreError(f"{store.dir}: snapshot {t} of {stream!r} (run {run_id}) is malformed")
+    return state

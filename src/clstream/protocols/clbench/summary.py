@@ -1,0 +1,270 @@
+"""Summary and export of a CL-Bench run, computed from stored records (SPECS §3, §5).
+
+Nothing comes from the run's own progress: the instance records the store holds are turned
+into the SPECS §5 records and scored by :func:`~clstream.protocols.clbench.metrics.score_clbench`,
+so a finished, resumed or partial run summarizes the same way, and ``export`` then
+``score clbench`` gives exactly the summary's metrics.
+
+Coverage. An error is never a reward and a missing instance is never a zero (DESIGN.md,
+"Trust"). An arm counts only when it is complete: the stateless arm of a task with every one of
+its N instances stored without error, a stateful rollout likewise. A task is scored over its
+complete rollouts, provided its stateless arm is complete and at least one rollout is; otherwise
+it is withheld. The aggregate averages the scored tasks. ``coverage`` says how many instances
+that is (``scored`` of ``total`` instances planned, over both arms and every rollout) and, per
+task, which rollouts were scored; ``status.complete`` is true only when everything planned is
+scored. The export writes exactly the scored records, so it never holds a partial arm.
+
+Cost is tokens (offline, SPECS §3): each instance record carries the tokens of every model call
+made for it, a rollout's cost is their sum and a task's the mean over its scored rollouts.
+
+:func:`text_rows` lays out the CL-Bench lines of ``clstream summary``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from clstream.core.errors import StoreError
+from clstream.core.files import atomic_writer
+from clstream.protocols.clbench.metrics import score_clbench
+from clstream.protocols.clbench.runner import STATEFUL, STATELESS
+from clstream.render.runs import coverage_note
+from clstream.store.db import ResultsStore, RunRow
+
+Row = dict[str, Any]
+
+
+def run_view(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+    """What the run stored about its tasks (schedules, r_max), or {} when missing."""
+    try:
+        _, view = store.get_dataset(run.dataset_sha256)
+    except StoreError:
+        return {}
+    return view if isinstance(view.get("tasks"), dict) else {}
+
+
+def _planned_rollouts(run: RunRow) -> int:
+    value = (run.spec.get("params") or {}).get("rollouts")
+    return int(value) if isinstance(value, int) else 0
+
+
+def instance_rows(store: ResultsStore, run: RunRow) -> dict[str, dict[tuple[str, int], list[Row]]]:
+    """Successful instance records as SPECS §5 rows: task -> (arm, rollout) -> rows by pos."""
+    out: dict[str, dict[tuple[str, int], list[Row]]] = {}
+    for rec in store.read_records(run.run_id, "instance", errors=False):
+        p = rec.payload
+        row: Row = {"kind": "instance", "task": str(p["task"]), "arm": str(rec.arm),
+                    "rollout": int(rec.rollout or 0), "pos": int(p["pos"]),
+                    "instance_id": str(p["instance_id"]), "stage": int(p["stage"]),
+                    "reward": float(rec.score if rec.score is not None else 0.0)}
+        if isinstance(p.get("steps"), int):
+            row["steps"] = int(p["steps"])
+        if isinstance(p.get("tokens"), int):
+            row["tokens"] = int(p["tokens"])
+        out.setdefault(row["task"], {}).setdefault((row["arm"], row["rollout"]), []).append(row)
+    for arms in out.values():
+        for rows in arms.values():
+            rows.sort(key=lambda r: r["pos"])
+    return out
+
+
+def _complete(rows: list[Row], n: int) -> bool:
+    return len(rows) == n and {r["pos"] for r in rows} == set(range(1, n + 1))
+
+
+def scored_records(view: dict[str, Any], rows: dict[str, dict[tuple[str, int], list[Row]]],
+                   rollouts: int) -> tuple[list[Row], dict[str, Any]]:
+    """The SPECS §5 records the run is scored on (complete arms of scorable tasks, in task
+    order) and the per-task coverage."""
+    out: list[Row] = []
+    tasks: dict[str, Any] = {}
+    for task, info in view.get("tasks", {}).items():
+        n = int(info["n_instances"])
+        arms = rows.get(task, {})
+        stateless = _complete(arms.get((STATELESS, 0), []), n)
+        complete = [r for r in range(rollouts) if _complete(arms.get((STATEFUL, r), []), n)]
+        scored = stateless and bool(complete)
+        tasks[task] = {"n_instances": n, "stateless_complete": stateless,
+                       "rollouts_complete": complete, "rollouts_total": rollouts,
+                       "scored": scored}
+        if not scored:
+            continue
+        out.append({"kind": "task", "task": task, "r_max": float(info["r_max"]),
+                    "n_instances": n})
+        out += arms[(STATELESS, 0)]
+        for r in complete:
+            out += arms[(STATEFUL, r)]
+    return out, tasks
+
+
+def export_rows(store: ResultsStore, run: RunRow) -> list[Row]:
+    rows, _ = scored_records(run_view(store, run), instance_rows(store, run),
+                             _planned_rollouts(run))
+    return rows
+
+
+def export_clbench(store: ResultsStore, run: RunRow, out: Any) -> int:
+    """Write the run's scored records in the SPECS §5 form (JSONL), atomically."""
+    if run.protocol != "clbench":
+        raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not clbench")
+    rows = export_rows(store, run)
+    with atomic_writer(out) as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+    return len(rows)
+
+
+def _curve(rows: dict[tuple[str, int], list[Row]], complete: list[int]) -> dict[str, Any]:
+    """Cumulative reward by position: the mean over scored rollouts with its range, and the
+    stateless arm's rewards taken in each rollout's order (paired by instance), averaged."""
+    stateless = {r["instance_id"]: r["reward"] for r in rows.get((STATELESS, 0), [])}
+    sf_curves, sl_curves = [], []
+    for r in complete:
+        order = rows[(STATEFUL, r)]
+        sf, sl, a, b = [], [], 0.0, 0.0
+        for row in order:
+            a += row["reward"]
+            b += stateless[row["instance_id"]]
+            sf.append(a)
+            sl.append(b)
+        sf_curves.append(sf)
+        sl_curves.append(sl)
+    if not sf_curves:
+        return {}
+    cols = list(zip(*sf_curves, strict=True))
+    return {"stateful_mean": [sum(c) / len(c) for c in cols],
+            "stateful_low": [min(c) for c in cols], "stateful_high": [max(c) for c in cols],
+            "stateless": [sum(c) / len(c) for c in zip(*sl_curves, strict=True)]}
+
+
+def _task_status(store: ResultsStore, run: RunRow, task: str) -> dict[str, Any]:
+    counts: dict[str, Any] = {"stateless_done": 0, "stateful_done": {}, "errors": 0,
+                              "tokens": 0, "steps": 0}
+    for rec in store.read_records(run.run_id, "instance", stream=task):
+        if rec.error is not None:
+            counts["errors"] += 1
+            continue
+        counts["tokens"] += int(rec.payload.get("tokens") or 0)
+        counts["steps"] += int(rec.payload.get("steps") or 0)
+        if rec.arm == STATELESS:
+            counts["stateless_done"] += 1
+        else:
+            r = str(rec.rollout)
+            counts["stateful_done"][r] = counts["stateful_done"].get(r, 0) + 1
+    return counts
+
+
+def summarize_clbench_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+    """Metrics (``score clbench``'s JSON over the scored records), coverage, per-task status
+    and cumulative-reward curves of one CL-Bench run."""
+    view = run_view(store, run)
+    rollouts = _planned_rollouts(run)
+    rows = instance_rows(store, run)
+    records, coverage_tasks = scored_records(view, rows, rollouts)
+    metrics = score_clbench(records) if records else None
+    tasks: dict[str, Any] = {}
+    done = errors = total = scored = 0
+    for task, cov in coverage_tasks.items():
+        status = _task_status(store, run, task)
+        n = cov["n_instances"]
+        planned = n * (rollouts + 1)
+        total += planned
+        done += status["stateless_done"] + sum(status["stateful_done"].values())
+        errors += status["errors"]
+        if cov["scored"]:
+            scored += n * (1 + len(cov["rollouts_complete"]))
+        tasks[task] = {**cov, **status, "instances_total": planned,
+                       "r_max": view["tasks"][task].get("r_max"),
+                       "curve": _curve(rows.get(task, {}), cov["rollouts_complete"])
+                       if cov["scored"] else {}}
+    complete = bool(total) and scored == total
+    withheld = [t for t, c in coverage_tasks.items() if not c["scored"]]
+    coverage = {
+        "unit": "instances", "scored": scored, "total": total,
+        "share": scored / total if total else 0.0, "complete": complete,
+        "tasks_scored": [t for t, c in coverage_tasks.items() if c["scored"]],
+        "tasks_withheld": withheld,
+        "over": "complete arms only: the stateless arm and each stateful rollout with every "
+                "instance stored without error; a task without a complete stateless arm and "
+                "rollout is withheld; failed and missing instances are never scored",
+    }
+    params = run.spec.get("params") or {}
+    names = list(view.get("tasks", {}))
+    return {
+        "dataset": {"path": f"clbench: {', '.join(names)} ({params.get('schedule')} schedule, "
+                            f"seed {run.spec.get('seed')})",
+                    "sha256": run.dataset_sha256, "tasks": names,
+                    "schedule": params.get("schedule"), "seed": run.spec.get("seed"),
+                    "n_tasks": len(names),
+                    "n_instances": sum(int(t["n_instances"])
+                                       for t in view.get("tasks", {}).values())},
+        "plan": {"rollouts": rollouts, "tasks": list(view.get("tasks", {}))},
+        "status": {"instances_done": done, "instances_total": total, "errors": errors,
+                   "steps": sum(t["steps"] for t in tasks.values()),
+                   "tokens": sum(t["tokens"] for t in tasks.values()), "complete": complete},
+        "coverage": coverage,
+        "metrics": metrics,
+        "tasks": tasks,
+    }
+
+
+# --- the text table of ``clstream summary`` ---------------------------------------------------
+
+TEXT_HEADER = (f"{'task':<27}{'system':<16}{'model':<12}{'norm gain':>17}{'stability':>10}"
+               f"{'plasticity':>11}{'reward':>9}{'stateless':>10}{'instances':>11}"
+               f"{'errors':>7}{'tokens':>11}")
+
+
+def _num(value: Any, width: int, digits: int = 3) -> str:
+    ok = isinstance(value, int | float) and math.isfinite(value)
+    return f"{round(value, digits) + 0.0:>{width}.{digits}f}" if ok else f"{'-':>{width}}"
+
+
+def _mean_se(stat: Any, width: int) -> str:
+    if not isinstance(stat, dict) or not isinstance(stat.get("mean"), int | float):
+        return f"{'-':>{width}}"
+    text = f"{round(stat['mean'], 3) + 0.0:.3f}"
+    spread = stat.get("se", stat.get("ci95"))
+    if isinstance(spread, int | float):
+        text += f" ± {spread:.3f}"
+    return f"{text:>{width}}"
+
+
+def _lines_of(run: dict[str, Any]) -> Iterable[str]:
+    metrics = run.get("metrics") or {}
+    per_task = metrics.get("tasks") or {}
+    system, model = str(run.get("system", "?"))[:15], str(run.get("model", "?"))[:11]
+    for task, info in (run.get("tasks") or {}).items():
+        m = per_task.get(task) or {}
+        done = info.get("stateless_done", 0) + sum((info.get("stateful_done") or {}).values())
+        count = f"{done}/{info.get('instances_total', 0)}"
+        yield (f"{task[:26]:<27}{system:<16}{model:<12}{_mean_se(m.get('normalized_gain'), 17)}"
+               f"{_num((m.get('stability') or {}).get('mean'), 10)}"
+               f"{_num((m.get('plasticity') or {}).get('mean'), 11)}"
+               f"{_num((m.get('reward') or {}).get('mean'), 9, 2)}"
+               f"{_num(m.get('stateless_reward'), 10, 2)}"
+               f"{count:>11}"
+               f"{info.get('errors', 0):>7}{info.get('tokens', 0):>11}")
+    agg = metrics.get("aggregate")
+    if agg:
+        status = run.get("status") or {}
+        done = f"{status.get('instances_done', 0)}/{status.get('instances_total', 0)}"
+        yield (f"{'(all tasks)':<27}{system:<16}{model:<12}"
+               f"{_mean_se(agg.get('normalized_gain'), 17)}{_num(agg.get('stability'), 10)}"
+               f"{_num(agg.get('plasticity'), 11)}{'':>9}{'':>10}{done:>11}"
+               f"{status.get('errors', 0):>7}{status.get('tokens', 0):>11}")
+
+
+def text_rows(runs: list[dict[str, Any]]) -> list[str]:
+    """``clstream summary`` lines for CL-Bench runs: a line per task and run (normalized gain
+    ± SE over rollouts, stability, plasticity, cumulative reward of both arms, instances done,
+    errors, tokens), an aggregate line per run (± 95% CI), and a coverage note under the table
+    for each incomplete run."""
+    lines = [TEXT_HEADER]
+    for run in runs:
+        lines += list(_lines_of(run))
+    notes = [(run.get("system", "?"), coverage_note(run)) for run in runs]
+    return lines + [f"  {system}: {note}" for system, note in notes if note]
