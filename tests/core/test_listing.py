@@ -21,7 +21,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 def test_text_lists_every_entry_with_its_params(capsys: pytest.CaptureFixture[str]) -> None:
     out = run(capsys)
     blocks = {line for line in out.splitlines() if line and not line.startswith(" ")}
-    assert blocks == {"systems", "models", "protocols", "judges"}
+    assert blocks == {"systems", "models", "protocols", "judges", "policies"}
     lines = out.splitlines()
     for kind in ("system", "model", "protocol", "judge"):
         for name in names(kind):
@@ -45,7 +45,8 @@ def test_one_kind_and_its_constraints(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_json_parses_and_holds_everything(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(run(capsys, "--json"))
-    assert list(data) == ["systems", "models", "protocols", "judges"]
+    assert list(data) == ["systems", "models", "protocols", "judges", "policies"]
+    assert [e["name"] for e in data["policies"]] == names("policy")
     assert [e["name"] for e in data["systems"]] == names("system")
     assert [e["name"] for e in data["protocols"]] == names("protocol")
     hf = next(e for e in data["models"] if e["name"] == "hf")

@@ -20,13 +20,15 @@ from clstream.core.registry import Description, describe, names
 # Command-line word -> registry kind, in the order the blocks are printed.
 KINDS: dict[str, str] = {
     "systems": "system", "models": "model", "protocols": "protocol", "judges": "judge",
+    "policies": "policy",
 }
 
 
 def add_parser(subparsers: Any) -> None:
     """Add ``list`` to the top-level sub-commands."""
     p = subparsers.add_parser(
-        "list", help="registered systems, models, protocols and judges with their parameters"
+        "list", help="registered systems, models, protocols, judges and builtin policies with "
+        "their parameters"
     )
     p.add_argument("what", nargs="?", choices=list(KINDS), default=None,
                    help="one kind only (default: all)")
