@@ -90,16 +90,13 @@ def _datasets(runs: list[dict[str, Any]], fields: list[Fields]) -> list[dict[str
 def build_sections(summary: dict[str, Any], source: object) -> list[Section]:
     """One section per protocol present, known protocols first in a fixed order."""
     runs = _runs(summary, source)
-    labels = display_labels(runs)
-    groups: dict[str, list[int]] = {}
-    for i, run in enumerate(runs):
-        groups.setdefault(run["protocol"], []).append(i)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        groups.setdefault(run["protocol"], []).append(run)
     known = names("protocol")
     order = [p for p in known if p in groups] + sorted(set(groups) - set(known))
-    return [
-        _renderer(p)([runs[i] for i in groups[p]], [labels[i] for i in groups[p]], source)
-        for p in order
-    ]
+    # Labels tell runs apart within a section; the same system on two protocols needs no tag.
+    return [_renderer(p)(groups[p], display_labels(groups[p]), source) for p in order]
 
 
 def render_html(summary: dict[str, Any]) -> str:
