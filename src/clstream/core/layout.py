@@ -66,7 +66,6 @@ LAYOUT_VERSION = "layout-v1"
 
 QUESTION_LABEL = "Question:"
 QUESTION_TEMPLATE = "Question: {question}\n"
-OPTIONS_LABEL = "Options:"
 OPTIONS_HEADER = "Options:\n"
 OPTION_TEMPLATE = "{letter}. {option}\n"
 HEAD_LABEL = "Current head index:"
