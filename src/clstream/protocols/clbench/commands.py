@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
-from clstream.core.errors import SpecError
+from clstream.core.errors import SpecError, StoreError
 from clstream.core.specs import RunSpec
 from clstream.protocols.clbench.envs import ENVIRONMENTS
 from clstream.protocols.clbench.envs.base import EnvironmentBase
@@ -18,6 +19,7 @@ from clstream.protocols.clbench.materials import write_materials
 from clstream.protocols.clbench.metrics import ci_multiplier, score_clbench
 from clstream.protocols.clbench.records import ClbenchRecords, load_clbench_records
 from clstream.protocols.clbench.runner import ClbenchRunner, template_fingerprint
+from clstream.protocols.clbench.summary import stateless_sums
 from clstream.protocols.common import build_model, parse_components, run_info, system_factory
 from clstream.protocols.options import (
     add_backend_arguments,
@@ -185,9 +187,81 @@ def add_run_clbench_arguments(p: argparse.ArgumentParser) -> None:
                    help="the paper's schedules, or short ones for tests and demos")
     p.add_argument("--parallel", type=int, default=4, metavar="N",
                    help="rollouts (and stateless arms) played at once (default 4)")
+    p.add_argument("--reference", default=None, metavar="TASK=NUMBER,...|RUN_ID",
+                   help="S_ext for the normalized reward: per-task numbers, or the id of a run "
+                        "in the same results directory whose stateless arm gives each task's "
+                        "(recorded with the run)")
     p.add_argument("--no-progress", action="store_true")
     add_sampling_arguments(p)
     add_backend_arguments(p)
+
+
+def _reference_numbers(text: str, tasks: list[str]) -> dict[str, Any]:
+    s_ext: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, number = (x.strip() for x in part.partition("="))
+        if not sep or not name:
+            raise SpecError(f"flag --reference: expected TASK=NUMBER, got {part.strip()!r}")
+        if name not in tasks:
+            raise SpecError(f"flag --reference: {name!r} is not a task of this run "
+                            f"(tasks: {', '.join(tasks)})")
+        try:
+            value = float(number)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise SpecError(f"flag --reference: {name}: not a finite number: {number!r}")
+        if name in s_ext:
+            raise SpecError(f"flag --reference: task {name!r} given twice")
+        s_ext[name] = value
+    return {"source": "numbers", "s_ext": s_ext}
+
+
+def _reference_run(out: str, run_id: str, tasks: list[str],
+                   view: dict[str, Any]) -> dict[str, Any]:
+    try:
+        with ResultsStore(out) as store:
+            ref = store.get_run(run_id)
+            if ref.protocol != "clbench":
+                raise SpecError(f"flag --reference: run {run_id} is a {ref.protocol} run, "
+                                "not clbench")
+            ref_view = (store.get_dataset(ref.dataset_sha256)[1].get("tasks") or {})
+            sums = stateless_sums(store, ref)
+    except StoreError as exc:
+        raise SpecError(f"flag --reference: {exc}") from None
+    for task in tasks:
+        ids = (ref_view.get(task) or {}).get("instance_ids")
+        if ids != view["tasks"][task]["instance_ids"]:
+            raise SpecError(f"flag --reference: run {run_id} did not play the instances of "
+                            f"task {task} that this run plays (same tasks, schedule, seed)")
+        if task not in sums:
+            raise SpecError(f"flag --reference: run {run_id} has no complete stateless arm "
+                            f"for task {task}")
+    return {"source": "run", "run_id": run_id, "system": ref.system, "model": ref.model,
+            "s_ext": {task: sums[task] for task in tasks}}
+
+
+def parse_reference(text: str | None, out: str, tasks: list[str],
+                    view: dict[str, Any]) -> dict[str, Any] | None:
+    """What ``--reference`` gives, as recorded in the run's info: S_ext per task and where it
+    came from (the numbers given, or the run whose stateless arm summed to them)."""
+    if text is None:
+        return None
+    text = text.strip()
+    if "=" in text:
+        return _reference_numbers(text, tasks)
+    if not text:
+        raise SpecError("flag --reference: empty")
+    return _reference_run(out, text, tasks, view)
+
+
+def _check_reference(store: ResultsStore, run_id: str, reference: dict[str, Any] | None) -> None:
+    """A run's reference is fixed when it is first made: a resume must give the same one."""
+    stored = [r for r in store.runs("clbench") if r.run_id == run_id]
+    if stored and stored[0].info.get("reference") != reference:
+        raise SpecError(f"flag --reference: run {run_id} was made with reference "
+                        f"{json.dumps(stored[0].info.get('reference'))}; resume it with the "
+                        "same one")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -201,6 +275,7 @@ def run(args: argparse.Namespace) -> int:
         view = task_view(envs)
     finally:
         _close(envs)
+    reference = parse_reference(args.reference, args.out, tasks, view)
     params = {"tasks": tasks, "schedule": args.schedule, "rollouts": args.rollouts}
     specs = [RunSpec(protocol="clbench", dataset_hash=view_hash(view), system=s,
                      model=model_spec, sampling=sampling, seed=args.seed, params=params)
@@ -216,9 +291,12 @@ def run(args: argparse.Namespace) -> int:
                 tasks, args.rollouts, view, parallel=args.parallel, model=model,
                 show_progress=not args.no_progress)
             texts = [t for env in envs.values() for t in (env.instructions, env.action_format)]
-            info = run_info(model, make(), {"prompt_template_hash": template_fingerprint(texts),
-                                            "tasks": tasks, "schedule": args.schedule})
-            resumed = runner.register(info)
+            extra: dict[str, Any] = {"prompt_template_hash": template_fingerprint(texts),
+                                     "tasks": tasks, "schedule": args.schedule}
+            if reference is not None:
+                extra["reference"] = reference
+            _check_reference(store, spec.run_id, reference)
+            resumed = runner.register(run_info(model, make(), extra))
             result = run_interruptible(runner.run())
             state = "resumed" if resumed else "ran"
             print(f"{state} {spec.system.label} ({result.run_id}): "

@@ -75,10 +75,35 @@ def _complete(rows: list[Row], n: int) -> bool:
     return len(rows) == n and {r["pos"] for r in rows} == set(range(1, n + 1))
 
 
+def reference_s_ext(run: RunRow) -> dict[str, float]:
+    """S_ext per task from the reference recorded with the run (``run clbench --reference``),
+    or {} when the run has none."""
+    ref = run.info.get("reference")
+    values = ref.get("s_ext") if isinstance(ref, dict) else None
+    if not isinstance(values, dict):
+        return {}
+    return {str(k): float(v) for k, v in values.items() if isinstance(v, int | float)}
+
+
+def stateless_sums(store: ResultsStore, run: RunRow) -> dict[str, float]:
+    """The cumulative reward of each task's stateless arm, for the tasks whose stateless arm is
+    complete (every instance stored without error): S_ext when ``run`` is the reference."""
+    view = run_view(store, run)
+    rows = instance_rows(store, run)
+    out: dict[str, float] = {}
+    for task, info in view.get("tasks", {}).items():
+        arm = rows.get(task, {}).get((STATELESS, 0), [])
+        if _complete(arm, int(info["n_instances"])):
+            out[task] = float(sum(r["reward"] for r in arm))
+    return out
+
+
 def scored_records(view: dict[str, Any], rows: dict[str, dict[tuple[str, int], list[Row]]],
-                   rollouts: int) -> tuple[list[Row], dict[str, Any]]:
+                   rollouts: int, s_ext: dict[str, float] | None = None
+                   ) -> tuple[list[Row], dict[str, Any]]:
     """The SPECS §5 records the run is scored on (complete arms of scorable tasks, in task
-    order) and the per-task coverage."""
+    order, a task line carrying its S_ext when ``s_ext`` gives one) and the per-task
+    coverage."""
     out: list[Row] = []
     tasks: dict[str, Any] = {}
     for task, info in view.get("tasks", {}).items():
@@ -92,8 +117,11 @@ def scored_records(view: dict[str, Any], rows: dict[str, dict[tuple[str, int], l
                        "scored": scored}
         if not scored:
             continue
-        out.append({"kind": "task", "task": task, "r_max": float(info["r_max"]),
-                    "n_instances": n})
+        line: Row = {"kind": "task", "task": task, "r_max": float(info["r_max"]),
+                     "n_instances": n}
+        if s_ext and task in s_ext:
+            line["s_ext"] = s_ext[task]
+        out.append(line)
         out += arms[(STATELESS, 0)]
         for r in complete:
             out += arms[(STATEFUL, r)]
@@ -102,7 +130,7 @@ def scored_records(view: dict[str, Any], rows: dict[str, dict[tuple[str, int], l
 
 def export_rows(store: ResultsStore, run: RunRow) -> list[Row]:
     rows, _ = scored_records(run_view(store, run), instance_rows(store, run),
-                             _planned_rollouts(run))
+                             _planned_rollouts(run), reference_s_ext(run))
     return rows
 
 
@@ -163,7 +191,7 @@ def summarize_clbench_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
     view = run_view(store, run)
     rollouts = _planned_rollouts(run)
     rows = instance_rows(store, run)
-    records, coverage_tasks = scored_records(view, rows, rollouts)
+    records, coverage_tasks = scored_records(view, rows, rollouts, reference_s_ext(run))
     metrics = score_clbench(records) if records else None
     tasks: dict[str, Any] = {}
     done = errors = total = scored = 0
@@ -207,6 +235,7 @@ def summarize_clbench_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
                    "tokens": sum(t["tokens"] for t in tasks.values()), "complete": complete},
         "coverage": coverage,
         "metrics": metrics,
+        "reference": run.info.get("reference"),
         "tasks": tasks,
     }
 
