@@ -11,8 +11,15 @@ Two measurements, each a fresh results directory and a fresh ``clstream`` proces
   instances, steps and peak memory (maximum resident set size of the process, from
   ``/usr/bin/time -v`` where present, else ``getrusage(RUSAGE_CHILDREN)``).
 
+A third measures the requests per second the runner sustains against an OpenAI-compatible
+server on 127.0.0.1 started in this process (``tests/models/fake_openai_server.py``, answering
+every chat request with the builtin model's JSON action): ``run clbench --task
+database_exploration --schedule short --system full --model openai:bench --rollouts 5`` as a
+subprocess (bounded by a timeout), once with ``--max-concurrency 1`` and once with the
+default; requests served over the process's wall seconds.
+
     .venv/bin/python benchmarks/bench_clbench.py [--rollouts 5] [--parallel 4]
-        [--system full --system window ...] [--skip-steps] [--skip-schedule]
+        [--system full --system window ...] [--skip-steps] [--skip-schedule] [--skip-server]
 """
 
 from __future__ import annotations
@@ -25,12 +32,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+from clstream.core.types import GenerationRequest, Message
+from clstream.models.builtin import BuiltinReader
 from clstream.protocols.clbench.envs import ENVIRONMENTS
 from clstream.store.db import ResultsStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "models"))
+from fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 CLI = [sys.executable, "-m", "clstream"]
 SYSTEMS = ("full", "window", "icl", "memory-free")
@@ -101,6 +115,51 @@ def bench_schedule(work: Path, systems: list[str], rollouts: int, parallel: int)
           f"{peak:>14.0f}")
 
 
+class PolicyServer(FakeOpenAIServer):
+    """Answers every chat request with the builtin model's reply to the same messages."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reader = BuiltinReader()
+        self.reader_lock = threading.Lock()
+
+    def completion(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
+        payload = super().completion(body, fault)
+        messages = tuple(Message(role=m["role"], content=m["content"])
+                         for m in body["messages"])
+        with self.reader_lock:
+            text, _ = self.reader.reply(GenerationRequest(key="k", messages=messages))
+        for choice in payload["choices"]:
+            if "content" in choice["message"]:
+                choice["message"]["content"] = text
+        return payload
+
+
+SERVER_TIMEOUT_S = 600.0
+
+
+def bench_server(work: Path, rollouts: int) -> None:
+    print(f"\nloopback OpenAI-compatible server: database_exploration, short schedule, full, "
+          f"{rollouts} rollouts (+ stateless arm)")
+    print(f"{'max concurrency':<18}{'requests':>9}{'process s':>11}{'req/s':>8}")
+    for label, extra in (("1", ["--max-concurrency", "1"]), ("default", [])):
+        out = work / f"server-{label}"
+        with PolicyServer(model="bench") as server:
+            argv = [*CLI, "run", "clbench", "--task", "database_exploration", "--schedule",
+                    "short", "--system", "full", "--model", "openai:bench", "--base-url",
+                    server.base_url, "--rollouts", str(rollouts), "--out", str(out),
+                    "--no-progress", *extra]
+            start = time.perf_counter()
+            done = subprocess.run(argv, capture_output=True, text=True,
+                                  timeout=SERVER_TIMEOUT_S)
+            wall = time.perf_counter() - start
+            served = len(server.requests)
+        if done.returncode != 0:
+            raise SystemExit(f"run clbench against the server failed ({done.returncode}):\n"
+                             f"{done.stderr[-2000:]}")
+        print(f"{label:<18}{served:>9}{wall:>11.2f}{served / wall:>8.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rollouts", type=int, default=5)
@@ -109,6 +168,7 @@ def main() -> None:
                         help=f"repeatable (default {', '.join(SYSTEMS)})")
     parser.add_argument("--skip-steps", action="store_true")
     parser.add_argument("--skip-schedule", action="store_true")
+    parser.add_argument("--skip-server", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-clbench-") as tmp:
         work = Path(tmp)
@@ -116,6 +176,8 @@ def main() -> None:
             bench_steps(work, args.parallel)
         if not args.skip_schedule:
             bench_schedule(work, args.system or list(SYSTEMS), args.rollouts, args.parallel)
+        if not args.skip_server:
+            bench_server(work, args.rollouts)
     print(f"(python {sys.version.split()[0]}; {os.cpu_count()} CPUs; peak memory from "
           f"{'/usr/bin/time -v' if TIME else 'getrusage'})")
 

@@ -1,16 +1,20 @@
 """What an incomplete CL-Bench run is scored on: complete arms only (SPECS §3; DESIGN.md,
 "Trust"). A partial rollout is left out, a task without a complete stateless arm or any
-complete rollout is withheld, and the snapshots of a rollout read back through their deltas."""
+complete rollout is withheld, and the snapshots of a rollout read back through their deltas.
+Also the per-stage means (summary and report) and the normalized reward in the text table."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clstream.protocols.clbench.metrics import score_clbench
+from clstream.cli import main
+from clstream.protocols.clbench.metrics import score_clbench, stage_means
 from clstream.protocols.clbench.snapshots import apply_delta, json_delta, stored_form
-from clstream.protocols.clbench.summary import scored_records
+from clstream.protocols.clbench.summary import by_stage, scored_records, text_rows
 
 VIEW = {"tasks": {"a": {"n_instances": 2, "r_max": 1.0}, "b": {"n_instances": 2, "r_max": 1.0}}}
 
@@ -47,3 +51,92 @@ def test_a_snapshot_delta_rebuilds_the_state() -> None:
     assert stored_form(None, new, 5) == {"full": new}
     assert stored_form(old, new, 1) == {"full": new}
     assert "delta" in stored_form(old, new, 2)
+
+
+def test_stage_means_by_hand() -> None:
+    # stage 0: instances i0, i1; stage 1: instance i2. Two rollouts, permuted within stage 0.
+    sl = [(0, 0.0), (0, 1.0), (1, 0.5)]
+    sf = [[(0, 1.0), (0, 1.0), (1, 0.0)], [(0, 0.5), (0, 0.0), (1, 1.0)]]
+    means = stage_means(sf, sl)
+    assert list(means) == [0, 1]
+    # stateful stage 0: rollout means 1.0 and 0.25 -> 0.625; stateless 0.5
+    assert means[0]["n"] == 2
+    assert means[0]["stateful"] == pytest.approx(0.625)
+    assert means[0]["stateless"] == pytest.approx(0.5)
+    assert means[0]["gain"] == pytest.approx(0.125)
+    # stage 1: rollouts 0.0 and 1.0 -> 0.5; stateless 0.5
+    assert means[1] == {"n": 1, "stateful": pytest.approx(0.5),
+                        "stateless": pytest.approx(0.5), "gain": pytest.approx(0.0)}
+    assert stage_means([], [(2, 1.0)])[2]["stateful"] is None
+
+
+def test_by_stage_uses_only_the_scored_rollouts() -> None:
+    def staged(arm: str, rollout: int, rewards: list[float]) -> list[dict[str, Any]]:
+        out = rows("a", arm, rollout, rewards)
+        for r, stage in zip(out, [0, 0, 1], strict=True):
+            r["stage"] = stage
+        return out
+
+    stored = {("stateless", 0): staged("stateless", 0, [0.0, 1.0, 0.5]),
+              ("stateful", 0): staged("stateful", 0, [1.0, 1.0, 0.0]),
+              ("stateful", 1): staged("stateful", 1, [0.0, 0.0, 0.0])}
+    table = by_stage(stored, [0], {0: "v0", 1: "v1"})
+    assert table == [
+        {"stage": 0, "variant": "v0", "n": 2, "stateful": 1.0, "stateless": 0.5, "gain": 0.5},
+        {"stage": 1, "variant": "v1", "n": 1, "stateful": 0.0, "stateless": 0.5, "gain": -0.5}]
+
+
+def _text_run(task_metrics: dict[str, Any], aggregate: dict[str, Any]) -> dict[str, Any]:
+    return {"system": "full", "model": "builtin",
+            "tasks": {"a": {"stateless_done": 2, "stateful_done": {"0": 2},
+                            "instances_total": 4, "errors": 0, "tokens": 10}},
+            "status": {"instances_done": 4, "instances_total": 4, "errors": 0, "tokens": 10,
+                       "complete": True},
+            "coverage": {"complete": True},
+            "metrics": {"tasks": {"a": task_metrics}, "aggregate": aggregate}}
+
+
+def test_the_text_table_shows_the_normalized_reward_when_there_is_a_reference() -> None:
+    header_cols = text_rows([])[0]
+    assert "norm reward" in header_cols
+    start = header_cols.index("norm gain") + len("norm gain")
+    end = header_cols.index("norm reward") + len("norm reward")
+    m = {"normalized_gain": {"mean": 0.5, "se": None}, "reward": {"mean": 1.5},
+         "stateless_reward": 1.0, "stability": {"mean": 0.2}, "plasticity": {"mean": 0.3}}
+    with_ref = text_rows([_text_run({**m, "normalized_reward": {"mean": 0.25, "se": 0.01}},
+                                    {"normalized_gain": {"mean": 0.5, "ci95": None},
+                                     "normalized_reward": {"mean": 0.25, "ci95": 0.02}})])
+    without = text_rows([_text_run(m, {"normalized_gain": {"mean": 0.5, "ci95": None}})])
+    # the column after plasticity: the normalized reward, '-' when absent
+    assert with_ref[1][start + 21:end].strip() == "0.250 ± 0.010"
+    assert with_ref[2][start + 21:end].strip() == "0.250 ± 0.020"
+    assert without[1][start + 21:end].strip() == "-"
+    assert without[2][start + 21:end].strip() == "-"
+    assert len(with_ref[1]) == len(without[1]) == len(header_cols)
+
+
+def test_summary_and_report_show_the_per_stage_means(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "results"
+    assert main(["run", "clbench", "--task", "database_exploration", "--schedule", "short",
+                 "--rollouts", "2", "--system", "full", "--out", str(out),
+                 "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["summary", str(out), "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    task = run["tasks"]["database_exploration"]
+    stages = task["by_stage"]
+    assert [s["stage"] for s in stages] == sorted(s["stage"] for s in stages)
+    assert sum(s["n"] for s in stages) == task["n_instances"]
+    assert all(isinstance(s["variant"], str) for s in stages)
+    # the instance-weighted stage means give back the cumulative rewards
+    metrics = run["metrics"]["tasks"]["database_exploration"]
+    assert sum(s["n"] * s["stateless"] for s in stages) == pytest.approx(
+        metrics["stateless_reward"])
+    assert sum(s["n"] * s["stateful"] for s in stages) == pytest.approx(
+        metrics["reward"]["mean"])
+    html = tmp_path / "report.html"
+    assert main(["report", str(out), "--out", str(html)]) == 0
+    page = html.read_text()
+    assert "Per stage (database_exploration): mean reward, stateful against stateless" in page
+    assert stages[0]["variant"] in page

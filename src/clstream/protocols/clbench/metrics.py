@@ -43,6 +43,7 @@ __all__ = [
     "rollout_metrics",
     "score_clbench",
     "stability_plasticity",
+    "stage_means",
     "stage_starts",
     "system_cost",
     "t_quantile_975",
@@ -137,6 +138,38 @@ def stage_starts(stages: Sequence[Hashable]) -> npt.NDArray[np.bool_]:
     for t, label in enumerate(labels):
         mask[t] = t == 0 or label != labels[t - 1]
     return mask
+
+
+def stage_means(
+    stateful: Sequence[Sequence[tuple[int, float]]], stateless: Sequence[tuple[int, float]]
+) -> dict[int, dict[str, Any]]:
+    """Mean reward per stage index s, stateful against stateless.
+
+    ``stateful`` holds each scored rollout's (stage, reward) pairs, ``stateless`` the
+    stateless arm's. With I_s the instances of stage s (n_s = |I_s|) and R rollouts:
+    stateful(s) = (1/R) sum_r (1/n_s) sum_{i in I_s} r_{r,i} (the mean over rollouts of the
+    rollout's stage mean), stateless(s) = (1/n_s) sum_{i in I_s} r_i, and gain(s) their
+    difference. A stage missing from an arm gives None there. Keys are the stage indices in
+    ascending order; ``n`` is n_s, from the stateless arm (or the first rollout without one).
+    """
+    def by_stage(pairs: Sequence[tuple[int, float]]) -> dict[int, list[float]]:
+        out: dict[int, list[float]] = {}
+        for stage, reward in pairs:
+            out.setdefault(int(stage), []).append(float(reward))
+        return out
+
+    sl = by_stage(stateless)
+    sf = [by_stage(r) for r in stateful]
+    stages = sorted({*sl, *(s for r in sf for s in r)})
+    result: dict[int, dict[str, Any]] = {}
+    for s in stages:
+        means = [sum(r[s]) / len(r[s]) for r in sf if r.get(s)]
+        a = sum(means) / len(means) if means else None
+        b = sum(sl[s]) / len(sl[s]) if sl.get(s) else None
+        n = len(sl[s]) if s in sl else len(next((r[s] for r in sf if s in r), []))
+        result[s] = {"n": n, "stateful": a, "stateless": b,
+                     "gain": a - b if a is not None and b is not None else None}
+    return result
 
 
 def stability_plasticity(

@@ -5,7 +5,8 @@ cumulative reward of the stateful arm (mean ± SE over rollouts) against the sta
 gain and normalized gain, stability and plasticity, and the cost in tokens; over tasks the
 normalized gain with its 95% interval. Figures: the cumulative reward by position in the
 rollout with a band over rollouts (lowest to highest) against the stateless arm's rewards in
-the same order; stability and plasticity per run; cost against normalized gain with the Pareto
+the same order; per task and stage the mean reward of both arms; stability and plasticity
+per run; cost against normalized gain with the Pareto
 front. An incomplete run is scored over its complete arms (:mod:`.summary`) and labelled with
 that coverage; a run with no task scored keeps its rows, marked incomplete, and is left out of
 the charts.
@@ -105,6 +106,38 @@ def _task_table(runs: list[RunView]) -> Table:
                 Cell(_tokens(m.get("cost")), True)))
     return Table("Per task: stateful against stateless (\u00b1 standard error over rollouts)",
                  columns, rows)
+
+
+def _stage_tables(runs: list[RunView]) -> list[Table]:
+    """A table per task: the mean reward per stage, stateful (mean over rollouts) against
+    stateless, with the stage's instance count."""
+    columns = (Column("Stage"), Column("Variant"), Column("System"),
+               Column("Instances", True),
+               Column("Stateful", True, "mean reward per instance, mean over rollouts"),
+               Column("Stateless", True, "mean reward per instance"),
+               Column("Gain", True, "stateful minus stateless"))
+    tables = []
+    for task in _tasks(runs):
+        rows: list[tuple[Cell, ...]] = []
+        for r in runs:
+            stages = r.f.get(r.raw, f"tasks.{task}.by_stage")
+            for st in stages if isinstance(stages, list) else []:
+                if not isinstance(st, dict):
+                    continue
+                variant = st.get("variant")
+                rows.append((Cell(str(st.get("stage", MISSING))),
+                             Cell(str(variant) if variant is not None else MISSING),
+                             system_cell(r.f, r.raw, r.label),
+                             Cell(fmt_int(st.get("n")) if isinstance(st.get("n"), int)
+                                  else MISSING, True),
+                             Cell(_num(st.get("stateful")), True),
+                             Cell(_num(st.get("stateless")), True),
+                             Cell(_num(st.get("gain")), True)))
+        if rows:
+            rows.sort(key=lambda row: int(row[0].text) if row[0].text.isdigit() else 0)
+            tables.append(Table(f"Per stage ({task}): mean reward, stateful against stateless",
+                                columns, rows))
+    return tables
 
 
 def _aggregate_table(runs: list[RunView]) -> Table:
@@ -217,7 +250,7 @@ def render_clbench_section(runs: list[dict[str, Any]], labels: list[str], source
                            ) -> Section:
     """Build the CL-Bench section for ``runs`` (all with protocol ``clbench``)."""
     parsed = read_runs(source, runs, labels)
-    tables = [_aggregate_table(parsed), _task_table(parsed)]
+    tables = [_aggregate_table(parsed), _task_table(parsed), *_stage_tables(parsed)]
     scored = scored_runs(parsed)
     notes: list[str] = []
     pending = [r.label for r in parsed if r.metrics is None]

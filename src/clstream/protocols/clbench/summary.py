@@ -29,7 +29,7 @@ from typing import Any
 
 from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
-from clstream.protocols.clbench.metrics import score_clbench
+from clstream.protocols.clbench.metrics import score_clbench, stage_means
 from clstream.protocols.clbench.runner import STATEFUL, STATELESS
 from clstream.render.runs import coverage_note
 from clstream.store.db import ResultsStore, RunRow
@@ -168,6 +168,30 @@ def _curve(rows: dict[tuple[str, int], list[Row]], complete: list[int]) -> dict[
             "stateless": [sum(c) / len(c) for c in zip(*sl_curves, strict=True)]}
 
 
+def _stage_variants(store: ResultsStore, run: RunRow, task: str) -> dict[int, str]:
+    """The variant of each stage of ``task``, as the stored instance records name it."""
+    out: dict[int, str] = {}
+    for rec in store.read_records(run.run_id, "instance", stream=task, errors=False):
+        stage, variant = rec.payload.get("stage"), rec.payload.get("variant")
+        if isinstance(stage, int) and variant is not None:
+            out.setdefault(stage, str(variant))
+    return out
+
+
+def by_stage(rows: dict[tuple[str, int], list[Row]], complete: list[int],
+             variants: dict[int, str] | None = None) -> list[dict[str, Any]]:
+    """Mean reward per stage (:func:`~clstream.protocols.clbench.metrics.stage_means`) over
+    the stateless arm and the scored rollouts ``complete``: a row per stage with its index,
+    variant (when known), instance count, stateful mean over rollouts, stateless mean and
+    gain."""
+    def pairs(arm: list[Row]) -> list[tuple[int, float]]:
+        return [(int(r["stage"]), float(r["reward"])) for r in arm]
+
+    means = stage_means([pairs(rows[(STATEFUL, r)]) for r in complete],
+                        pairs(rows.get((STATELESS, 0), [])))
+    return [{"stage": s, "variant": (variants or {}).get(s), **m} for s, m in means.items()]
+
+
 def _task_status(store: ResultsStore, run: RunRow, task: str) -> dict[str, Any]:
     counts: dict[str, Any] = {"stateless_done": 0, "stateful_done": {}, "errors": 0,
                               "tokens": 0, "steps": 0}
@@ -207,7 +231,10 @@ def summarize_clbench_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
         tasks[task] = {**cov, **status, "instances_total": planned,
                        "r_max": view["tasks"][task].get("r_max"),
                        "curve": _curve(rows.get(task, {}), cov["rollouts_complete"])
-                       if cov["scored"] else {}}
+                       if cov["scored"] else {},
+                       "by_stage": by_stage(rows.get(task, {}), cov["rollouts_complete"],
+                                            _stage_variants(store, run, task))
+                       if cov["scored"] else []}
     complete = bool(total) and scored == total
     withheld = [t for t, c in coverage_tasks.items() if not c["scored"]]
     coverage = {
@@ -243,7 +270,7 @@ def summarize_clbench_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
 # --- the text table of ``clstream summary`` ---------------------------------------------------
 
 TEXT_HEADER = (f"{'task':<27}{'system':<16}{'model':<12}{'norm gain':>17}{'stability':>10}"
-               f"{'plasticity':>11}{'reward':>9}{'stateless':>10}{'instances':>11}"
+               f"{'plasticity':>11}{'norm reward':>17}{'reward':>9}{'stateless':>10}{'instances':>11}"
                f"{'errors':>7}{'tokens':>11}")
 
 
@@ -273,6 +300,7 @@ def _lines_of(run: dict[str, Any]) -> Iterable[str]:
         yield (f"{task[:26]:<27}{system:<16}{model:<12}{_mean_se(m.get('normalized_gain'), 17)}"
                f"{_num((m.get('stability') or {}).get('mean'), 10)}"
                f"{_num((m.get('plasticity') or {}).get('mean'), 11)}"
+               f"{_mean_se(m.get('normalized_reward'), 17)}"
                f"{_num((m.get('reward') or {}).get('mean'), 9, 2)}"
                f"{_num(m.get('stateless_reward'), 10, 2)}"
                f"{count:>11}"
@@ -283,14 +311,15 @@ def _lines_of(run: dict[str, Any]) -> Iterable[str]:
         done = f"{status.get('instances_done', 0)}/{status.get('instances_total', 0)}"
         yield (f"{'(all tasks)':<27}{system:<16}{model:<12}"
                f"{_mean_se(agg.get('normalized_gain'), 17)}{_num(agg.get('stability'), 10)}"
-               f"{_num(agg.get('plasticity'), 11)}{'':>9}{'':>10}{done:>11}"
+               f"{_num(agg.get('plasticity'), 11)}{_mean_se(agg.get('normalized_reward'), 17)}"
+               f"{'':>9}{'':>10}{done:>11}"
                f"{status.get('errors', 0):>7}{status.get('tokens', 0):>11}")
 
 
 def text_rows(runs: list[dict[str, Any]]) -> list[str]:
     """``clstream summary`` lines for CL-Bench runs: a line per task and run (normalized gain
-    ± SE over rollouts, stability, plasticity, cumulative reward of both arms, instances done,
-    errors, tokens), an aggregate line per run (± 95% CI), and a coverage note under the table
+    ± SE over rollouts, stability, plasticity, normalized reward ± SE when the run has a
+    reference ('-' otherwise), cumulative reward of both arms, instances done, errors, tokens), an aggregate line per run (± 95% CI), and a coverage note under the table
     for each incomplete run."""
     lines = [TEXT_HEADER]
     for run in runs:
