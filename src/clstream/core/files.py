@@ -166,7 +166,7 @@ def atomic_writer(
     """A file handle whose content replaces ``path`` only when the ``with`` block succeeds.
 
     Text handles write UTF-8; a lone surrogate (text no UTF-8 can hold, as a model may emit)
-    is written as its ``\\udXXX`` escape, which is also how JSON spells it, so a JSON line
+    is written as its ``\\ud800``-style escape, which is also how JSON spells it, so a JSON line
     written with ``ensure_ascii=False`` reads back as the same string. Streaming writers write
     through the handle as they go; the target changes once, at the end. ``make_parent`` creates the one missing directory that
     holds ``path`` (never more). Any failure raises :class:`WriteError` (an exception raised

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -70,7 +71,7 @@ class Outcome:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class EnvironmentBase:
+class EnvironmentBase(ABC):
     """Bookkeeping shared by the environments; see the module docstring for the hooks."""
 
     name: ClassVar[str] = ""
@@ -254,26 +255,31 @@ class EnvironmentBase:
         return {}
 
     def _reset_state(self) -> None:
-        """The state at the start of the stateful run."""
+        """The state at the start of the stateful run (a hook: nothing by default)."""
+        return None
 
     def _state_for(self, instance_id: str) -> None:
         """The state ``instance_id`` has in the stateful run (agent-owned state wiped)."""
         self._reset_state()
 
     def _enter(self, instance_id: str) -> None:
-        """A run moves on to ``instance_id``."""
+        """A run moves on to ``instance_id`` (a hook: nothing by default)."""
+        return None
 
     def _notice(self, old_variant: str, new_variant: str) -> str:
         return ""
 
+    @abstractmethod
     def _observation(self, first: bool) -> str:
-        raise NotImplementedError
+        """The observation text of the current step."""
 
+    @abstractmethod
     def _check(self, action: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Raise :class:`ActionError` when ``action`` is malformed for this task."""
 
+    @abstractmethod
     def _apply(self, action: dict[str, Any]) -> Outcome:
-        raise NotImplementedError
+        """Carry out a valid action."""
 
     def _state_json(self) -> dict[str, Any]:
         return {}
