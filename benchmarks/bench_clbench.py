@@ -32,19 +32,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from clstream.core.types import GenerationRequest, Message
-from clstream.models.builtin import BuiltinReader
 from clstream.protocols.clbench.envs import ENVIRONMENTS
 from clstream.store.db import ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "models"))
-from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from fake_openai_server import PolicyServer  # noqa: E402
 
 CLI = [sys.executable, "-m", "clstream"]
 SYSTEMS = ("full", "window", "icl", "memory-free")
@@ -113,26 +109,6 @@ def bench_schedule(work: Path, systems: list[str], rollouts: int, parallel: int)
           f"{'peak RSS MiB':>14}")
     print(f"{instances:>10}{total:>9}{wall:>11.1f}{run_wall:>9.1f}{total / wall:>9.0f}"
           f"{peak:>14.0f}")
-
-
-class PolicyServer(FakeOpenAIServer):
-    """Answers every chat request with the builtin model's reply to the same messages."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.reader = BuiltinReader()
-        self.reader_lock = threading.Lock()
-
-    def completion(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
-        payload = super().completion(body, fault)
-        messages = tuple(Message(role=m["role"], content=m["content"])
-                         for m in body["messages"])
-        with self.reader_lock:
-            text, _ = self.reader.reply(GenerationRequest(key="k", messages=messages))
-        for choice in payload["choices"]:
-            if "content" in choice["message"]:
-                choice["message"]["content"] = text
-        return payload
 
 
 SERVER_TIMEOUT_S = 600.0

@@ -41,6 +41,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from clstream.core.types import GenerationRequest, Message
+from clstream.models.builtin import BuiltinReader
 from clstream.models.openai_compat import PREFLIGHT_PROMPT
 
 Plan = Callable[[dict[str, Any], int], str | None]
@@ -358,3 +360,23 @@ class _Handler(BaseHTTPRequestHandler):
                 owner.reported.append(expected_usage(body))
         owner._leave()
         self._json(200, payload)
+
+
+class PolicyServer(FakeOpenAIServer):
+    """Answers every chat request with the builtin model's reply to the same messages."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reader = BuiltinReader()
+        self.reader_lock = threading.Lock()
+
+    def completion(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
+        payload = super().completion(body, fault)
+        messages = tuple(Message(role=m["role"], content=m["content"])
+                         for m in body["messages"])
+        with self.reader_lock:
+            text, _ = self.reader.reply(GenerationRequest(key="k", messages=messages))
+        for choice in payload["choices"]:
+            if "content" in choice["message"]:
+                choice["message"]["content"] = text
+        return payload

@@ -12,41 +12,18 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clstream.cli import main as cli
-from clstream.core.types import GenerationRequest, Message
-from clstream.models.builtin import BuiltinReader
 from clstream.store.db import ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
-from fake_openai_server import FakeOpenAIServer, always  # noqa: E402
+from fake_openai_server import FakeOpenAIServer, PolicyServer, always  # noqa: E402
 
 MODEL = "tiny-served-model"
-
-
-class PolicyServer(FakeOpenAIServer):
-    """Answers every chat request with the builtin model's reply to the same messages."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.reader = BuiltinReader()
-        self.reader_lock = threading.Lock()
-
-    def completion(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
-        payload = super().completion(body, fault)
-        messages = tuple(Message(role=m["role"], content=m["content"])
-                         for m in body["messages"])
-        with self.reader_lock:
-            text, _ = self.reader.reply(GenerationRequest(key="k", messages=messages))
-        for choice in payload["choices"]:
-            if "content" in choice["message"]:
-                choice["message"]["content"] = text
-        return payload
 
 
 def run_cmd(server: FakeOpenAIServer, out: Path, *extra: str) -> int:
