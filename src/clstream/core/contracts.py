@@ -15,13 +15,21 @@ the end of this module:
 * :class:`AsyncResource` -- a model holding resources (a connection pool) for the span of an
   ``async with`` block (:func:`open_model`);
 * :class:`Preflight` -- a model behind an endpoint that can check, in seconds, that a run can
-  use it at all (:func:`check_model`).
+  use it at all (:func:`check_model`);
+* :class:`Finalizing` -- a system that builds its memory once, after the whole corpus
+  (a chunked summary, a memory scaffold, a training run), in :func:`finalize`;
+* :class:`Supervised` -- a system that says which supervision it consumes (the corpus C, the
+  training pairs Q, or both; :func:`supervision_of`);
+* :class:`ArtifactProducer` -- a system whose memory is a model artifact on disk (weights, an
+  adapter) that it answers with; the runner records the artifact's content hash
+  (:func:`artifact_of`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
@@ -167,6 +175,65 @@ class Preflight(Protocol):
         """Raise a one-line :class:`~clstream.core.errors.ClstreamError` when a run cannot work
         (quoting the server's reason); return notes worth showing when it probably can."""
         ...
+
+
+@runtime_checkable
+class Finalizing(Protocol):
+    """A system that builds its memory once the corpus is complete (ImprintBench, SPECS §4:
+    chunked summaries, memory scaffolds and training runs are built after ingestion)."""
+
+    async def finalize(self) -> list[GenerationResult]:
+        """Build memory from what was observed; returns the model calls made (maybe none)."""
+        ...
+
+
+@runtime_checkable
+class Supervised(Protocol):
+    """A system that declares the supervision it can consume (SPECS §4: ``"C"`` the corpus,
+    ``"Q"`` the training QA pairs, ``"C+Q"`` both). Systems without the declaration take
+    ``"C"`` only."""
+
+    @property
+    def supervisions(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A model artifact a method produced (a checkpoint or adapter directory, or one file),
+    with what made it (method, base model, supervision, hyperparameters)."""
+
+    path: str
+    kind: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ArtifactProducer(Protocol):
+    """A system whose memory is an artifact on disk; None until it has made one."""
+
+    @property
+    def artifact(self) -> Artifact | None: ...
+
+
+async def finalize_system(system: System) -> list[GenerationResult]:
+    """Run ``system``'s :class:`Finalizing` step when it has one (else nothing to do)."""
+    if isinstance(system, Finalizing):
+        return list(await system.finalize())
+    return []
+
+
+def supervision_of(system: System) -> tuple[str, ...]:
+    """The supervisions ``system`` consumes (default: the corpus only)."""
+    if isinstance(system, Supervised):
+        return tuple(system.supervisions)
+    return ("C",)
+
+
+def artifact_of(system: System) -> Artifact | None:
+    """The artifact ``system`` answers with, when it is an :class:`ArtifactProducer`."""
+    if isinstance(system, ArtifactProducer):
+        return system.artifact
+    return None
 
 
 async def respond_all(system: System, queries: Sequence[Query]) -> list[Response]:
