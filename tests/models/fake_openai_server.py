@@ -27,6 +27,11 @@ by ``preflight_plan`` instead of ``plan``, so a run's request log holds only the
 ``reject`` (a function of the body giving a message, or None) answers matching chat requests
 with a 400 carrying that message; ``api_key`` makes every route demand ``Bearer <api_key>``;
 ``echo_headers`` puts the request's headers into every error body (as some proxies do).
+
+Tool calls: ``tool_plan`` (a function of the body giving a list of ``(name, arguments)`` pairs,
+or None) scripts them: a request that offers ``tools`` and for which the plan gives calls is
+answered with those calls (``message.tool_calls``, null content, finish reason
+``tool_calls``), as a tool-calling server answers; any other request gets the usual reply.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from clstream.models.builtin import BuiltinReader
 from clstream.models.openai_compat import PREFLIGHT_PROMPT
 
 Plan = Callable[[dict[str, Any], int], str | None]
+ToolPlan = Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]] | None]
 
 STATUS_FAULTS = {"429": 429, "500": 500, "503": 503, "400": 400, "404": 404}
 FAULTS = (*STATUS_FAULTS, "malformed", "missing_choices", "wrong_n", "no_content", "stall", "reset")
@@ -141,6 +147,7 @@ class FakeOpenAIServer:
         reject: Callable[[dict[str, Any]], str | None] | None = None,
         api_key: str | None = None,
         echo_headers: bool = False,
+        tool_plan: ToolPlan | None = None,
     ):
         self.plan = plan
         self.latency = latency
@@ -153,6 +160,7 @@ class FakeOpenAIServer:
         self.reject = reject
         self.api_key = api_key
         self.echo_headers = echo_headers
+        self.tool_plan = tool_plan
         self.preflights: list[dict[str, Any]] = []
         self.model_listings = 0
         self.requests: list[dict[str, Any]] = []
@@ -223,8 +231,18 @@ class FakeOpenAIServer:
         with self._lock:
             self.in_flight -= 1
 
+    def tool_calls(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The scripted tool calls answering ``body`` (none when it offers no tools)."""
+        if not body.get("tools") or self.tool_plan is None:
+            return []
+        planned = self.tool_plan(body) or []
+        return [{"id": f"call_{fingerprint(body)[:8]}_{n}", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(arguments)}}
+                for n, (name, arguments) in enumerate(planned)]
+
     def completion(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
         n = int(body.get("n", 1))
+        calls = self.tool_calls(body)
         shown = n - 1 if fault == "wrong_n" and n > 1 else n + 1 if fault == "wrong_n" else n
         choices = []
         for i in range(shown):
@@ -234,7 +252,10 @@ class FakeOpenAIServer:
                 message[self.reasoning_field] = reasoning
             if fault == "no_content":
                 del message["content"]
-            choices.append({"index": i, "message": message, "finish_reason": "stop"})
+            finish = "stop"
+            if calls:
+                message["content"], message["tool_calls"], finish = None, calls, "tool_calls"
+            choices.append({"index": i, "message": message, "finish_reason": finish})
         payload: dict[str, Any] = {
             "id": "chatcmpl-" + fingerprint(body)[:16],
             "object": "chat.completion",
@@ -377,6 +398,6 @@ class PolicyServer(FakeOpenAIServer):
         with self.reader_lock:
             text, _ = self.reader.reply(GenerationRequest(key="k", messages=messages))
         for choice in payload["choices"]:
-            if "content" in choice["message"]:
+            if "content" in choice["message"] and not choice["message"].get("tool_calls"):
                 choice["message"]["content"] = text
         return payload

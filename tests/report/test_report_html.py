@@ -217,7 +217,7 @@ def test_other_protocols_get_a_section(summary: dict[str, Any]) -> None:
     summary["runs"].append(
         {
             "run_id": "5e5e5e5e5e5e5e5e",
-            "protocol": "imprint",
+            "protocol": "futurebench",
             "system": "exp-recent:k=4",
             "model": "builtin",
             "model_info": {"baseline": True},
@@ -231,8 +231,8 @@ def test_other_protocols_get_a_section(summary: dict[str, Any]) -> None:
     )
     page = render_html(summary)
     text = visible_text(page)
-    assert page.index('id="protocol-oaks"') < page.index('id="protocol-imprint"')
-    assert 'href="#protocol-imprint"' in page
+    assert page.index('id="protocol-oaks"') < page.index('id="protocol-futurebench"')
+    assert 'href="#protocol-futurebench"' in page
     assert "exp-recent:k=4" in text and "0.620 [0.500, 0.740]" in text
     assert "1 h 06 min" in text and "online acc" in text and "n tasks" in text
     assert "no dedicated view" in text

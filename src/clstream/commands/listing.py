@@ -49,7 +49,7 @@ def show_value(value: Any) -> str:
         return "unset"
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    return str(value) if value != "" else "''"
 
 
 def _bounds(p: Param) -> str:

@@ -190,8 +190,9 @@ class Finalizing(Protocol):
 @runtime_checkable
 class Supervised(Protocol):
     """A system that declares the supervision it can consume (SPECS §4: ``"C"`` the corpus,
-    ``"Q"`` the training QA pairs, ``"C+Q"`` both). Systems without the declaration take
-    ``"C"`` only."""
+    ``"Q"`` the training QA pairs, ``"C+Q"`` both). Systems without the declaration take any:
+    a memory keeps a training pair as it keeps any other document; a method that needs one
+    kind (a recipe defined on QA pairs) declares it."""
 
     @property
     def supervisions(self) -> tuple[str, ...]: ...
@@ -223,10 +224,10 @@ async def finalize_system(system: System) -> list[GenerationResult]:
 
 
 def supervision_of(system: System) -> tuple[str, ...]:
-    """The supervisions ``system`` consumes (default: the corpus only)."""
+    """The supervisions ``system`` consumes (default: all three)."""
     if isinstance(system, Supervised):
         return tuple(system.supervisions)
-    return ("C",)
+    return ("C", "Q", "C+Q")
 
 
 def artifact_of(system: System) -> Artifact | None:

@@ -77,6 +77,7 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
             "oaks": "clstream.protocols.oaks:PROTOCOL",
             "seqmem": "clstream.protocols.seqmem:PROTOCOL",
             "clbench": "clstream.protocols.clbench:PROTOCOL",
+            "imprint": "clstream.protocols.imprint:PROTOCOL",
         },
         "system": {
             "full": "clstream.systems.context:FullContext",
@@ -95,6 +96,10 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
             "notepad": "clstream.systems.notepad:Notepad",
             "mem0": "clstream.systems.mem0:Mem0",
             "ace": "clstream.systems.ace:Ace",
+            "oracle": "clstream.systems.oracle:Oracle",
+            "agentic-rag": "clstream.systems.agentic_rag:AgenticRag",
+            "summary": "clstream.systems.summary:ChunkedSummary",
+            "scaffold": "clstream.systems.scaffold:MemoryScaffold",
         },
         "model": {
             "builtin": "clstream.models.builtin:BuiltinReader",
@@ -122,6 +127,13 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
 
 
 _REGISTRY: dict[Kind, dict[str, Entry]] = _builtin_entries()
+
+# Other names a component is known by on the command line. A spec naming an alias is made
+# canonical under the entry's own name, so both spellings are one run.
+ALIASES: dict[str, dict[str, str]] = {
+    # ImprintBench's "Base Model" row (SPECS §4) is the memory-free baseline.
+    "system": {"base": "memory-free"},
+}
 
 
 def _kind(kind: str) -> Kind:
@@ -174,6 +186,7 @@ def entries(kind: str) -> list[Entry]:
 def entry(kind: str, name: str) -> Entry:
     """The entry of ``name``; an unknown name is a :class:`SpecError` listing the known ones."""
     table = _REGISTRY[_kind(kind)]
+    name = ALIASES.get(kind, {}).get(name, name) if name not in table else name
     if name not in table:
         known = ", ".join(sorted(table)) or "none"
         raise RegistryError(f"unknown {kind} {name!r} (known: {known})")
@@ -333,11 +346,11 @@ def canonical_component(kind: str, spec: ComponentSpec) -> ComponentSpec:
         raise SpecError(f"{owner} takes no model name or path, got {target!r}")
     params = params_of(obj)
     if params is None:
-        return spec
+        return spec if e.name == spec.name else spec.model_copy(update={"name": e.name})
     checked = check_args(owner, params, args)
     if target is not None:
         checked["target"] = target
-    return ComponentSpec(name=spec.name, args=dict(sorted(checked.items())),
+    return ComponentSpec(name=e.name, args=dict(sorted(checked.items())),
                          defaults={k: p.default for k, p in params.items()})
 
 

@@ -42,7 +42,13 @@ class Message(BaseModel):
 
 
 class GenerationRequest(BaseModel):
-    """One prompt to a model. ``key`` identifies it within a run (e.g. ``doc/q3/t12``)."""
+    """One prompt to a model. ``key`` identifies it within a run (e.g. ``doc/q3/t12``).
+
+    ``tools`` are function tools in the OpenAI chat format (``{"type": "function",
+    "function": {"name", "description", "parameters"}}``) the model may call instead of
+    answering; only backends that declare ``describe()["tools"] = True`` send them. Left empty
+    (the default) a request is what it was before tools existed: same body, same cache key.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -50,6 +56,7 @@ class GenerationRequest(BaseModel):
     messages: tuple[Message, ...]
     params: SamplingParams = SamplingParams()
     stage: str = "generate"
+    tools: tuple[dict[str, Any], ...] = ()
 
     @property
     def prompt_text(self) -> str:
@@ -78,13 +85,19 @@ class Usage(BaseModel):
 
 
 class Sample(BaseModel):
-    """One sampled completion: answer text kept apart from any reasoning text."""
+    """One sampled completion: answer text kept apart from any reasoning text.
+
+    ``tool_calls`` are the calls the model made instead of (or besides) answering, each
+    ``{"id", "name", "arguments"}`` with ``arguments`` the JSON text as the model wrote it
+    (parsing it is the caller's business: a model may write invalid JSON).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     text: str
     reasoning: str = ""
     finish_reason: str | None = None
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class GenerationResult(BaseModel):

@@ -76,6 +76,7 @@ from clstream.models.builtin_answer import (
     answer_who,
     read_question,
 )
+from clstream.models.builtin_claims import answer_statement, answer_yes_no, is_yes_no
 from clstream.models.builtin_reader import (
     DETERMINERS,
     WORD_NUMBERS,
@@ -136,7 +137,9 @@ def _short(span: str) -> str:
 def answer_open(read: ReadText, text: str) -> tuple[str, str]:
     q = read_question(read, text)
     head = q.lower[0] if q.lower else ""
-    out = None
+    out = answer_statement(read, text)
+    if out is not None:
+        return out
     if q.has("or") and q.has(*_COMPARE):
         out = answer_compare(read, q)
     elif head == "how" and q.has("many"):
@@ -145,6 +148,8 @@ def answer_open(read: ReadText, text: str) -> tuple[str, str]:
         out = answer_where(read, q)
     elif head == "who":
         out = answer_who(read, q)
+    elif is_yes_no(text):
+        out = answer_yes_no(read, text)
     return out if out is not None else answer_lexical(read, q)
 
 

@@ -27,6 +27,12 @@ definite failure (unreachable, refused credentials, unknown model, rejected para
 :class:`EndpointError`, one line quoting the server's reason; a transient one (429, 5xx, a slow
 answer) is returned as a note and the run goes on, since its requests are retried anyway.
 
+Tool calling: requests with ``tools`` are sent with them and the calls come back on the
+samples (:mod:`clstream.models.wire`), so ``describe()["tools"]`` is True: the backend can carry
+tool calls. Whether the server honours them is the server's setting (vLLM needs
+``--enable-auto-tool-choice`` and a ``--tool-call-parser``); a server that refuses a request
+with tools answers 400, and the request fails with the server's reason.
+
 Connections: inside ``async with model:`` all ``generate`` calls share one connection pool
 (keep-alive, one TLS handshake); outside it each ``generate`` call opens and closes its own, so
 nothing is ever left open. The in-flight bound is per event loop; the model is meant to be used
@@ -265,6 +271,7 @@ class OpenAICompatModel:
             "backoff_max": self.policy.backoff_max,
             "extra_body": json.loads(json.dumps(self.extra_body)),
             "cache": str(self.cache.path) if self.cache is not None else None,
+            "tools": True,
         }
 
     # -- lifecycle -------------------------------------------------------------------------

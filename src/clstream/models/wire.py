@@ -12,6 +12,12 @@ the key with run seed 0, so a request's output never depends on which batch it t
 
 Token accounting follows the OpenAI convention: ``cached_tokens`` is a part of
 ``prompt_tokens`` and ``reasoning_tokens`` a part of ``completion_tokens``.
+
+Tool calling: a request's ``tools`` go into the body as the ``tools`` field (the server's
+default ``tool_choice``, "auto", applies) only when there are some, so a request without tools
+has the body, and the cache key, it always had. A choice's ``message.tool_calls`` come back as
+the sample's ``tool_calls`` (``{"id", "name", "arguments"}``, arguments as the JSON text the
+model wrote); a message that calls tools may have null content.
 """
 
 from __future__ import annotations
@@ -97,6 +103,8 @@ def build_body(
     )
     if p.stop:
         body["stop"] = list(p.stop)
+    if request.tools:
+        body["tools"] = copy.deepcopy(list(request.tools))
     if p.thinking is not None:
         kwargs = dict(body.get("chat_template_kwargs") or {})
         kwargs["enable_thinking"] = p.thinking
@@ -116,15 +124,39 @@ def _split_think(content: str) -> tuple[str, str]:
     return content[m.end() :], m.group(1).strip()
 
 
+def _parse_tool_calls(message: dict[str, Any], i: int) -> list[dict[str, Any]]:
+    """The function calls of a choice's message (none when it has no ``tool_calls``)."""
+    raw = message.get("tool_calls")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise MalformedResponse(f"choice {i} tool_calls is not a list")
+    calls = []
+    for n, call in enumerate(raw):
+        function = call.get("function") if isinstance(call, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(function, dict) or not isinstance(name, str) or not name:
+            raise MalformedResponse(f"choice {i} tool call {n} has no function name")
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # some servers send the object, not its JSON text
+            arguments = json.dumps(arguments, sort_keys=True)
+        call_id = call.get("id")
+        calls.append({"id": call_id if isinstance(call_id, str) else f"call_{n}",
+                      "name": name,
+                      "arguments": arguments if isinstance(arguments, str) else ""})
+    return calls
+
+
 def _parse_choice(choice: Any, i: int) -> Sample:
     if not isinstance(choice, dict):
         raise MalformedResponse(f"choice {i} is not an object")
     message = choice.get("message")
     if not isinstance(message, dict):
         raise MalformedResponse(f"choice {i} has no message")
-    if "content" not in message:
+    tool_calls = _parse_tool_calls(message, i)
+    if "content" not in message and not tool_calls:
         raise MalformedResponse(f"choice {i} message has no content")
-    content = message["content"]
+    content = message.get("content")
     reasoning = message.get("reasoning_content")
     if not isinstance(reasoning, str) or not reasoning:
         reasoning = message.get("reasoning")
@@ -134,14 +166,15 @@ def _parse_choice(choice: Any, i: int) -> Sample:
     if content is None:
         # A null answer is legitimate only when the sample spent its budget reasoning (or was
         # cut by max_tokens); anything else is a broken response and is retried.
-        if not reasoning and finish != "length":
+        # A message that calls tools may carry no text either.
+        if not reasoning and finish != "length" and not tool_calls:
             raise MalformedResponse(f"choice {i} message content is null")
         content = ""
     if not isinstance(content, str):
         raise MalformedResponse(f"choice {i} message content is not a string")
     if not reasoning:
         content, reasoning = _split_think(content)
-    return Sample(text=content, reasoning=reasoning, finish_reason=finish)
+    return Sample(text=content, reasoning=reasoning, finish_reason=finish, tool_calls=tool_calls)
 
 
 def parse_samples(payload: Any, n: int) -> list[Sample]:

@@ -1,3 +1,65 @@
 """Corpus internalization (ImprintBench; SPECS §4): a method takes in a corpus of new
-knowledge (and optionally training QA pairs), then answers held-out questions in six capability
-families, n samples each, scored by Pass@1, Pass@k and AllCorrect@k."""
+knowledge -- and optionally training QA pairs distilled from it -- then answers held-out
+questions in six capability families, n samples each, scored by Pass@1, Pass@k and
+AllCorrect@k.
+
+:data:`PROTOCOL` is what the registry names ``imprint``. The package's ``schema`` holds the
+dataset files, ``news``, ``code`` (with ``wheels`` and ``code_synthetic``) and ``persona``
+the three settings' generators and loaders, ``filters`` the no-context and with-context
+filters, ``prompts`` how an item is asked, ``runner`` plays methods over a dataset,
+``judging`` holds the judges, ``metrics`` the estimators as pure functions, ``scoring`` the
+``score imprint`` JSON, ``summary`` and ``report`` present a stored run, and ``commands`` the
+command-line verbs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clstream.core.protocol import Command, load_target
+from clstream.core.records import RunRow
+from clstream.protocols.imprint import commands
+from clstream.protocols.imprint.summary import export_imprint, summarize_imprint_run, text_rows
+
+
+class ImprintProtocol:
+    name = "imprint"
+    title = "Corpus internalization (ImprintBench)"
+    summary = ("a corpus taken in, then held-out questions in six families; Pass@1, Pass@k, "
+               "AllCorrect@k and compression")
+    run_command = Command("imprint", "corpus internalization: methods over a dataset "
+                          "(ImprintBench)", commands.add_run_imprint_arguments, commands.run)
+    score_command = Command("imprint", "score ImprintBench predictions (SPECS 5)",
+                            commands.add_score_arguments, commands.score)
+    generators = (Command("imprint", "write an ImprintBench dataset: news, code or persona, "
+                          "procedural or from your own files",
+                          commands.add_generate_arguments, commands.generate),)
+
+    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+        return summarize_imprint_run(store, run)
+
+    def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
+        return text_rows(runs)
+
+    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+        return export_imprint(store, run, out)
+
+    def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
+        return load_target("clstream.protocols.imprint.report:render_imprint_section")(
+            runs, labels, source)
+
+    def demo(self, workdir: Path, results: Path) -> list[list[str]]:
+        out: list[list[str]] = []
+        for setting in ("news", "code", "persona"):
+            data = workdir / f"imprint-{setting}"
+            out.append(["generate", "imprint", "--setting", setting, "--size", "small",
+                        "--seed", "3", "--out", str(data)])
+            out.append(["run", "imprint", str(data), "--model", "builtin", "--samples", "2",
+                        "--out", str(results), "--no-progress",
+                        "--system", "memory-free", "--system", "oracle", "--system",
+                        "rag:k=3"])
+        return out
+
+
+PROTOCOL = ImprintProtocol()

@@ -1,0 +1,207 @@
+"""The ImprintBench section of the report: corpus internalization, one row per run.
+
+Shows what ``clstream summary`` computes for an ImprintBench run (SPECS §4, §5): per setting a
+table of Pass@1 ± 1 SE and AllCorrect@n by family with the plain-mean Avg, like the paper's
+Tables 1–3 ("Pass@1 / AllCorrect@8"); tokens in context and the compression ratio per run;
+Pass@1 by family as bars; Avg Pass@1 against the compression ratio (the paper's Fig. 3, with
+tokens in context on a log scale); AllCorrect@n against Pass@1 (how consistent the right
+answers are); news TempUpd by axis (Fig. 6) and the stale-answer rate (answers that give the
+value from before an update). An incomplete run is scored over its answered items and
+labelled with that coverage.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from clstream.protocols.imprint.schema import FAMILIES
+from clstream.render import figures
+from clstream.render.base import Cell, Column, Figure, Section, Table
+from clstream.render.common import details_table
+from clstream.render.fmt import MISSING
+from clstream.render.runs import RunView, read_runs, scored_runs
+
+LEGEND = [
+    ("Pass@1", "Mean over items of the fraction of the n samples judged correct; ± one "
+     "standard error over items (personalization: over personas)."),
+    ("AllCorrect@n", "Mean over items of the unbiased estimate that k = n samples drawn "
+     "without replacement are all correct, C(c, k) / C(n, k): 1 only when every sample is."),
+    ("Avg", "Plain mean over the families shown for the setting."),
+    ("Tokens in context", "Prompt tokens of the answering request minus those of the same "
+     "question asked with nothing shown; mean over items."),
+    ("Compression", "Corpus tokens of the instance divided by the tokens in context (the "
+     "project's reading: the paper gives numbers without a formula). Methods that show nothing "
+     "have none."),
+    ("Stale", "Share of samples that give the value from before an update instead of after "
+     "it (items with an update only)."),
+]
+CITATION = ("Families and metrics follow ImprintBench: \u201cMeasuring the Limits of "
+            "Continual Learning for LLMs\u201d (\u00a72, \u00a73.1, App. C.3, D, E).")
+
+
+def _pct(value: Any) -> str:
+    return MISSING if not isinstance(value, int | float) else f"{100 * value:.1f}"
+
+
+def _setting(r: RunView) -> str:
+    return r.f.text(r.raw, "dataset.setting", "?")
+
+
+def _families(runs: list[RunView]) -> list[str]:
+    present = {f for r in runs for f in r.f.mapping(r.raw, "metrics.by_family")}
+    return [f for f in FAMILIES if f in present]
+
+
+def _label(r: RunView) -> str:
+    sup = r.f.text(r.raw, "supervision", "")
+    return f"{r.label} [{sup}]" if sup and sup != "C" else r.label
+
+
+def _family_table(setting: str, runs: list[RunView]) -> Table:
+    fams = _families(runs)
+    columns = [Column("System"), Column("Supervision"), Column("Tokens in context", True),
+               Column("Compression", True)]
+    columns += [Column(f, True, "Pass@1 \u00b1 SE / AllCorrect@n (%)") for f in fams]
+    columns += [Column("Avg", True, "Pass@1 / AllCorrect@n (%)"), Column("Items", True)]
+    rows = []
+    for r in runs:
+        by = r.f.mapping(r.raw, "metrics.by_family")
+        ctx = r.f.mapping(r.raw, "context")
+        tokens, ratio = ctx.get("tokens_in_context"), ctx.get("compression_ratio")
+        row = [Cell(r.label), Cell(r.f.text(r.raw, "supervision", "C")),
+               Cell(f"{tokens:.0f}" if isinstance(tokens, int | float) else MISSING, True),
+               Cell(f"{ratio:.1f}\u00d7" if isinstance(ratio, int | float) else MISSING,
+                    True)]
+        for fam in fams:
+            cell = by.get(fam)
+            if not isinstance(cell, dict):
+                row.append(Cell(MISSING, True))
+                continue
+            n = max((int(k) for k in (cell.get("all_correct_at_k") or {})), default=None)
+            ac = (cell.get("all_correct_at_k") or {}).get(str(n)) if n is not None else None
+            se = cell.get("se")
+            row.append(Cell(f"{_pct(cell.get('pass_at_1'))} / {_pct(ac)}", True,
+                            sub=f"\u00b1{_pct(se)}" if isinstance(se, int | float) else ""))
+        avg = r.f.mapping(r.raw, "metrics.avg")
+        row += [Cell(f"{_pct(avg.get('pass_at_1'))} / {_pct(avg.get('all_correct_at_n'))}",
+                     True),
+                Cell(f"{r.f.integer(r.raw, 'coverage.scored')} / "
+                     f"{r.f.integer(r.raw, 'coverage.total')}", True)]
+        rows.append(tuple(row))
+    return Table(f"{setting}: Pass@1 / AllCorrect@n by family (%)", tuple(columns), rows)
+
+
+def _bars(setting: str, runs: list[RunView]) -> Figure:
+    fams = _families(runs)
+    values = [[r.num(f"metrics.by_family.{f}.pass_at_1") for f in fams] for r in runs]
+    panel = figures.Panel(setting, fams, values)
+    svg = figures.grouped_bars([panel], [_label(r) for r in runs],
+                               title=f"Pass@1 by family ({setting})", ylabel="Pass@1")
+    columns = (Column("System"), *(Column(f, True) for f in fams))
+    rows = [(Cell(_label(r)), *(Cell(_pct(v), True) for v in vals))
+            for r, vals in zip(runs, values, strict=True)]
+    return Figure(f"Pass@1 by family ({setting})", svg, "Bars: Pass@1 per family.",
+                  Table(f"Pass@1 by family, % ({setting})", columns, rows))
+
+
+def _compression_figure(setting: str, runs: list[RunView]) -> Figure | None:
+    points = []
+    for r in runs:
+        tokens = r.num("context.tokens_in_context")
+        avg = r.num("metrics.avg.pass_at_1")
+        if tokens is not None and tokens > 0 and avg is not None:
+            points.append((_label(r), math.log2(tokens), avg))
+    if not points:
+        return None
+    svg = figures.scatter_front(points, [], title=f"Accuracy against context ({setting})",
+                                xlabel="log2 tokens in context", ylabel="Avg Pass@1")
+    columns = (Column("System"), Column("Tokens in context", True), Column("Avg Pass@1", True))
+    rows: list[tuple[Cell, ...]] = [
+        (Cell(label), Cell(f"{2 ** x:.0f}", True), Cell(_pct(y), True))
+        for label, x, y in points]
+    return Figure(f"Accuracy against context ({setting})", svg,
+                  "Each point is a run: fewer tokens in context is more compression.",
+                  Table(f"Avg Pass@1 and tokens in context ({setting})", columns, rows),
+                  wide=False)
+
+
+def _consistency_figure(setting: str, runs: list[RunView]) -> Figure | None:
+    points = []
+    for r in runs:
+        p1, ac = r.num("metrics.avg.pass_at_1"), r.num("metrics.avg.all_correct_at_n")
+        if p1 is not None and ac is not None:
+            points.append((_label(r), p1, ac))
+    if not points:
+        return None
+    svg = figures.scatter_front(points, [], title=f"AllCorrect@n against Pass@1 ({setting})",
+                                xlabel="Avg Pass@1", ylabel="Avg AllCorrect@n")
+    columns = (Column("System"), Column("Avg Pass@1", True), Column("Avg AllCorrect@n", True))
+    rows: list[tuple[Cell, ...]] = [
+        (Cell(label), Cell(_pct(x), True), Cell(_pct(y), True)) for label, x, y in points]
+    return Figure(f"AllCorrect@n against Pass@1 ({setting})", svg,
+                  "On the diagonal every right answer is right in all n samples; below it, "
+                  "right only sometimes.", Table(f"Consistency ({setting})", columns, rows),
+                  wide=False)
+
+
+def _axis_table(setting: str, runs: list[RunView]) -> Table | None:
+    axes: list[tuple[str, str]] = []
+    for r in runs:
+        for fam, by_axis in r.f.mapping(r.raw, "details.by_axis").items():
+            for axis in by_axis if isinstance(by_axis, dict) else {}:
+                if (fam, axis) not in axes:
+                    axes.append((fam, axis))
+    if not axes:
+        return None
+    columns = (Column("System"), *(Column(f"{fam} {axis}", True) for fam, axis in axes),
+               Column("Stale", True, "share of samples giving the pre-update value"))
+    rows = []
+    for r in runs:
+        cells = [Cell(_pct(r.num(f"details.by_axis.{fam}.{axis}.pass_at_1")), True)
+                 for fam, axis in axes]
+        rows.append((Cell(_label(r)), *cells,
+                     Cell(_pct(r.num("details.stale_rate")), True)))
+    return Table(f"{setting}: Pass@1 by sub-axis (%) and stale answers", columns, rows)
+
+
+def render_imprint_section(runs: list[dict[str, Any]], labels: list[str], source: object
+                           ) -> Section:
+    """Build the ImprintBench section for ``runs`` (all with protocol ``imprint``)."""
+    parsed = read_runs(source, runs, labels)
+    scored = scored_runs(parsed)
+    settings: list[str] = []
+    for r in parsed:
+        if _setting(r) not in settings:
+            settings.append(_setting(r))
+    tables: list[Table] = []
+    figs: list[Figure] = []
+    for setting in settings:
+        group = [r for r in scored if _setting(r) == setting]
+        if not group:
+            continue
+        tables.append(_family_table(setting, group))
+        axis = _axis_table(setting, group)
+        if axis is not None:
+            tables.append(axis)
+        figs.append(_bars(setting, group))
+        figs += [f for f in (_compression_figure(setting, group),
+                             _consistency_figure(setting, group)) if f is not None]
+    notes: list[str] = []
+    pending = [r.label for r in parsed if r.metrics is None]
+    if pending:
+        notes.append("No item answered yet, so not shown: " + ", ".join(pending) + ".")
+    if any(not r.complete for r in scored):
+        notes.append("Runs marked \u201c(incomplete: ...)\u201d are scored over the items they "
+                     "answered; a failed or missing item is never scored as wrong.")
+    intro = ["Each method takes in a corpus of new knowledge (articles, a library's new API, "
+             "a user's chats) and then answers held-out questions in six families: direct "
+             "recall, temporal updates, references through aliases and paraphrases, "
+             "composition, implicit relevance and abstention, n samples each."]
+    return Section(
+        protocol="imprint", title="ImprintBench \u2014 corpus internalization",
+        intro=intro, notes=notes, tables=tables, figures=figs, legend=LEGEND,
+        citation=CITATION,
+        details=[details_table([(r.f, r.raw, lab) for r, lab in zip(parsed, labels,
+                                                                     strict=True)])],
+    )

@@ -1,0 +1,298 @@
+"""The ImprintBench runner: a method takes in a corpus, then answers held-out items, n samples
+each (SPECS §4; ImprintBench §2, App. C.3).
+
+One run is one system with one model over one dataset and one supervision. Per instance (news
+and code: the one corpus; personalization: each persona):
+
+1. *ingest*: a fresh system observes the instance's documents in corpus order as
+   :class:`~clstream.core.events.Document` events -- C (articles, feature pages, chat chunks),
+   Q (training pairs, each one document ``Q: ...`` / ``A: ...``), or C+Q, which is each C
+   document followed by the pairs distilled from it (the paper says only "interleaved"; this
+   order is the reading taken here);
+2. *finalize*: once, after the last document (:func:`~clstream.core.contracts.finalize_system`):
+   chunked summaries, memory scaffolds and training runs build their memory here;
+3. *items*: each item of the instance becomes a :class:`~clstream.core.types.Query`; its n
+   samples are one request with ``n`` (the prompt is prefilled once). Probes never change
+   memory, so the items of an instance are independent: they are asked in batches, several
+   batches at once, and each request's seed derives from its item, so the records do not
+   depend on batch size or concurrency.
+
+Records. Each item is one ``item`` record (``stream`` = instance, ``t`` = the item's position
+in the instance; payload: the n samples, their finish reasons, the prompt tokens of the
+answering request and the tokens the method injected). Model calls made while ingesting or
+finalizing are ``call`` records. A method with an artifact (a trained checkpoint) has its
+content hash recorded with the instance's memory.
+
+Resume. The memory after ingestion is stored as a snapshot (stream ``<instance>/ingest``) with
+the calls that built it, in one transaction; so are intermediate snapshots after every document
+whose observation called the model. A rerun restores the latest snapshot and observes only the
+documents after it (documents that call no model are replayed, which costs no call), then
+answers only the items with no successful record. A failed item is stored as an error record
+(never as a wrong answer) and retried by the next run.
+
+Tokens in context (brief §6.4, the project's reading of SPECS §4): the prompt tokens of the
+answering request minus those of the same question sent with no memory at all, counted with the
+model's tokenizer; the compression ratio divides the instance's corpus tokens by their mean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clstream.core import layout
+from clstream.core.contracts import (
+    Model,
+    System,
+    artifact_of,
+    finalize_system,
+    open_model,
+    respond_all,
+)
+from clstream.core.events import Document
+from clstream.core.specs import RunSpec
+from clstream.core.types import Query, Response
+from clstream.protocols.common import ProgressBar, call_records, progress_bar, register_run
+from clstream.protocols.imprint.prompts import query_of
+from clstream.protocols.imprint.schema import CorpusDoc, Dataset, Item, QAPair
+from clstream.store.db import Record, ResultsStore
+
+PROTOCOL = "imprint"
+BATCH = 16  # items asked of one memory state per respond_all call
+
+
+def documents(data: Dataset, instance: str, supervision: str) -> list[Document]:
+    """The events an instance's ingestion feeds, in order (see the module docstring)."""
+    corpus = [d for d in data.corpus if d.instance_id == instance]
+    pairs: dict[str, list[QAPair]] = {}
+    for pair in data.qa:
+        if pair.instance_id == instance:
+            pairs.setdefault(pair.doc_id, []).append(pair)
+    out: list[Document] = []
+    for doc in corpus:
+        if supervision in ("C", "C+Q"):
+            out.append(corpus_event(doc, "C"))
+        if supervision in ("Q", "C+Q"):
+            out.extend(pair_event(p, doc) for p in pairs.get(doc.doc_id, []))
+    return out
+
+
+def document_text(doc: CorpusDoc) -> str:
+    """A corpus document as a method sees it: title and date lines, then the text."""
+    head = [f"Title: {doc.title}"] if doc.title else []
+    if doc.date:
+        head.append(f"Date: {doc.date}")
+    return "\n".join([*head, "", doc.text]) if head else doc.text
+
+
+def corpus_event(doc: CorpusDoc, supervision: str) -> Document:
+    return Document(doc.doc_id, document_text(doc),
+                    meta={"date": doc.date, "kind": doc.kind, "title": doc.title,
+                          "instance_id": doc.instance_id, "supervision": supervision})
+
+
+def pair_event(pair: QAPair, doc: CorpusDoc) -> Document:
+    return Document(f"{pair.qa_id}", f"Q: {pair.question}\nA: {pair.answer}",
+                    meta={"date": doc.date, "kind": "qa", "title": doc.title,
+                          "instance_id": pair.instance_id, "supervision": "Q",
+                          "source_doc_id": doc.doc_id})
+
+
+def artifact_hash(path: str) -> str:
+    """sha256 over an artifact's files (relative path and bytes, in sorted order)."""
+    root = Path(path)
+    digest = hashlib.sha256()
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    for file in files:
+        digest.update(str(file.relative_to(root) if file != root else file.name).encode())
+        digest.update(b"\x00")
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass
+class ImprintRunResult:
+    run_id: str
+    items_total: int
+    items_done: int
+    errors: int
+    wall_s: float
+    artifacts: dict[str, str] = field(default_factory=dict)
+
+
+class ImprintRunner:
+    """Runs one system over one dataset (see the module docstring)."""
+
+    def __init__(self, spec: RunSpec, store: ResultsStore, make_system: Callable[[], System],
+                 data: Dataset, supervision: str, model: Model | None = None, *,
+                 batch: int = BATCH, parallel: int = 4, show_progress: bool = True):
+        self.spec, self.store, self.make_system = spec, store, make_system
+        self.data, self.supervision, self.model = data, supervision, model
+        self.batch, self.parallel, self.show_progress = batch, parallel, show_progress
+        self.run_id = spec.run_id
+        self._bar: ProgressBar = None
+        self._artifacts: dict[str, str] = {}
+
+    def register(self, info: dict[str, Any]) -> bool:
+        return register_run(self.store, self.spec, self.spec.dataset_hash, info)
+
+    def instances(self) -> list[str]:
+        """Instances that have items, in dataset order."""
+        with_items = {i.instance_id for i in self.data.items}
+        return [i for i in self.data.instances() if i in with_items]
+
+    def items_of(self, instance: str) -> list[Item]:
+        return [i for i in self.data.items if i.instance_id == instance]
+
+    async def run(self) -> ImprintRunResult:
+        start = time.perf_counter()
+        total = len(self.data.items)
+        done_before = len(self.store.done_keys(self.run_id, "item"))
+        if self.show_progress:
+            self._bar = progress_bar(total, done_before, self.spec.system.label)
+        try:
+            async with open_model(self.model):
+                for instance in self.instances():
+                    await self._instance(instance)
+        finally:
+            self.store.add_wall_time(self.run_id, time.perf_counter() - start)
+            if self._bar is not None:
+                self._bar.close()
+        done = len(self.store.done_keys(self.run_id, "item"))
+        errors = self.store.count(self.run_id, "item", errors=True)
+        return ImprintRunResult(self.run_id, total, done, errors,
+                                time.perf_counter() - start, dict(self._artifacts))
+
+    async def _instance(self, instance: str) -> None:
+        items = self.items_of(instance)
+        done = self.store.done_keys(self.run_id, "item", stream=instance)
+        todo = [(pos, item) for pos, item in enumerate(items, start=1)
+                if item.item_id not in done]
+        if not todo:
+            return
+        system = await self._ingested(instance)
+        if system is None:  # ingestion failed: the error is stored, the items wait
+            return
+        batches = [todo[i:i + self.batch] for i in range(0, len(todo), self.batch)]
+        for wave in range(0, len(batches), self.parallel):
+            await asyncio.gather(*(self._answer(instance, system, chunk)
+                                   for chunk in batches[wave:wave + self.parallel]))
+
+    async def _answer(self, instance: str, system: System,
+                      chunk: list[tuple[int, Item]]) -> None:
+        """One batch of items asked of the instance's memory; stored when it returns."""
+        queries = [query_of(item) for _, item in chunk]
+        responses = await respond_all(system, queries)
+        bare = self._bare_tokens(queries)
+        records = [self._item_record(instance, pos, item, response, bare_tokens)
+                   for (pos, item), response, bare_tokens
+                   in zip(chunk, responses, bare, strict=True)]
+        self.store.put_records(self.run_id, records)
+        if self._bar is not None:
+            self._bar.update(sum(r.error is None for r in records))
+
+    # -- ingestion ------------------------------------------------------------------------
+    def _ingest_stream(self, instance: str) -> str:
+        return f"{instance}/ingest"
+
+    async def _ingested(self, instance: str) -> System | None:
+        """The system holding the instance's memory: restored from the latest snapshot and
+        brought up to the end of ingestion and finalization."""
+        events = documents(self.data, instance, self.supervision)
+        ready = len(events) + 1  # snapshot step after finalization
+        stream = self._ingest_stream(instance)
+        system = self.make_system()
+        await system.reset()
+        latest = self.store.load_state(self.run_id, stream)
+        seen = 0
+        if latest is not None:
+            seen, stored = latest
+            system.restore(stored["system"])
+            if seen == ready:
+                self._note_artifact(instance, system, stored)
+                return system
+        for index in range(seen, len(events)):
+            results = await system.observe(events[index])
+            if results:
+                records = call_records(results, stream, index + 1, f"{instance}/observe/{index}")
+                failed = next((r.error for r in results if r.error), None)
+                if failed is not None:
+                    self.store.put_records(self.run_id, records)
+                    self._ingest_error(instance, failed)
+                    return None
+                self.store.save_state(self.run_id, stream, index + 1,
+                                      {"system": system.snapshot()}, records)
+        results = await finalize_system(system)
+        records = call_records(results, stream, ready, f"{instance}/finalize")
+        failed = next((r.error for r in results if r.error), None)
+        if failed is not None:
+            self.store.put_records(self.run_id, records)
+            self._ingest_error(instance, failed)
+            return None
+        state: dict[str, Any] = {"system": system.snapshot()}
+        artifact = artifact_of(system)
+        if artifact is not None:
+            state["artifact"] = {"path": artifact.path, "kind": artifact.kind,
+                                 "meta": artifact.meta, "sha256": artifact_hash(artifact.path)}
+        self.store.save_state(self.run_id, stream, ready, state, records)
+        self._note_artifact(instance, system, state)
+        return system
+
+    def _note_artifact(self, instance: str, system: System, state: dict[str, Any]) -> None:
+        stored = state.get("artifact")
+        if stored is None:
+            return
+        artifact = artifact_of(system)
+        if artifact is not None and artifact_hash(artifact.path) != stored["sha256"]:
+            raise RuntimeError(f"instance {instance}: the artifact at {artifact.path} changed "
+                               "since it was recorded; delete the run to retrain")
+        self._artifacts[instance] = stored["sha256"]
+
+    def _ingest_error(self, instance: str, error: str) -> None:
+        """Every unanswered item of the instance gets an error record naming the failure."""
+        done = self.store.done_keys(self.run_id, "item", stream=instance)
+        records = [Record(kind="item", key=item.item_id, stream=instance, t=pos,
+                          payload={"item_id": item.item_id, "samples": []},
+                          error=f"building memory failed: {error}")
+                   for pos, item in enumerate(self.items_of(instance), start=1)
+                   if item.item_id not in done]
+        self.store.put_records(self.run_id, records)
+
+    # -- answers --------------------------------------------------------------------------
+    def _bare_tokens(self, queries: Sequence[Query]) -> list[int | None]:
+        """Prompt tokens of each question sent with no memory (the tokens-in-context base)."""
+        if self.model is None:
+            return [None] * len(queries)
+        tokenizer = self.model.tokenizer
+        out: list[int | None] = []
+        for q in queries:
+            messages = layout.query_messages(q, [])
+            out.append(sum(tokenizer.count(m.content) for m in messages))
+        return out
+
+    def _item_record(self, instance: str, pos: int, item: Item, response: Response,
+                     bare_tokens: int | None) -> Record:
+        error = response.error if response.results else "the system made no model call"
+        last = response.results[-1] if response.results else None
+        samples = [s.text for s in last.samples] if last is not None and last.ok else []
+        if error is None and not samples:
+            error = "the answering call returned no sample"
+        prompt_tokens = last.usage.prompt_tokens if last is not None else 0
+        payload: dict[str, Any] = {
+            "item_id": item.item_id, "samples": samples,
+            "finish_reasons": [s.finish_reason for s in last.samples] if last else [],
+            "prompt_tokens": prompt_tokens, "calls": len(response.results),
+        }
+        if bare_tokens is not None and error is None:
+            payload["injected_tokens"] = max(0, prompt_tokens - bare_tokens)
+        return Record(kind="item", key=item.item_id, stream=instance, t=pos, payload=payload,
+                      error=error, usage=response.usage,
+                      cache_hit=all(r.cache_hit for r in response.results) if response.results
+                      else False)

@@ -1,0 +1,159 @@
+"""Summary and export of an ImprintBench run, computed from stored records (SPECS §4, §5).
+
+The items a run answered are judged here, from their stored samples, by the same judges and
+estimators ``score imprint`` uses, so ``export`` then ``score imprint`` gives exactly the
+summary's numbers. An item that failed, or was never answered, is left out and counted in
+``coverage`` -- never scored as wrong (DESIGN.md, "Trust").
+
+Besides the SPECS §5 JSON (``metrics``), the summary carries what the report draws: Pass@1 by
+sub-axis, the stale-answer rate (samples asserting the answer from before an update),
+per-persona means, tokens in context and the compression ratio (brief §6.4: corpus tokens of
+the instance over the mean tokens the method put in context), and the length of the answers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from clstream.core.errors import StoreError
+from clstream.core.files import atomic_writer
+from clstream.protocols.imprint.schema import Item
+from clstream.render.runs import coverage_note
+from clstream.store.db import ResultsStore, RunRow
+
+
+def run_view(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+    try:
+        _, view = store.get_dataset(run.dataset_sha256)
+    except StoreError:
+        return {}
+    return view if isinstance(view.get("items"), list) else {}
+
+
+def stored_items(view: dict[str, Any]) -> list[Item]:
+    return [Item.model_validate(row) for row in view.get("items", [])]
+
+
+def answered(store: ResultsStore, run: RunRow) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """Samples of every successfully answered item, and per-item facts (tokens, lengths)."""
+    samples: dict[str, list[str]] = {}
+    facts: dict[str, Any] = {}
+    for rec in store.read_records(run.run_id, "item", errors=False):
+        p = rec.payload
+        samples[rec.key] = [str(s) for s in p.get("samples", [])]
+        facts[rec.key] = {"instance": rec.stream, "injected": p.get("injected_tokens"),
+                          "prompt": p.get("prompt_tokens"),
+                          "completion": rec.usage.completion_tokens,
+                          "finish": p.get("finish_reasons", [])}
+    return samples, facts
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    vals = list(values)
+    return sum(vals) / len(vals) if vals else None
+
+
+def context_tokens(items: list[Item], facts: dict[str, Any],
+                   corpus: dict[str, int]) -> dict[str, Any]:
+    """Mean tokens in context over the answered items, and the compression ratio: per
+    instance, corpus tokens / mean tokens in context, averaged over instances (None when a
+    method puts nothing in context: parametric methods have no ratio)."""
+    per_instance: dict[str, list[float]] = {}
+    for item in items:
+        fact = facts.get(item.item_id)
+        if fact is not None and isinstance(fact["injected"], int):
+            per_instance.setdefault(item.instance_id, []).append(float(fact["injected"]))
+    means = {inst: sum(v) / len(v) for inst, v in per_instance.items() if v}
+    ratios = [corpus[inst] / m for inst, m in means.items() if m > 0 and inst in corpus]
+    return {"tokens_in_context": _mean(means.values()),
+            "corpus_tokens": _mean(float(corpus[i]) for i in means if i in corpus),
+            "compression_ratio": _mean(ratios) if ratios and len(ratios) == len(means) else None}
+
+
+def summarize_imprint_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+    view = run_view(store, run)
+    items = stored_items(view)
+    samples, facts = answered(store, run)
+    done = [i for i in items if i.item_id in samples and samples[i.item_id]]
+    errors = store.count(run.run_id, "item", errors=True)
+    params = run.spec.get("params") or {}
+    out: dict[str, Any] = {
+        "dataset": {"setting": params.get("setting"), "items": len(items),
+                    "instances": len(view.get("instances", {}))},
+        "supervision": params.get("supervision"),
+        "coverage": {"scored": len(done), "total": len(items), "unit": "items",
+                     "errors": errors},
+        "status": {"complete": len(done) == len(items) and errors == 0},
+    }
+    if not done:
+        return out
+    from clstream.protocols.imprint.scoring import score_details, score_imprint
+
+    predictions = {i.item_id: samples[i.item_id] for i in done}
+    out["metrics"] = score_imprint(done, predictions, allow_missing=False)
+    out["details"] = score_details(done, predictions)
+    out["context"] = context_tokens(done, facts, view.get("corpus_tokens", {}))
+    lengths = [facts[i.item_id]["completion"] / max(1, len(samples[i.item_id])) for i in done]
+    capped = sum(f == "length" for i in done for f in facts[i.item_id]["finish"])
+    out["answers"] = {"completion_tokens_mean": _mean(lengths), "hit_token_cap": capped}
+    return out
+
+
+def export_rows(store: ResultsStore, run: RunRow) -> list[dict[str, Any]]:
+    """The run's answered items as SPECS §5 prediction lines."""
+    samples, _ = answered(store, run)
+    order = [i.item_id for i in stored_items(run_view(store, run))]
+    return [{"item_id": key, "samples": samples[key]} for key in order
+            if key in samples and samples[key]]
+
+
+def export_imprint(store: ResultsStore, run: RunRow, out: Any) -> int:
+    """Write predictions (``out``) and, next to them, the items they answer
+    (``<out stem>.items.jsonl``), so ``score imprint ITEMS PREDICTIONS`` scores the export."""
+    rows = export_rows(store, run)
+    target = Path(out)
+    with atomic_writer(target) as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    items = stored_items(run_view(store, run))
+    with atomic_writer(target.with_name(target.stem + ".items.jsonl")) as handle:
+        for item in items:
+            handle.write(json.dumps(item.model_dump(exclude_defaults=True)
+                                    | {"item_id": item.item_id, "gold": item.gold,
+                                       "judge": item.judge}, ensure_ascii=False) + "\n")
+    return len(rows)
+
+
+# -- text -----------------------------------------------------------------------------------
+def _pct(value: Any) -> str:
+    return "   -  " if not isinstance(value, int | float) else f"{100 * value:5.1f}"
+
+
+def text_rows(runs: list[dict[str, Any]]) -> list[str]:
+    """Pass@1 (%) by family and Avg per run, with tokens in context and compression."""
+    families: list[str] = []
+    for run in runs:
+        for fam in (run.get("metrics") or {}).get("by_family", {}):
+            if fam not in families:
+                families.append(fam)
+    head = f"{'system':<24}{'setting':<9}{'sup':<5}" + "".join(f"{f:>9}" for f in families)
+    lines = [head + f"{'Avg':>8}{'AC@n':>7}{'ctx tok':>9}{'compr':>8}  coverage"]
+    for run in runs:
+        metrics = run.get("metrics") or {}
+        by = metrics.get("by_family", {})
+        ctx = run.get("context") or {}
+        tokens = ctx.get("tokens_in_context")
+        ratio = ctx.get("compression_ratio")
+        cells = "".join(f"{_pct((by.get(f) or {}).get('pass_at_1')):>9}" for f in families)
+        avg = metrics.get("avg") or {}
+        lines.append(
+            f"{str(run.get('system', '?'))[:23]:<24}"
+            f"{str((run.get('dataset') or {}).get('setting')):<9}"
+            f"{str(run.get('supervision')):<5}{cells}{_pct(avg.get('pass_at_1')):>8}"
+            f"{_pct(avg.get('all_correct_at_n')):>7}"
+            f"{'-' if tokens is None else f'{tokens:.0f}':>9}"
+            f"{'-' if ratio is None else f'{ratio:.1f}x':>8}  {coverage_note(run) or 'complete'}")
+    return lines

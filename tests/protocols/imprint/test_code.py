@@ -1,0 +1,147 @@
+"""The code-changelog dataset (brief §3.2(b) steps 7-9): gated snippets, item families, Q/test
+disjointness and determinism, on the fictional library's two wheels."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from clstream.core.errors import DataError
+from clstream.protocols.imprint.code import (
+    MASK,
+    build_code_dataset,
+    generate_code,
+    mask_snippet,
+    mask_words,
+    no_import_variant,
+    no_residue,
+    usage_snippets,
+)
+from clstream.protocols.imprint.code_synthetic import CodeWorldConfig, write_library_wheels
+from clstream.protocols.imprint.schema import check_disjoint, load_dataset, write_dataset
+from clstream.protocols.imprint.wheels import diff_surfaces, read_wheel
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("code")
+    old, new, changelog = write_library_wheels(CodeWorldConfig(seed=5), root)
+    data = build_code_dataset(old, new, changelog.package, seed=5,
+                              usage_dir=changelog.usage_dir, include_boundabs=True)
+    return old, new, changelog, data
+
+
+def test_families_and_golds(library) -> None:
+    _, _, changelog, data = library
+    assert data.setting == "code" and data.instances() == ["all"]
+    non_param = [e for e in changelog.added if e.kind != "parameter"]
+    families = {f: [i for i in data.items if i.family == f] for f in
+                ("DirAcq", "RefRes", "ImpRel", "CompRel", "BoundAbs")}
+    assert len(families["DirAcq"]) == len(families["ImpRel"]) == len(non_param)
+    assert len(families["RefRes"]) == len(non_param)
+    assert all(i.gold == "Yes" and i.judge == "yesno" for i in families["DirAcq"])
+    assert all(i.judge == "identifier" for f in ("RefRes", "ImpRel", "CompRel")
+               for i in families[f])
+    assert all(i.judge == "abstain" and i.gold == "No" for i in families["BoundAbs"])
+    assert families["BoundAbs"]
+    golds = {i.meta["path"]: i.gold for i in families["RefRes"]}
+    assert {e.path: e.leaf for e in non_param} == golds
+    assert not any(i.meta["leaky"] for i in families["RefRes"])
+    # every feature has at least one CompRel snippet, and twins exist
+    assert {i.meta["path"] for i in families["CompRel"]} == changelog.added_paths
+    assert any(i.axis == "no_import" for i in families["CompRel"])
+    assert {i.meta["snippet_source"] for i in families["CompRel"]} == {"doctest", "tests", "usage"}
+
+
+def test_diracq_is_answerable_from_its_article(library) -> None:
+    _, _, _, data = library
+    docs = {d.doc_id: d for d in data.corpus}
+    for item in data.items:
+        if item.family == "BoundAbs":
+            assert all(item.meta["fictitious"] not in d.text for d in data.corpus)
+            continue
+        text = " ".join(docs[d].text for d in item.source_doc_ids)
+        path = item.meta["path"]
+        assert path in text
+        if item.family == "DirAcq":
+            assert path in item.question
+            sentence = next(s for s in text.splitlines() if s.endswith(f"at {path}."))
+            assert "has a" in sentence
+        if item.family in ("RefRes", "ImpRel"):
+            assert re.search(rf"\b{re.escape(str(item.gold))}\b", text)
+
+
+def test_compositional_snippets_pass_the_gates(library) -> None:
+    _, new, changelog, data = library
+    leaves = {e.path: e.leaf for e in changelog.added}
+    for item in data.items:
+        if item.family != "CompRel":
+            continue
+        code = item.question.split("\n\n", 1)[1]
+        leaf = leaves[item.meta["path"]]
+        assert MASK in code and no_residue(code, leaf)
+        if item.axis is None:
+            assert re.search(r"^\s*(import|from) quillkit", code, re.MULTILINE), code
+        else:
+            assert not re.search(r"[\w.]\." + re.escape(MASK), code)
+            assert not any(MASK in line for line in code.splitlines()
+                           if line.lstrip().startswith(("import ", "from ")))
+    origins = {i.meta["origin"] for i in data.items if i.family == "CompRel"}
+    # the homograph, the script defining the leaf and the script without the library are out
+    assert not any(o.endswith(("homograph.py", "defines_its_own.py", "no_library.py"))
+                   for o in origins)
+
+
+def test_gate_rejections(library) -> None:
+    old, new, changelog, _ = library
+    surface = read_wheel(new, changelog.package)
+    features = diff_surfaces(read_wheel(old, changelog.package), surface).features
+    function = next(f for f in features if f.kind == "function")
+    assert mask_snippet("x = 1", function.leaf, parameter=False) == ("x = 1", 0)
+    masked, count = mask_snippet(f"f(a, {function.leaf} = 2)", function.leaf, parameter=True)
+    assert count == 1 and masked == f"f(a, {MASK}= 2)"
+    assert not no_residue(f"{MASK}()  # see {function.leaf.upper()}", function.leaf)
+    # the test named after the identifier is rejected by gate (c)
+    snippets = usage_snippets(function, surface, changelog.usage_dir)
+    assert all(not re.search(function.leaf, s.masked) for s in snippets)
+    assert no_import_variant(f"import quillkit as qk\nimport os\nqk.text.{MASK}(1)\n") == \
+        f"{MASK}(1)"
+    assert no_import_variant(f"from quillkit.text import {MASK}\nimport os\n{MASK}(os.sep)") == \
+        f"import os\n{MASK}(os.sep)"
+    words, leaky = mask_words("Return the cumulative sum of the elements.", "cumulative_sum")
+    assert leaky and words == "Return the [...] [...] of the elements."
+
+
+def test_q_is_disjoint_and_references_hold(library, tmp_path: Path) -> None:
+    _, _, _, data = library
+    check_disjoint(data.qa, data.items)
+    assert len(data.qa) >= 4 * len(data.corpus)
+    out = write_dataset(tmp_path / "ds", data)
+    again = load_dataset(out)
+    assert [i.item_id for i in again.items] == [i.item_id for i in data.items]
+    assert again.manifest.counts["by_family"]["DirAcq"] == sum(
+        1 for i in data.items if i.family == "DirAcq")
+
+
+def test_seed_determinism() -> None:
+    a = generate_code(CodeWorldConfig(seed=11))
+    b = generate_code(CodeWorldConfig(seed=11))
+    c = generate_code(CodeWorldConfig(seed=12))
+    dump = lambda d: [x.model_dump() for x in (*d.corpus, *d.qa, *d.items)]  # noqa: E731
+    assert dump(a) == dump(b)
+    assert dump(a) != dump(c)
+    assert not any(i.family == "BoundAbs" for i in a.items)
+
+
+def test_bad_inputs_are_data_errors(library, tmp_path: Path) -> None:
+    old, new, _, _ = library
+    junk = tmp_path / "junk.whl"
+    junk.write_bytes(b"\x00garbage")
+    with pytest.raises(DataError, match="junk.whl"):
+        build_code_dataset(junk, new, "quillkit", seed=0)
+    with pytest.raises(DataError, match="no package 'nothere'"):
+        build_code_dataset(old, new, "nothere", seed=0)
+    with pytest.raises(DataError, match="usage directory"):
+        build_code_dataset(old, new, "quillkit", seed=0, usage_dir=tmp_path / "none")
