@@ -1,6 +1,7 @@
 """Every registered memory method runs on every protocol: each system of the registry, with
-the builtin model, over a tiny generated OAKS stream, a tiny SeqMem synthetic stream and a
-short CL-Bench task (both arms, one rollout), stores its records and no error."""
+the builtin model, over a tiny generated OAKS stream, a tiny SeqMem synthetic stream, a
+short CL-Bench task (both arms, one rollout) and a few ImprintBench news items (every family),
+stores its records and no error."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ import pytest
 
 from clstream.cli import main
 from clstream.core.registry import names
+from clstream.protocols.imprint.schema import Item, load_dataset, write_dataset
 from clstream.store.db import ResultsStore
 
 PROTOCOL_KINDS = {
     "oaks": ("probe",),
     "seqmem": ("online", "holdout", "retro", "call", "update"),
     "clbench": ("instance", "step", "call"),
+    "imprint": ("item", "call"),
 }
-STORED = {"oaks": "probe", "seqmem": "online", "clbench": "instance"}
+STORED = {"oaks": "probe", "seqmem": "online", "clbench": "instance", "imprint": "item"}
 # CL-Bench needs no stream file: the environment is built from the seed.
 CLBENCH_ARGS = ["--task", "sales_prediction", "--schedule", "short", "--rollouts", "1",
                 "--seed", "5"]
@@ -31,10 +34,22 @@ def streams(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                  "--chunk-tokens", "120", "--max-questions", "3", "--out", str(oaks)]) == 0
     assert main(["generate", "seqmem-synthetic", "--seed", "5", "--tasks", "8", "--holdout", "2",
                  "--out", str(seqmem)]) == 0
-    return {"oaks": oaks, "seqmem": seqmem}
+    news = root / "news"
+    assert main(["generate", "imprint", "--setting", "news", "--size", "small", "--seed", "5",
+                 "--out", str(news)]) == 0
+    data = load_dataset(news)
+    first: dict[str, list[Item]] = {}
+    for item in data.items:
+        first.setdefault(item.family, []).append(item)
+    data.items = [i for items in first.values() for i in items[:2]]
+    keep = {d for i in data.items for d in i.source_doc_ids} | {d.doc_id for d in data.corpus[:4]}
+    data.corpus = [d for d in data.corpus if d.doc_id in keep]
+    data.qa = [q for q in data.qa if q.doc_id in keep]
+    imprint = write_dataset(root / "imprint", data)
+    return {"oaks": oaks, "seqmem": seqmem, "imprint": imprint}
 
 
-@pytest.mark.parametrize("protocol", ["oaks", "seqmem", "clbench"])
+@pytest.mark.parametrize("protocol", ["oaks", "seqmem", "clbench", "imprint"])
 def test_every_system_runs_on_the_protocol(protocol: str, streams: dict[str, Path],
                                            tmp_path: Path) -> None:
     systems = names("system")
@@ -42,6 +57,8 @@ def test_every_system_runs_on_the_protocol(protocol: str, streams: dict[str, Pat
     out = tmp_path / "results"
     data = CLBENCH_ARGS if protocol == "clbench" else [str(streams[protocol])]
     argv = ["run", protocol, *data, "--model", "builtin", "--out", str(out), "--no-progress"]
+    if protocol == "imprint":
+        argv += ["--samples", "2", "--supervision", "C+Q"]
     for name in systems:
         argv += ["--system", name]
     assert main(argv) == 0

@@ -14,7 +14,7 @@ import pytest
 
 from clstream.cli import main
 from clstream.core import registry
-from clstream.core.types import GenerationRequest, GenerationResult
+from clstream.core.types import GenerationRequest, GenerationResult, Sample
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.imprint.runner import documents
 from clstream.protocols.imprint.schema import (
@@ -195,3 +195,45 @@ def test_a_bad_dataset_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert len(err.splitlines()) == 1
     assert "items.jsonl" in err and "line 2" in err and "judge" in err
     assert not (tmp_path / "out").exists()
+
+
+class AlwaysMatch(BuiltinReader):
+    """A judge model that finds every answer right (and counts its calls)."""
+
+    calls = 0
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        type(self).calls += len(requests)
+        return [GenerationResult(key=r.key, samples=[Sample(text="Close enough.\nMATCH")])
+                for r in requests]
+
+
+def test_llm_judged_items_are_judged_once_and_recorded(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tiny_dataset()
+    data.items.append(Item(item_id="r1", setting="news", family="ImpRel", judge="llm",
+                           gold="the reshuffle", question="What happened in Ostrava's "
+                           "cabinet in March 2031?", source_doc_ids=["a2"]))
+    directory = write_dataset(tmp_path / "data", data)
+    out = tmp_path / "results"
+    capsys.readouterr()
+    assert main(run_argv(directory, out, "oracle")) == 2
+    assert "--judge" in capsys.readouterr().err
+    registry.register("model", "always-match", f"{__name__}:AlwaysMatch")
+    try:
+        AlwaysMatch.calls = 0
+        argv = run_argv(directory, out, "oracle", extra=["--judge", "always-match"])
+        assert main(argv) == 0
+        assert AlwaysMatch.calls == 1  # two identical samples: one distinct judgment
+        assert main(argv) == 0
+        assert AlwaysMatch.calls == 1
+    finally:
+        registry.unregister("model", "always-match")
+    run = summaries(out, capsys)[("oracle", "C")]
+    assert run["metrics"]["by_family"]["ImpRel"]["pass_at_1"] == 1.0
+    with ResultsStore(out) as store:
+        stored = [r for rid in store.runs() for r in store.read_records(rid.run_id, "judgment")]
+    assert [r.key for r in stored] == ["r1"]
+    verdict = stored[0].payload["verdicts"][0]
+    assert verdict["verdict"] == "MATCH" and verdict["judge_model"] == "builtin"
+    assert verdict["judge_prompt_hash"]

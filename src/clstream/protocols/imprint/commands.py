@@ -21,6 +21,7 @@ from typing import Any
 from clstream.core.contracts import supervision_of
 from clstream.core.errors import SpecError
 from clstream.core.specs import RunSpec
+from clstream.judges.imprint import LLM_JUDGE_PROMPT_HASH
 from clstream.protocols.common import build_model, parse_components, run_info, system_factory
 from clstream.protocols.imprint.prompts import template_fingerprint
 from clstream.protocols.imprint.runner import ImprintRunner
@@ -101,6 +102,12 @@ def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parallel", type=int, default=4, metavar="N",
                    help="batches asked at once (default 4)")
     p.add_argument("--no-progress", action="store_true")
+    j = p.add_argument_group("LLM judge (items judged 'llm')")
+    j.add_argument("--judge", default=None, metavar="MODEL",
+                   help="model judging answers MATCH / NONMATCH / REFUSAL, e.g. openai:<name>")
+    j.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible server")
+    j.add_argument("--judge-api-key-env", default=None,
+                   help="name of the environment variable holding the judge's API key")
     add_sampling_arguments(p)
     add_backend_arguments(p)
     p.set_defaults(**PAPER_SAMPLING)
@@ -115,10 +122,9 @@ def run(args: argparse.Namespace) -> int:
     sampling = sampling_from_args(args)
     model_spec, systems = parse_components(args.model, args.model_args, args.system)
     llm_items = [i.item_id for i in data.items if i.judge == "llm"]
-    if llm_items:
-        raise SpecError(f"{args.data}: item {llm_items[0]!r} is judged 'llm'; a run judges "
-                        "only deterministically -- export it and use 'clstream score imprint "
-                        "--judge MODEL'")
+    if llm_items and args.judge is None:
+        raise SpecError(f"{args.data}: item {llm_items[0]!r} is judged 'llm'; give --judge "
+                        "MODEL (the model that judges its answers)")
     digest = dataset_hash(data)
     params = {"supervision": args.supervision, "setting": data.setting}
     specs = [RunSpec(protocol="imprint", dataset_hash=digest, system=s, model=model_spec,
@@ -131,6 +137,13 @@ def run(args: argparse.Namespace) -> int:
             raise SpecError(f"system {spec.system.label!r} takes supervision "
                             f"{', '.join(accepted)}, not {args.supervision}")
     check_endpoint(model, sampling)
+    judge = None
+    if llm_items:
+        from clstream.judges.imprint import LLMJudge
+        judge_spec, _ = parse_components(args.judge, None, [])
+        judge_model = build_model(judge_spec, base_url=args.judge_base_url,
+                                  api_key_env=args.judge_api_key_env)
+        judge = LLMJudge(judge_model, Path(args.out) / "judge_cache.jsonl")
     view = dataset_view(data)
     view["corpus_tokens"] = corpus_tokens(data, model.tokenizer)
     failures: list[Failure] = []
@@ -139,9 +152,12 @@ def run(args: argparse.Namespace) -> int:
         for spec, make in zip(specs, factories, strict=True):
             runner = ImprintRunner(spec, store, make, data, args.supervision, model,
                                    batch=args.batch, parallel=args.parallel,
-                                   show_progress=not args.no_progress)
-            extra = {"prompt_template_hash": template_fingerprint(),
-                     "supervision": args.supervision, "setting": data.setting}
+                                   show_progress=not args.no_progress, judge=judge)
+            extra: dict[str, Any] = {"prompt_template_hash": template_fingerprint(),
+                                     "supervision": args.supervision, "setting": data.setting}
+            if judge is not None:
+                extra["judge"] = {"model": judge.model.describe(),
+                                  "prompt_hash": LLM_JUDGE_PROMPT_HASH}
             resumed = runner.register(run_info(model, make(), extra))
             result = run_interruptible(runner.run())
             state = "resumed" if resumed else "ran"
@@ -152,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
                 failures.append(Failure(
                     spec.system.label, result.run_id, result.errors,
                     result.items_total - result.items_done - result.errors,
-                    result.items_total, first_error(store, result.run_id, ("item", "call"))))
+                    result.items_total, first_error(store, result.run_id,
+                                                    ("item", "call", "judgment"))))
     finish("imprint", "item", failures, resume_command("imprint", add_run_imprint_arguments,
                                                        args))
     print(args.out)

@@ -152,16 +152,19 @@ def _axis_table(setting: str, runs: list[RunView]) -> Table | None:
             for axis in by_axis if isinstance(by_axis, dict) else {}:
                 if (fam, axis) not in axes:
                     axes.append((fam, axis))
-    if not axes:
+    if not axes and not any(r.f.mapping(r.raw, "details.stale") for r in runs):
         return None
+    stale = [f for f in FAMILIES
+             if any(r.f.mapping(r.raw, f"details.stale.{f}") for r in runs)]
     columns = (Column("System"), *(Column(f"{fam} {axis}", True) for fam, axis in axes),
-               Column("Stale", True, "share of samples giving the pre-update value"))
+               *(Column(f"{fam} stale", True, "share of samples giving the pre-update value")
+                 for fam in stale))
     rows = []
     for r in runs:
         cells = [Cell(_pct(r.num(f"details.by_axis.{fam}.{axis}.pass_at_1")), True)
                  for fam, axis in axes]
-        rows.append((Cell(_label(r)), *cells,
-                     Cell(_pct(r.num("details.stale_rate")), True)))
+        cells += [Cell(_pct(r.num(f"details.stale.{fam}.stale_rate")), True) for fam in stale]
+        rows.append((Cell(_label(r)), *cells))
     return Table(f"{setting}: Pass@1 by sub-axis (%) and stale answers", columns, rows)
 
 

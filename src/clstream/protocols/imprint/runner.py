@@ -23,6 +23,11 @@ answering request and the tokens the method injected). Model calls made while in
 finalizing are ``call`` records. A method with an artifact (a trained checkpoint) has its
 content hash recorded with the instance's memory.
 
+Judging. Items judged ``llm`` are judged once answered, by the run's judge model
+(:class:`~clstream.judges.imprint.LLMJudge`, its replies cached in the results directory);
+each item's verdicts are a ``judgment`` record, so the summary reads them instead of calling
+the judge again. Every other item is judged deterministically when the run is summarized.
+
 Resume. The memory after ingestion is stored as a snapshot (stream ``<instance>/ingest``) with
 the calls that built it, in one transaction; so are intermediate snapshots after every document
 whose observation called the model. A rerun restores the latest snapshot and observes only the
@@ -54,9 +59,11 @@ from clstream.core.contracts import (
     open_model,
     respond_all,
 )
+from clstream.core.errors import StoreError
 from clstream.core.events import Document
 from clstream.core.specs import RunSpec
 from clstream.core.types import Query, Response
+from clstream.judges.imprint import JudgeError, LLMJudge
 from clstream.protocols.common import ProgressBar, call_records, progress_bar, register_run
 from clstream.protocols.imprint.prompts import query_of
 from clstream.protocols.imprint.schema import CorpusDoc, Dataset, Item, QAPair
@@ -132,10 +139,12 @@ class ImprintRunner:
 
     def __init__(self, spec: RunSpec, store: ResultsStore, make_system: Callable[[], System],
                  data: Dataset, supervision: str, model: Model | None = None, *,
-                 batch: int = BATCH, parallel: int = 4, show_progress: bool = True):
+                 batch: int = BATCH, parallel: int = 4, show_progress: bool = True,
+                 judge: LLMJudge | None = None):
         self.spec, self.store, self.make_system = spec, store, make_system
         self.data, self.supervision, self.model = data, supervision, model
         self.batch, self.parallel, self.show_progress = batch, parallel, show_progress
+        self.judge = judge
         self.run_id = spec.run_id
         self._bar: ProgressBar = None
         self._artifacts: dict[str, str] = {}
@@ -175,15 +184,43 @@ class ImprintRunner:
         done = self.store.done_keys(self.run_id, "item", stream=instance)
         todo = [(pos, item) for pos, item in enumerate(items, start=1)
                 if item.item_id not in done]
+        if todo:
+            system = await self._ingested(instance)
+            if system is None:  # ingestion failed: the error is stored, the items wait
+                return
+            batches = [todo[i:i + self.batch] for i in range(0, len(todo), self.batch)]
+            for wave in range(0, len(batches), self.parallel):
+                await asyncio.gather(*(self._answer(instance, system, chunk)
+                                       for chunk in batches[wave:wave + self.parallel]))
+        await self._judge(instance, items)
+
+    async def _judge(self, instance: str, items: list[Item]) -> None:
+        """LLM verdicts for the answered items judged ``llm`` that have none yet, stored as
+        ``judgment`` records (the judge model and prompt hash in each verdict)."""
+        wanted = [i for i in items if i.judge == "llm"]
+        if not wanted or self.judge is None:
+            return
+        judged = self.store.done_keys(self.run_id, "judgment", stream=instance)
+        answers = {r.key: r for r in self.store.read_records(self.run_id, "item",
+                                                              stream=instance, errors=False)}
+        todo = [i for i in wanted if i.item_id in answers and i.item_id not in judged]
         if not todo:
             return
-        system = await self._ingested(instance)
-        if system is None:  # ingestion failed: the error is stored, the items wait
+        pairs = [(i, str(s)) for i in todo for s in answers[i.item_id].payload["samples"]]
+        try:
+            verdicts = await self.judge.judge_many(pairs)
+        except JudgeError as exc:
+            self.store.put_records(self.run_id, [
+                Record(kind="judgment", key=i.item_id, stream=instance, payload={},
+                       error=str(exc), stage="judge") for i in todo])
             return
-        batches = [todo[i:i + self.batch] for i in range(0, len(todo), self.batch)]
-        for wave in range(0, len(batches), self.parallel):
-            await asyncio.gather(*(self._answer(instance, system, chunk)
-                                   for chunk in batches[wave:wave + self.parallel]))
+        by_item: dict[str, list[dict[str, Any]]] = {}
+        for (item, _), verdict in zip(pairs, verdicts, strict=True):
+            by_item.setdefault(item.item_id, []).append(verdict.to_json())
+        self.store.put_records(self.run_id, [
+            Record(kind="judgment", key=i.item_id, stream=instance, stage="judge",
+                   payload={"item_id": i.item_id, "verdicts": by_item[i.item_id]})
+            for i in todo])
 
     async def _answer(self, instance: str, system: System,
                       chunk: list[tuple[int, Item]]) -> None:
@@ -251,8 +288,9 @@ class ImprintRunner:
             return
         artifact = artifact_of(system)
         if artifact is not None and artifact_hash(artifact.path) != stored["sha256"]:
-            raise RuntimeError(f"instance {instance}: the artifact at {artifact.path} changed "
-                               "since it was recorded; delete the run to retrain")
+            raise StoreError(f"run {self.run_id}, instance {instance}: the artifact at "
+                             f"{artifact.path} changed since it was recorded; remove the run "
+                             f"('clstream runs rm {self.store.dir} {self.run_id}') to rebuild it")
         self._artifacts[instance] = stored["sha256"]
 
     def _ingest_error(self, instance: str, error: str) -> None:

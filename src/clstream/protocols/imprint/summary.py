@@ -1,8 +1,8 @@
 """Summary and export of an ImprintBench run, computed from stored records (SPECS §4, §5).
 
 The items a run answered are judged here, from their stored samples, by the same judges and
-estimators ``score imprint`` uses, so ``export`` then ``score imprint`` gives exactly the
-summary's numbers. An item that failed, or was never answered, is left out and counted in
+estimators ``score imprint`` uses (items judged ``llm`` by the verdicts the run stored), so
+``export`` then ``score imprint`` gives exactly the summary's numbers. An item that failed, or was never answered, is left out and counted in
 ``coverage`` -- never scored as wrong (DESIGN.md, "Trust").
 
 Besides the SPECS §5 JSON (``metrics``), the summary carries what the report draws: Pass@1 by
@@ -20,7 +20,8 @@ from typing import Any
 
 from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
-from clstream.protocols.imprint.schema import Item
+from clstream.judges.imprint import Verdict, judge_deterministic
+from clstream.protocols.imprint.schema import FAMILIES, Item
 from clstream.render.runs import coverage_note
 from clstream.store.db import ResultsStore, RunRow
 
@@ -73,12 +74,33 @@ def context_tokens(items: list[Item], facts: dict[str, Any],
             "compression_ratio": _mean(ratios) if ratios and len(ratios) == len(means) else None}
 
 
+def verdicts_of(store: ResultsStore, run: RunRow, items: list[Item],
+                samples: dict[str, list[str]]) -> dict[str, list[Verdict]]:
+    """Verdicts of every answered item: the LLM judge's stored ``judgment`` records for items
+    judged ``llm`` (an item not judged yet has none), the deterministic judges for the rest."""
+    stored = {r.key: [Verdict(**v) for v in r.payload.get("verdicts", [])]
+              for r in store.read_records(run.run_id, "judgment", errors=False)}
+    out: dict[str, list[Verdict]] = {}
+    for item in items:
+        if item.item_id not in samples:
+            continue
+        if item.judge == "llm":
+            if item.item_id in stored:
+                out[item.item_id] = stored[item.item_id]
+        else:
+            out[item.item_id] = [judge_deterministic(item, s) for s in samples[item.item_id]]
+    return out
+
+
 def summarize_imprint_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
     view = run_view(store, run)
     items = stored_items(view)
     samples, facts = answered(store, run)
-    done = [i for i in items if i.item_id in samples and samples[i.item_id]]
-    errors = store.count(run.run_id, "item", errors=True)
+    samples = {k: v for k, v in samples.items() if v}
+    verdicts = verdicts_of(store, run, items, samples)
+    done = [i for i in items if i.item_id in verdicts]
+    errors = (store.count(run.run_id, "item", errors=True)
+              + store.count(run.run_id, "judgment", errors=True))
     params = run.spec.get("params") or {}
     out: dict[str, Any] = {
         "dataset": {"setting": params.get("setting"), "items": len(items),
@@ -93,8 +115,9 @@ def summarize_imprint_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
     from clstream.protocols.imprint.scoring import score_details, score_imprint
 
     predictions = {i.item_id: samples[i.item_id] for i in done}
-    out["metrics"] = score_imprint(done, predictions, allow_missing=False)
-    out["details"] = score_details(done, predictions)
+    judged = {i.item_id: verdicts[i.item_id] for i in done}
+    out["metrics"] = score_imprint(done, predictions, allow_missing=False, verdicts=judged)
+    out["details"] = score_details(done, predictions, verdicts=judged)
     out["context"] = context_tokens(done, facts, view.get("corpus_tokens", {}))
     lengths = [facts[i.item_id]["completion"] / max(1, len(samples[i.item_id])) for i in done]
     capped = sum(f == "length" for i in done for f in facts[i.item_id]["finish"])
@@ -134,11 +157,8 @@ def _pct(value: Any) -> str:
 
 def text_rows(runs: list[dict[str, Any]]) -> list[str]:
     """Pass@1 (%) by family and Avg per run, with tokens in context and compression."""
-    families: list[str] = []
-    for run in runs:
-        for fam in (run.get("metrics") or {}).get("by_family", {}):
-            if fam not in families:
-                families.append(fam)
+    present = {fam for run in runs for fam in (run.get("metrics") or {}).get("by_family", {})}
+    families = [f for f in FAMILIES if f in present]
     head = f"{'system':<24}{'setting':<9}{'sup':<5}" + "".join(f"{f:>9}" for f in families)
     lines = [head + f"{'Avg':>8}{'AC@n':>7}{'ctx tok':>9}{'compr':>8}  coverage"]
     for run in runs:
