@@ -70,11 +70,17 @@ def news(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_at", [("call", 3), ("item", 10)])
+@pytest.mark.parametrize("system, kill_at", [
+    ("scaffold:ratio=32", ("call", 3)),       # mid-ingestion: a model call per document
+    ("scaffold:ratio=32", ("item", 10)),      # mid-answering
+    ("summary:tokens=64,chunk=512", ("item", 6)),
+    ("agentic-rag:k=2,search_first=true", ("item", 6)),
+    ("rag:k=3", ("item", 6)),
+])
 def test_sigkill_then_resume_equals_an_uninterrupted_run(
-        news: Path, tmp_path: Path, kill_at: tuple[str, int]) -> None:
+        news: Path, tmp_path: Path, system: str, kill_at: tuple[str, int]) -> None:
     (tmp_path / "slow_model.py").write_text(SLOW_MODEL)
-    argv = ["run", "imprint", str(news), "--system", "scaffold:ratio=32", "--model",
+    argv = ["run", "imprint", str(news), "--system", system, "--model",
             "slow-builtin", "--samples", "2", "--batch", "2", "--parallel", "1",
             "--no-progress"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
