@@ -87,7 +87,7 @@ from clstream.models.builtin_reader import (
     tokens_of,
 )
 from clstream.models.builtin_recall import recall_answer
-from clstream.models.tokenizers import approx_tokenizer
+from clstream.models.tokenizers import approx_tokenizer, longest_prefix
 
 READER_VERSION = "builtin-reader-v2"
 _CACHE_SIZE = 8  # read contexts kept; an interval's questions share one
@@ -374,12 +374,4 @@ class BuiltinReader:
 
 def _truncate_right(text: str, budget: int) -> str:
     """The longest prefix of ``text`` with at most ``budget`` approximate tokens."""
-    tokenizer = approx_tokenizer()
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if tokenizer.count(text[:mid]) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo]
+    return text[:longest_prefix(text, budget, approx_tokenizer().count)]

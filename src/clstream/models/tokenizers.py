@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -108,3 +109,16 @@ class HFTokenizer:
 @lru_cache(maxsize=1)
 def approx_tokenizer() -> ApproxTokenizer:
     return ApproxTokenizer()
+
+
+def longest_prefix(text: str, budget: int, count: Callable[[str], int]) -> int:
+    """The length of the longest prefix of ``text`` holding at most ``budget`` tokens as
+    ``count`` counts them (binary search: token counts grow with the prefix)."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

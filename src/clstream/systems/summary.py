@@ -50,6 +50,7 @@ from clstream.core.params import Param
 from clstream.core.registry import canonical_component, resolve
 from clstream.core.specs import ComponentSpec, derive_seed, parse_model_spec
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Query, SamplingParams
+from clstream.models.tokenizers import longest_prefix
 from clstream.systems import imprint_prompts as P
 from clstream.systems.oracle import SNAPSHOT, InContextMethod, snapshot_error
 from clstream.systems.passages import passage_of
@@ -95,13 +96,7 @@ def truncate_right(text: str, budget: int, tokenizer: Tokenizer) -> str:
     ``budget`` tokens."""
     if tokenizer.count(text) <= budget:
         return text
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if tokenizer.count(text[:mid]) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
+    lo = longest_prefix(text, budget, tokenizer.count)
     cut = text[:lo]
     space = cut.rfind(" ")
     return (cut[:space] if space > 0 and lo < len(text) and not text[lo].isspace() else cut

@@ -57,6 +57,7 @@ from clstream.protocols.imprint.wheels import (
     Feature,
     WheelSurface,
     diff_surfaces,
+    dotted_name,
     parameter_description,
     read_wheel,
 )
@@ -124,15 +125,6 @@ def no_import_variant(masked: str) -> str:
     return "\n".join(kept).strip("\n")
 
 
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        head = _dotted(node.value)
-        return None if head is None else f"{head}.{node.attr}"
-    return None
-
-
 def _bindings(tree: ast.AST) -> dict[str, str]:
     out: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -191,7 +183,7 @@ def resolves(code: str, target: _Target) -> bool:
         feature.is_parameter and target.unique_leaf)
 
     def callee_ok(node: ast.expr) -> bool:
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted is None:
             return False
         full = _expand(dotted, bindings)

@@ -170,11 +170,12 @@ def _literal_names(node: ast.expr) -> list[str] | None:
     return None
 
 
-def _dotted(node: ast.expr) -> str | None:
+def dotted_name(node: ast.expr) -> str | None:
+    """``a.b.c`` for a name or attribute chain, None for any other expression."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        head = _dotted(node.value)
+        head = dotted_name(node.value)
         return None if head is None else f"{head}.{node.attr}"
     return None
 
@@ -253,13 +254,13 @@ def parse_module(name: str, file: str, text: str, *, is_package: bool) -> Module
                     else:
                         table.all_names = names
                     continue
-                dotted = _dotted(value) if value is not None else None
+                dotted = dotted_name(value) if value is not None else None
                 if dotted is not None and isinstance(stmt, ast.Assign):
                     table.assigned.setdefault(target.id, dotted)
                 else:
                     table.others.add(target.id)
         elif (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-              and _dotted(stmt.value.func) == "__all__.extend" and stmt.value.args):
+              and dotted_name(stmt.value.func) == "__all__.extend" and stmt.value.args):
             handled.add(id(stmt.value))
             names = _literal_names(stmt.value.args[0])
             if names is None or table.all_names is None:
