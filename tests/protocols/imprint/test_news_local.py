@@ -254,3 +254,32 @@ def test_entities_file_is_read_and_checked(fixture_file: Path, tmp_path: Path) -
     with pytest.raises(DataError, match="name"):
         load_local_news(fixture_file, ScriptedModel(), cache_path=tmp_path / "c.json",
                         entities_path=bad)
+
+
+class RegisteredScripted(ScriptedModel):
+    """The scripted model as the command line builds it (``--model scripted-news``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__()
+
+
+def test_generate_from_articles_on_the_command_line(fixture_file: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from clstream.cli import main
+    from clstream.core import registry
+    from clstream.protocols.imprint.schema import load_dataset
+
+    registry.register("model", "scripted-news", f"{__name__}:RegisteredScripted")
+    try:
+        out = tmp_path / "data"
+        argv = ["generate", "imprint", "--setting", "news", "--articles", str(fixture_file),
+                "--model", "scripted-news", "--out", str(out)]
+        assert main(argv) == 0
+        data = load_dataset(out)
+        assert data.items and {i.family for i in data.items} >= {"DirAcq", "BoundAbs"}
+        assert (out / "question_cache.json").exists()
+        capsys.readouterr()
+        assert main(["run", "imprint", str(out), "--system", "oracle", "--samples", "1",
+                     "--out", str(tmp_path / "results"), "--no-progress"]) == 0
+    finally:
+        registry.unregister("model", "scripted-news")

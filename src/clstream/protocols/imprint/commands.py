@@ -320,6 +320,8 @@ def _model(args: argparse.Namespace) -> Any:
 
 
 def generate(args: argparse.Namespace) -> int:
+    if args.articles or args.filter:  # their model replies are cached in the dataset directory
+        Path(args.out).mkdir(parents=True, exist_ok=True)
     data = _build(args)
     if args.filter:
         if args.model is None:
@@ -330,6 +332,14 @@ def generate(args: argparse.Namespace) -> int:
             blind_max_binary=args.blind_max_binary, ctx_min=args.ctx_min,
             cache_path=str(Path(args.out) / "filter_cache.jsonl")))
         print(f"filters: {json.dumps(report, sort_keys=True)}", file=sys.stderr)
+    pipeline = data.manifest.config.get("pipeline")
+    if isinstance(pipeline, dict):
+        print(f"pipeline: {json.dumps(pipeline, sort_keys=True)}", file=sys.stderr)
+    if not data.items:
+        raise SpecError(f"{args.out}: no usable item came out "
+                        + ("(every model reply was unreadable or failed: see the pipeline "
+                           "counts above; a model that writes the asked-for JSON is needed)"
+                           if args.articles else "(nothing to write)"))
     out = write_dataset(args.out, data)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(
         {i.family: sum(1 for j in data.items if j.family == i.family)
