@@ -40,3 +40,18 @@ def test_oracle_beats_base(setting: str, tmp_path: Path,
     assert main(["report", str(out), "--out", str(report)]) == 0
     page = report.read_text()
     assert 'id="protocol-imprint"' in page and "Pass@1 by family" in page
+
+
+def test_generate_with_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "data"
+    argv = ["generate", "imprint", "--setting", "news", "--size", "small", "--seed", "1",
+            "--filter", "--model", "builtin", "--filter-samples", "2", "--out", str(out)]
+    assert main(argv) == 0
+    items = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
+    assert items and all({"blind", "ctx"} <= set(i["filters"]) for i in items
+                         if i["family"] != "BoundAbs")
+    report = json.loads((out / "filter_report.json").read_text())
+    assert report["sent"] > 0 and report["kept"] == len(items)
+    assert main(argv) == 0  # the same filters again: every reply from the cache
+    again = json.loads((out / "filter_report.json").read_text())
+    assert again["sent"] == 0 and again["kept"] == report["kept"]

@@ -20,6 +20,7 @@ from typing import Any
 
 from clstream.core.contracts import supervision_of
 from clstream.core.errors import SpecError
+from clstream.core.files import write_atomic
 from clstream.core.specs import RunSpec
 from clstream.judges.imprint import LLM_JUDGE_PROMPT_HASH
 from clstream.protocols.common import build_model, parse_components, run_info, system_factory
@@ -331,7 +332,12 @@ def generate(args: argparse.Namespace) -> int:
             data, _model(args), n=args.filter_samples, blind_max_open=args.blind_max_open,
             blind_max_binary=args.blind_max_binary, ctx_min=args.ctx_min,
             cache_path=str(Path(args.out) / "filter_cache.jsonl")))
-        print(f"filters: {json.dumps(report, sort_keys=True)}", file=sys.stderr)
+        write_atomic(Path(args.out) / "filter_report.json",
+                     json.dumps(report, indent=2, sort_keys=True) + "\n")
+        kept = ", ".join(f"{fam} {row['kept']}/{row['items']}"
+                         for fam, row in sorted(report.get("families", {}).items()))
+        print(f"filters: kept {kept} (details in {Path(args.out) / 'filter_report.json'})",
+              file=sys.stderr)
     pipeline = data.manifest.config.get("pipeline")
     if isinstance(pipeline, dict):
         print(f"pipeline: {json.dumps(pipeline, sort_keys=True)}", file=sys.stderr)
