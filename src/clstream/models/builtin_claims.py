@@ -64,6 +64,7 @@ NEAR_BEST = 0.85
 RELATED_COVER = 0.5
 ABSTAIN = "I cannot find anything about that in what I was shown."
 _SUFFIX = re.compile(r"(?<=[a-z]{3})(?:ing|ed|es|e|s|d)$")
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*(?:[._]\w+)+\b")
 _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _YEAR = re.compile(r"^(1[89]|2[01])\d\d$")
 
@@ -103,13 +104,15 @@ def claim_words(question: str) -> frozenset[str]:
 
 
 def key_words(question: str) -> frozenset[str]:
-    """Words a statement must hold exactly to state the claim: numbers and names (capitalized
-    words after the first), less the date anchor: a claim with a swapped name or amount is
-    not the statement it was made from."""
+    """Words a statement must hold exactly to state the claim: numbers, names (capitalized
+    words after the first) and the parts of code paths, less the date anchor: a claim with a
+    swapped name, amount or identifier is not the statement it was made from."""
     text = _ISO_DATE.sub(" ", question)
     tokens = [t for t in tokens_of(text) if t[0].isalnum()]
     keys = {t.lower() for t in tokens[1:] if t[0].isupper() or t.isdigit()}
     keys |= {w for t in tokens if any(c.isdigit() for c in t) for w in content_words(t)}
+    # A code path names one object: every part of ``pkg.mod.fold_lines`` must match.
+    keys |= {w for path in _IDENTIFIER.findall(text) for w in content_words(path)}
     return frozenset(w for w in keys if w in claim_words(question))
 
 

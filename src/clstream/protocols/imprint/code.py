@@ -503,17 +503,34 @@ def _qa(feature: Feature, doc_id: str, library: str, start: int) -> list[QAPair]
             for i, (q, a) in enumerate(pairs)]
 
 
+def _camel_words(leaf: str) -> list[str]:
+    return re.findall(r"[A-Z][a-z0-9]*|[a-z0-9]+", leaf)
+
+
 def _fictitious(features: list[Feature], surface_old: WheelSurface, surface_new: WheelSurface,
-                rng: random.Random) -> list[tuple[Feature, str]]:
+                rng: random.Random, classes: bool = False) -> list[tuple[Feature, str]]:
     """One invented leaf per non-parameter feature where one can be made: words of real new
-    leaves in the same parent recombined, defined nowhere in either wheel nor in Python."""
+    leaves in the same parent recombined, defined nowhere in either wheel nor in Python.
+    With ``classes``, class features get one too (CamelCase words recombined)."""
     taken = {r.leaf for r in surface_new.records.values()} | {
         r.leaf for r in surface_old.records.values()}
     forbidden = taken | surface_old.defined_names | surface_new.defined_names | set(
         dir(builtins)) | set(keyword.kwlist)
     out: list[tuple[Feature, str]] = []
     for feature in features:
-        if feature.is_parameter or feature.kind == "class":
+        if feature.is_parameter or (feature.kind == "class" and not classes):
+            continue
+        if feature.kind == "class":
+            words = [_camel_words(f.leaf) for f in features
+                     if f.parent == feature.parent and f.kind == "class"]
+            heads = sorted({w[0] for w in words if w})
+            ends = sorted({w[-1] for w in words if w} | {"Pool", "View", "Cache", "Index"})
+            made = [f"{h}{t}" for h in heads for t in ends
+                    if h != t and f"{h}{t}" not in forbidden]
+            if made:
+                choice = rng.choice(made)
+                forbidden.add(choice)
+                out.append((feature, choice))
             continue
         pool = [leaf_words(f.leaf) for f in features
                 if f.parent == feature.parent and not f.is_parameter and f.kind != "class"]
@@ -530,9 +547,15 @@ def _fictitious(features: list[Feature], surface_old: WheelSurface, surface_new:
 
 def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *, seed: int,
                        usage_dir: str | Path | None = None, library: str | None = None,
-                       include_boundabs: bool = False, max_snippets: int = 4) -> Dataset:
+                       include_boundabs: bool = False, max_snippets: int = 4,
+                       balanced: bool = True) -> Dataset:
     """The code-changelog dataset of ``package`` between two wheels (setting ``code``, one
-    instance ``all``)."""
+    instance ``all``).
+
+    ``balanced``: DirAcq also asks about an invented identifier next to each feature (gold
+    No, ``axis`` ``absent``; the real ones ``present``), so its yes/no golds are balanced and
+    answering Yes to everything scores half. The paper's DirAcq asks only about real features
+    (App. D.2); ``balanced=False`` reproduces that."""
     usage = Path(usage_dir) if usage_dir is not None else None
     if usage is not None and not usage.is_dir():
         raise DataError(usage, None, None, "usage directory not found")
@@ -573,7 +596,7 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
         if not feature.is_parameter:
             add("DirAcq", question=f"Does {name} have a {feature.kind} at {feature.path}?",
                 gold="Yes", judge="yesno", source_doc_ids=sources,
-                meta={"path": feature.path})
+                axis="present" if balanced else None, meta={"path": feature.path})
             summary = summary_line(feature.doc)
             if summary:
                 masked, leaky = mask_words(summary, feature.leaf)
@@ -603,6 +626,15 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
                     source_doc_ids=sources,
                     meta={"path": feature.path, "snippet_source": snippet.source,
                           "origin": snippet.origin})
+    if balanced:
+        # A separate stream, so the other items do not change with this switch.
+        absent_rng = random.Random(f"{seed}/diracq-absent")
+        for feature, fake in _fictitious(diff.features, old, new, absent_rng, classes=True):
+            index = diff.features.index(feature)
+            add("DirAcq", question=f"Does {name} have a {feature.kind} at "
+                f"{feature.parent}.{fake}?", gold="No", judge="yesno", axis="absent",
+                source_doc_ids=[f"code-feature-{index:04d}"],
+                meta={"fictitious": f"{feature.parent}.{fake}"})
     if include_boundabs:
         for feature, fake in _fictitious(diff.features, old, new, rng):
             index = diff.features.index(feature)
@@ -616,6 +648,7 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
         "package": package, "library": name, "old_wheel": Path(old_whl).name,
         "new_wheel": Path(new_whl).name, "old_version": old.version,
         "new_version": new.version, "include_boundabs": include_boundabs,
+        "balanced": balanced,
         "max_snippets": max_snippets, "usage_dir": str(usage) if usage else None,
     })
     return Dataset(manifest=manifest, corpus=corpus, qa=qa, items=items, ledger=ledger)
