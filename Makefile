@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= demo-out
 
-.PHONY: demo test lint venv clean
+.PHONY: demo test lint venv clean bench
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,11 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/mypy src
+
+# Every script under benchmarks/, one after another, each rewriting its figures in
+# benchmarks/README.md (tens of minutes on two cores; benchmarks/README.md says what each times).
+bench: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) build *.egg-info src/*.egg-info

@@ -1,65 +1,146 @@
-"""Probes per second of the whole OAKS pipeline (system + builtin model + scoring-ready store
-writes) for each context system, on a generated stream of 4 documents x 65 chunks x 2k tokens,
-with peak memory. Prints a table.
+"""CPU per probe of ``clstream run oaks`` as users run it, and how it grows with the stream.
 
-    .venv/bin/python benchmarks/bench_oaks_pipeline.py [--docs 4 --chunks 65 --chunk-tokens 2000]
+For each context system and each stream length (chunks per document), a generated OAKS-BABI
+stream is run by the command line as a process (``python -m clstream run oaks DATA --model
+builtin --system S``) into a fresh results directory. Figures:
+
+- process CPU and wall seconds, and peak memory, of the whole run;
+- start-up: the same command again on the finished directory (interpreter, imports, loading
+  and checking the data, opening the store; nothing left to ask), subtracted from the run;
+- CPU per probe after start-up, and probes per CPU-second;
+- the floor: the builtin model's own CPU per probe, answering in this process exactly the
+  requests the system builds at every interval (the model's cost with no harness around it);
+  "x floor" is the run's CPU per probe over it;
+- harness: CPU per probe after start-up minus the floor (what the harness adds per probe);
+- growth: CPU per probe at the longest stream over that at the shortest (linear cost: 1.0;
+  the target is at most 1.25), and the same for the harness's own part. A system whose
+  prompts grow with the stream (full context, up to its budget) makes the model's own cost
+  grow with it; its harness part should not grow faster than its context.
+
+    .venv/bin/python benchmarks/bench_oaks_pipeline.py [--chunks 16,128 --docs 2
+        --chunk-tokens 2000 --systems rag:k=8 ...] [--readme]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
 import tempfile
 import time
 from pathlib import Path
 
+from cli_timing import machine, markdown_table, run_cli, write_section
+
+from clstream.core.events import Chunk
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
-from clstream.protocols.common import build_model, system_factory
+from clstream.core.types import GenerationRequest
+from clstream.models.builtin import BuiltinReader
+from clstream.protocols.common import system_factory
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
-from clstream.protocols.oaks.runner import OaksRunner
-from clstream.store.db import ResultsStore
+from clstream.protocols.oaks.runner import POOL_TOKENS, context_tokens, make_query
+from clstream.systems.context import RequestPlanner
 
 SYSTEMS = ("full", "window:w=8", "rag:k=8", "rag+window:k=4,w=4")
+TARGET = 1.25
 
 
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def model_floor(data: Path, system: str) -> tuple[int, float]:
+    """(probes, CPU seconds the builtin model spends answering the system's requests), sent
+    in the batches the run sends: each pool's requests sorted by prompt text and key, in
+    slices of one interval's size (:class:`~clstream.protocols.oaks.runner.PromptOrderedModel`).
+    """
+    dataset = load_oaks(data)
+    model = BuiltinReader()
+    spec = RunSpec(protocol="oaks", dataset_hash=dataset.sha256,
+                   system=ComponentSpec.parse(system), model=parse_model_spec("builtin"))
+    make = system_factory(spec, model)
+    probes, cpu = 0, 0.0
+
+    async def one_document(index: int) -> None:
+        nonlocal probes, cpu
+        doc = dataset.documents[index]
+        instance = make()
+        assert isinstance(instance, RequestPlanner)
+        await instance.reset()
+        per_interval = len(doc.questions) * context_tokens(instance, doc, model.tokenizer)
+        size = max(1, POOL_TOKENS // max(1, per_interval))
+        pool: list[GenerationRequest] = []
+        for t in range(1, doc.num_chunks + 1):
+            await instance.observe(Chunk(doc.bid, t - 1, doc.chunks[t - 1]))
+            queries = [make_query(q.question_id, q.text, q.options, t) for q in doc.questions]
+            pool += instance.plan_batch(queries).requests
+            if t % size and t < doc.num_chunks:
+                continue
+            pool.sort(key=lambda r: (r.prompt_text, r.key))
+            start = time.process_time()
+            for first in range(0, len(pool), len(doc.questions)):
+                await model.generate(pool[first : first + len(doc.questions)])
+            cpu += time.process_time() - start
+            probes += len(pool)
+            pool = []
+
+    for i in range(len(dataset.documents)):
+        asyncio.run(one_document(i))
+    return probes, cpu
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--docs", type=int, default=4)
-    parser.add_argument("--chunks", type=int, default=65)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=2)
+    parser.add_argument("--chunks", default="16,128", help="stream lengths, comma separated")
     parser.add_argument("--chunk-tokens", type=int, default=2000)
     parser.add_argument("--systems", nargs="*", default=list(SYSTEMS))
+    parser.add_argument("--readme", action="store_true", help="rewrite the README table")
     args = parser.parse_args()
+    lengths = [int(c) for c in args.chunks.split(",")]
+    header = ["system", "chunks", "probes", "process CPU s", "start-up CPU s", "ms CPU/probe",
+              "probes/CPU-s", "model floor ms/probe", "x floor", "harness ms/probe", "wall s",
+              "peak MiB"]
+    rows: list[list[object]] = []
+    growth: list[list[object]] = []
+    print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp) / "stream.json"
-        start = time.perf_counter()
-        write_oaks_babi(data, seed=0, docs=args.docs, chunks=args.chunks,
-                        chunk_tokens=args.chunk_tokens)
-        gen_s = time.perf_counter() - start
-        dataset = load_oaks(data)
-        n_q = sum(len(d.questions) for d in dataset.documents)
-        print(f"stream: {args.docs} docs x {args.chunks} chunks x {args.chunk_tokens} tokens, "
-              f"{n_q} questions, generated in {gen_s:.1f}s")
-        print(f"{'system':<22}{'probes':>9}{'seconds':>10}{'probes/s':>11}{'peak RSS MiB':>14}")
-        model_spec = parse_model_spec("builtin")
-        model = build_model(model_spec)
-        for label in args.systems:
-            spec = RunSpec(protocol="oaks", dataset_hash=dataset.sha256,
-                           system=ComponentSpec.parse(label), model=model_spec)
-            with ResultsStore(Path(tmp) / "res", writer=True) as store:
-                runner = OaksRunner(dataset, spec, store, system_factory(spec, model),
-                                    show_progress=False)
-                runner.register({})
-                start = time.perf_counter()
-                result = asyncio.run(runner.run())
-                secs = time.perf_counter() - start
-            print(f"{label:<22}{result.probes_done:>9}{secs:>10.1f}"
-                  f"{result.probes_done / secs:>11.0f}{peak_rss_mib():>14.0f}")
+        per_probe: dict[tuple[str, int], float] = {}
+        harness: dict[tuple[str, int], float] = {}
+        for chunks in lengths:
+            data = Path(tmp) / f"stream{chunks}.json"
+            write_oaks_babi(data, seed=0, docs=args.docs, chunks=chunks,
+                            chunk_tokens=args.chunk_tokens)
+            for i, system in enumerate(args.systems):
+                out = Path(tmp) / f"runs{chunks}_{i}"
+                argv = ["run", "oaks", str(data), "--model", "builtin", "--system", system,
+                        "--no-progress", "--out", str(out)]
+                run = run_cli(argv)
+                start = run_cli(argv, repeats=3)  # finished: start-up and checks only
+                probes, floor_cpu = model_floor(data, system)
+                work = max(0.0, run.cpu_s - start.cpu_s)
+                ms = 1000 * work / probes
+                floor_ms = 1000 * floor_cpu / probes
+                per_probe[system, chunks] = ms
+                harness[system, chunks] = ms - floor_ms
+                rows.append([system, chunks, f"{probes:,}", f"{run.cpu_s:.2f}",
+                             f"{start.cpu_s:.2f}", f"{ms:.3f}", f"{1000 / ms:,.0f}",
+                             f"{floor_ms:.3f}", f"{ms / floor_ms:.2f}", f"{ms - floor_ms:.3f}",
+                             f"{run.wall_s:.2f}", f"{run.peak_mib:.0f}"])
+                print("  ".join(str(c) for c in rows[-1]), flush=True)
+        short, long = min(lengths), max(lengths)
+        for system in args.systems:
+            ratio = per_probe[system, long] / per_probe[system, short]
+            own = harness[system, long] / harness[system, short] \
+                if harness[system, short] > 0 else float("nan")
+            growth.append([system, f"{per_probe[system, short]:.3f}",
+                           f"{per_probe[system, long]:.3f}", f"{ratio:.2f}",
+                           "met" if ratio <= TARGET else "NOT met", f"{own:.2f}"])
+    table = markdown_table(header, rows, "lrrrrrrrrrrr")
+    growth_table = markdown_table(
+        ["system", f"ms CPU/probe at {short}", f"at {long}", "growth", f"<= {TARGET}",
+         "harness growth"], growth, "lrrrlr")
+    print(table, growth_table, sep="\n\n")
+    if args.readme:
+        write_section("oaks-pipeline", f"Machine: {machine()}. Stream: {args.docs} documents x "
+                      f"{', '.join(map(str, lengths))} chunks x {args.chunk_tokens} tokens.\n\n"
+                      f"{table}\n\n{growth_table}")
 
 
 if __name__ == "__main__":

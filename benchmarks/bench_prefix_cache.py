@@ -1,28 +1,29 @@
 """Prefill work of each OAKS context system's request order under a simulated prefix cache.
 
-Runs ``clstream run oaks`` for each context system against a loopback OpenAI-compatible server
-(the fault-injecting test server, with no faults), records the order in which prompts arrive at
-the server, and replays that order through the simulated LRU block prefix cache of
-:mod:`clstream.models.prefix_cache_sim`, with room for 1.5 times the largest prompt. For
-comparison it replays the same prompts in question-major order (each question through all its
-intervals, then the next question: the order a harness that loops over questions first would
-send). Prints, per system and order: requests, prefill tokens computed, the lower bound (what a
-cache that never evicts would compute) and their ratio. The harness aims for a ratio of at most
-1.25 in arrival order.
+Runs ``clstream run oaks`` as a process (``python -m clstream``) for each context system against
+a loopback OpenAI-compatible server in this process (the fault-injecting test server, with no
+faults), records the order in which prompts arrive at the server, and replays that order
+through the simulated LRU block prefix cache of :mod:`clstream.models.prefix_cache_sim`, with
+room for 1.5 times the largest prompt. For comparison it replays the same prompts in
+question-major order (each question through all its intervals, then the next question: the
+order a harness that loops over questions first would send). Prints, per system, stream length
+and order: requests, prefill tokens computed, the lower bound (what a cache that never evicts
+would compute; the floor) and their ratio. The harness aims for a ratio of at most 1.25 in
+arrival order, and for an arrival order that is a function of the spec and the data alone:
+each (system, length) is run ``--runs`` times and the orders compared.
 
 Documents in flight: 1 by default; ``--run-args "--docs-in-flight 2"`` runs two at once, whose
 contexts then compete for a cache sized for one; ``--cache-budget`` instead passes
 ``--cache-budget-tokens`` (the simulated capacity, estimated before the run from the largest
 per-document context) and lets the runner choose.
 
-    .venv/bin/python benchmarks/bench_prefix_cache.py [--docs 2 --chunks 20 --chunk-tokens 2000]
+    .venv/bin/python benchmarks/bench_prefix_cache.py [--docs 2 --chunks 20,40,65
+        --chunk-tokens 2000 --runs 2] [--readme]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import math
 import sys
 import tempfile
@@ -30,7 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clstream.cli import main as cli
+from cli_timing import machine, markdown_table, run_cli, write_section
+
 from clstream.core.specs import ComponentSpec, RunSpec, derive_seed, parse_model_spec
 from clstream.models.prefix_cache_sim import approx_tokens, render_chat, replay
 from clstream.models.tokenizers import approx_tokenizer
@@ -82,63 +84,82 @@ def budget_flags(system: str, data: Path, capacity: float) -> tuple[list[str], i
 def run_system(
     system: str, data: Path, out: Path, server: FakeOpenAIServer, extra: list[str]
 ) -> tuple[list[dict[str, Any]], float]:
+    """One ``clstream run oaks`` process against ``server``: the bodies it sent, in arrival
+    order, and its wall seconds."""
     first = len(server.requests)
     start = time.perf_counter()
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-        status = cli(["run", "oaks", str(data), "--system", system, "--model", "openai:fake",
-                      "--base-url", server.base_url, "--max-concurrency", "8",
-                      "--no-progress", "--out", str(out), *extra])
-    if status != 0:
-        raise SystemExit(f"run of {system} failed with status {status}")
+    run_cli(["run", "oaks", str(data), "--system", system, "--model", "openai:fake",
+             "--base-url", server.base_url, "--max-concurrency", "8", "--no-progress",
+             "--out", str(out), *extra])
     return server.requests[first:], time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=2)
-    parser.add_argument("--chunks", type=int, default=20)
+    parser.add_argument("--chunks", default="20,40,65", help="stream lengths, comma separated")
     parser.add_argument("--chunk-tokens", type=int, default=2000)
     parser.add_argument("--max-questions", type=int, default=40, help="per document")
     parser.add_argument("--block-size", type=int, default=16)
     parser.add_argument("--capacity", type=float, default=1.5,
                         help="cache capacity as a multiple of the largest prompt")
     parser.add_argument("--systems", nargs="*", default=list(SYSTEMS))
+    parser.add_argument("--runs", type=int, default=2, help="runs per system and length")
     parser.add_argument("--run-args", default="",
                         help="extra flags for `run oaks`, e.g. '--docs-in-flight 2'")
     parser.add_argument("--cache-budget", action="store_true",
                         help="pass --cache-budget-tokens for the simulated cache size")
+    parser.add_argument("--readme", action="store_true", help="rewrite the README table")
     args = parser.parse_args()
+    lengths = [int(c) for c in args.chunks.split(",")]
+    rows: list[list[object]] = []
+    worst = 0.0
+    print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as server:
-        data = Path(tmp) / "stream.json"
-        write_oaks_babi(data, seed=0, docs=args.docs, chunks=args.chunks,
-                        chunk_tokens=args.chunk_tokens, max_questions=args.max_questions)
-        n_q = sum(len(d.questions) for d in load_oaks(data).documents)
-        print(f"stream: {args.docs} docs x {args.chunks} chunks x {args.chunk_tokens} tokens, "
-              f"{n_q} questions; block {args.block_size} tokens, cache {args.capacity:g} x "
-              f"largest prompt; run flags: --max-concurrency 8 {args.run_args}".rstrip())
-        print(f"{'system':<20}{'order':<16}{'docs':>5}{'requests':>9}{'cache blocks':>14}"
-              f"{'computed':>13}{'lower bound':>13}{'ratio':>8}{'hit rate':>10}")
-        worst = 0.0
-        for i, system in enumerate(args.systems):
-            extra = args.run_args.split()
-            docs = "-"
-            if args.cache_budget:
-                flags, n_docs = budget_flags(system, data, args.capacity)
-                extra, docs = extra + flags, str(n_docs)
-            bodies, _ = run_system(system, data, Path(tmp) / f"res{i}", server, extra)
-            prompts = {id(b): render_chat(b["messages"]) for b in bodies}
-            largest = max(len(approx_tokens(p)) for p in prompts.values())
-            capacity = math.ceil(args.capacity * largest / args.block_size)
-            orders = (("arrival", bodies), ("question-major", question_major(bodies, data, 0)))
-            for name, order in orders:
-                stats = replay([prompts[id(b)] for b in order], capacity, args.block_size)
-                if name == "arrival":
-                    worst = max(worst, stats.ratio)
-                print(f"{system:<20}{name:<16}{docs:>5}{stats.requests:>9}{capacity:>14}"
-                      f"{stats.computed_tokens:>13}{stats.lower_bound_tokens:>13}"
-                      f"{stats.ratio:>8.3f}{stats.hit_rate:>10.3f}")
-        verdict = "met" if worst <= TARGET else "NOT met"
-        print(f"worst arrival-order ratio {worst:.3f}: target <= {TARGET} {verdict}")
+        for chunks in lengths:
+            data = Path(tmp) / f"stream{chunks}.json"
+            write_oaks_babi(data, seed=0, docs=args.docs, chunks=chunks,
+                            chunk_tokens=args.chunk_tokens, max_questions=args.max_questions)
+            for i, system in enumerate(args.systems):
+                extra = args.run_args.split()
+                docs = "-"
+                if args.cache_budget:
+                    flags, n_docs = budget_flags(system, data, args.capacity)
+                    extra, docs = extra + flags, str(n_docs)
+                runs = [run_system(system, data, Path(tmp) / f"res{chunks}_{i}_{r}", server,
+                                   extra)[0] for r in range(args.runs)]
+                bodies = runs[0]
+                prompts = {id(b): render_chat(b["messages"]) for b in bodies}
+                largest = max(len(approx_tokens(p)) for p in prompts.values())
+                capacity = math.ceil(args.capacity * largest / args.block_size)
+                ratios = []
+                for run in runs:
+                    texts = [render_chat(b["messages"]) for b in run]
+                    ratios.append(replay(texts, capacity, args.block_size))
+                stats = ratios[0]
+                worst = max(worst, *(r.ratio for r in ratios))
+                major = replay([prompts[id(b)] for b in question_major(bodies, data, 0)],
+                               capacity, args.block_size)
+                same = all([b["seed"] for b in run] == [b["seed"] for b in bodies]
+                           for run in runs)
+                rows.append([system, chunks, docs, f"{stats.requests:,}",
+                             f"{stats.computed_tokens:,} / {stats.lower_bound_tokens:,}",
+                             " / ".join(f"{r.ratio:.3f}" for r in ratios),
+                             "yes" if same else "no", f"{major.ratio:.3f}"])
+                print("  ".join(str(c) for c in rows[-1]), flush=True)
+    table = markdown_table(
+        ["system", "chunks", "docs", "requests", "computed / lower bound (tokens)",
+         "arrival ratio (each run)", "same order", "question-major ratio"], rows, "lrrrrrlr")
+    verdict = "met" if worst <= TARGET else "NOT met"
+    print(table)
+    print(f"worst arrival-order ratio {worst:.3f}: target <= {TARGET} {verdict}")
+    if args.readme:
+        write_section("prefix-cache", f"Machine: {machine()}. Stream: {args.docs} documents x "
+                      f"{args.max_questions} questions x {args.chunk_tokens}-token chunks; "
+                      f"cache {args.capacity:g} x the largest prompt in {args.block_size}-token "
+                      f"blocks; `--max-concurrency 8` {args.run_args}".rstrip() +
+                      f"; {args.runs} runs each.\n\n{table}\n\nWorst arrival ratio "
+                      f"{worst:.3f} (target <= {TARGET}: {verdict}).")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ the end of this module:
 
 * :class:`BatchResponder` -- a system that answers several queries of one memory state in one
   call (:func:`respond_all`);
+* :class:`RequestPlanner` -- a batch responder whose requests are built apart from sending
+  them (:class:`PlannedBatch`), so a runner can build the requests of one memory state and
+  observe the next event before the model answers;
 * :class:`Replayable` -- a system whose memory a runner may rebuild by replaying the stream
   (:func:`is_replayable`);
 * :class:`MultiTry` -- a system that may try a task more than once (:func:`max_tries`);
@@ -121,6 +124,29 @@ class BatchResponder(Protocol):
     async def respond_batch(self, queries: Sequence[Query]) -> list[Response]:
         """One response per query, same order; memory is left unchanged."""
         ...
+
+
+@dataclass(frozen=True)
+class PlannedBatch:
+    """The requests of some queries under one memory state, built before any is sent, with
+    the seconds spent choosing each one's passages."""
+
+    queries: tuple[Query, ...]
+    requests: tuple[GenerationRequest, ...]
+    retrieve_s: tuple[float, ...]
+
+
+@runtime_checkable
+class RequestPlanner(Protocol):
+    """A batch responder whose requests are built apart from sending them: the requests
+    depend only on the memory held when :meth:`plan_batch` runs, and
+    :meth:`complete_batch` reads nothing from memory."""
+
+    def plan_batch(self, queries: Sequence[Query]) -> PlannedBatch: ...
+
+    def complete_batch(
+        self, planned: PlannedBatch, results: Sequence[GenerationResult], generate_s: float
+    ) -> list[Response]: ...
 
 
 @runtime_checkable

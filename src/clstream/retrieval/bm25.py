@@ -15,6 +15,12 @@ Scoring (Robertson and Sparck Jones idf with +1 inside the log, so it is never n
 
 Only documents sharing at least one term with the query are returned. Equal scores are
 ordered newest first (higher doc id), so in a stream the latest evidence wins a tie.
+
+Search cost grows with the postings of the query's terms, that is with the stream. Past
+:data:`VECTOR_FROM` postings a query is scored with numpy over per-term arrays (built on first
+use and dropped when the term's postings change): the same IEEE operations in the same order
+per document (each term's share computed as the formula above is written, added to the
+running score term by term), so scores and ranking are bit-identical to the plain loop's.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import heapq
 import math
 import re
 from collections import Counter
+
+import numpy as np
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -35,6 +43,10 @@ STOPWORDS: frozenset[str] = frozenset(
     there these they this those through to too under until up very was we were what when where
     which while who whom why will with would you your yours yourself yourselves""".split()
 )
+
+
+# Candidate postings above which a search is scored with numpy (below, the loop is cheaper).
+VECTOR_FROM = 256
 
 
 def tokenize(text: str) -> list[str]:
@@ -53,6 +65,8 @@ class IncrementalBM25:
         self._postings: dict[str, dict[int, int]] = {}
         self._lengths: dict[int, int] = {}
         self._total_length = 0
+        # Per term: doc ids, term frequencies and document lengths as arrays (search cache).
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def __len__(self) -> int:
         return len(self._lengths)
@@ -69,6 +83,7 @@ class IncrementalBM25:
         self._total_length += len(terms)
         for term, tf in Counter(terms).items():
             self._postings.setdefault(term, {})[doc_id] = tf
+            self._arrays.pop(term, None)
 
     def idf(self, term: str) -> float:
         df = len(self._postings.get(term, ()))
@@ -86,12 +101,13 @@ class IncrementalBM25:
         if k <= 0 or not self._lengths:
             return []
         avgdl = self._total_length / len(self._lengths) or 1.0
+        terms = [t for t in dict.fromkeys(tokenize(query)) if self._postings.get(t)]
+        if sum(len(self._postings[t]) for t in terms) >= VECTOR_FROM:
+            return self._search_arrays(terms, k, avgdl, max_doc_id, exclude)
         k1, b = self.k1, self.b
         scores: dict[int, float] = {}
-        for term in dict.fromkeys(tokenize(query)):
-            postings = self._postings.get(term)
-            if not postings:
-                continue
+        for term in terms:
+            postings = self._postings[term]
             idf = self.idf(term)
             for doc_id, tf in postings.items():
                 if max_doc_id is not None and doc_id > max_doc_id:
@@ -102,3 +118,48 @@ class IncrementalBM25:
                 scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
         best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], -item[0]))
         return [(doc_id, score) for doc_id, score in best]
+
+    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        arrays = self._arrays.get(term)
+        if arrays is None:
+            postings = self._postings[term]
+            ids = np.fromiter(postings.keys(), dtype=np.int64, count=len(postings))
+            tfs = np.fromiter(postings.values(), dtype=np.float64, count=len(postings))
+            lengths = np.fromiter((self._lengths[d] for d in postings), dtype=np.float64,
+                                  count=len(postings))
+            arrays = self._arrays[term] = (ids, tfs, lengths)
+        return arrays
+
+    def _search_arrays(
+        self,
+        terms: list[str],
+        k: int,
+        avgdl: float,
+        max_doc_id: int | None,
+        exclude: set[int] | None,
+    ) -> list[tuple[int, float]]:
+        """:meth:`search` with numpy (module docstring): same scores, same order."""
+        k1, b = self.k1, self.b
+        parts = []
+        for term in terms:
+            ids, tfs, lengths = self._term_arrays(term)
+            keep = None
+            if max_doc_id is not None:
+                keep = ids <= max_doc_id
+            if exclude:
+                outside = ~np.isin(ids, np.fromiter(exclude, dtype=np.int64, count=len(exclude)))
+                keep = outside if keep is None else keep & outside
+            if keep is not None:
+                ids, tfs, lengths = ids[keep], tfs[keep], lengths[keep]
+            norm = k1 * (1.0 - b + b * lengths / avgdl)
+            parts.append((ids, self.idf(term) * tfs * (k1 + 1.0) / (tfs + norm)))
+        if not parts:
+            return []
+        every = np.unique(np.concatenate([ids for ids, _ in parts]))
+        if every.size == 0:
+            return []
+        scores = np.zeros(every.size, dtype=np.float64)
+        for ids, share in parts:  # term by term, as the loop adds them
+            scores[np.searchsorted(every, ids)] += share
+        order = np.lexsort((-every, -scores))[:k]  # last key first: score, then newest
+        return [(int(every[i]), float(scores[i])) for i in order]

@@ -6,7 +6,11 @@ document, an observation or task feedback as a further passage with a running in
 ``observe``. A probe only reads memory. The query brings the protocol's rules and question
 block; the system shows its passages before it, in the layout of :mod:`clstream.core.layout`.
 ``respond_batch`` builds every request of one memory state and sends them in a single
-``generate`` call, so a server can share the common prompt prefix.
+``generate`` call, so a server can share the common prompt prefix. The two halves are public
+(:class:`RequestPlanner`): :meth:`plan_batch` builds the requests of the memory state held now
+and :meth:`complete_batch` turns the model's results into responses, so a runner can observe
+chunk t+1 into the same instance while the requests of interval t wait to be sent, instead of
+rebuilding a separate instance per interval by replaying chunks 1..t.
 
 Arguments (written ``rag:k=30`` on the command line):
 
@@ -16,6 +20,9 @@ Arguments (written ``rag:k=30`` on the command line):
 * window: ``w`` -- the w most recent passages.
 * rag: ``k`` -- top-k over all passages seen (chunk index <= t), shown in chunk order.
   SPECS includes the current chunk (the paper's appendix retrieves from earlier intervals).
+  ``dedupe`` (0 = off): a candidate whose word-set Jaccard similarity with a passage already
+  chosen is at least ``dedupe`` is skipped and the next best taken, so near-copies of one
+  passage (a stream that repeats itself) do not fill all k places.
 * rag+window: ``k``, ``w`` -- the w most recent passages, plus top-k over the older ones once
   t > w; the question carries the head index (the newest passage's index).
 
@@ -28,13 +35,14 @@ bare names fit short contexts; the paper's runs used k = 30 and k = 15, w = 15
 
 from __future__ import annotations
 
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from clstream.core import layout
-from clstream.core.contracts import Model, Tokenizer
+from clstream.core.contracts import Model, PlannedBatch, Tokenizer
 from clstream.core.errors import DataError
 from clstream.core.events import Event
 from clstream.core.params import Param, check_args
@@ -137,25 +145,41 @@ class _ContextSystem(ABC):
     async def respond(self, query: Query) -> Response:
         return (await self.respond_batch([query]))[0]
 
-    async def respond_batch(self, queries: Sequence[Query]) -> list[Response]:
+    def plan_batch(self, queries: Sequence[Query]) -> PlannedBatch:
+        """The requests of ``queries`` under the memory held now (nothing is sent)."""
         built = [self._request(q) for q in queries]
-        if not built:
-            return []
-        start = time.perf_counter()
-        results = await self.model.generate([req for req, _ in built])
-        generate_s = (time.perf_counter() - start) / len(built)
-        if len(results) != len(built):
+        return PlannedBatch(tuple(queries), tuple(req for req, _ in built),
+                            tuple(seconds for _, seconds in built))
+
+    def complete_batch(
+        self, planned: PlannedBatch, results: Sequence[GenerationResult], generate_s: float
+    ) -> list[Response]:
+        """One response per planned query from the model's results (``generate_s``: the wall
+        time of the call that produced them, shared evenly among its requests)."""
+        if len(results) != len(planned.requests):
             raise RuntimeError(
-                f"model {self.model.name!r} returned {len(results)} results for {len(built)}"
+                f"model {self.model.name!r} returned {len(results)} results for "
+                f"{len(planned.requests)}"
             )
+        each = generate_s / len(planned.requests) if planned.requests else 0.0
         return [
             Response(
                 query_id=q.id,
                 results=[result],
-                timings={"retrieve": retrieve_s, "generate": generate_s},
+                timings={"retrieve": retrieve_s, "generate": each},
             )
-            for q, (_, retrieve_s), result in zip(queries, built, results, strict=True)
+            for q, retrieve_s, result in zip(
+                planned.queries, planned.retrieve_s, results, strict=True
+            )
         ]
+
+    async def respond_batch(self, queries: Sequence[Query]) -> list[Response]:
+        planned = self.plan_batch(queries)
+        if not planned.requests:
+            return []
+        start = time.perf_counter()
+        results = await self.model.generate(list(planned.requests))
+        return self.complete_batch(planned, results, time.perf_counter() - start)
 
 
 class FullContext(_ContextSystem):
@@ -219,15 +243,81 @@ class RollingWindow(_ContextSystem):
         return fixed + max(sum(blocks[i : i + w]) for i in range(max(1, len(blocks) - w + 1)))
 
 
+_WORD = re.compile(r"[^\W_]+")
+
+
+def word_set(text: str) -> frozenset[str]:
+    """The distinct lowercase words (letter and digit runs) of ``text``."""
+    return frozenset(_WORD.findall(text.lower()))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a & b| / |a | b|; two empty sets are identical (1.0)."""
+    union = len(a | b)
+    return len(a & b) / union if union else 1.0
+
+
 class RagSystem(_ContextSystem):
     """Top-``k`` passages among all seen, presented in chunk order."""
 
     name = "rag"
     summary = "the k passages most similar to the question, in stream order"
-    params = {"k": Param(8, "passages retrieved", minimum=1), **RETRIEVAL_PARAMS}
+    params = {
+        "k": Param(8, "passages retrieved", minimum=1),
+        "dedupe": Param(0.0, "skip a passage whose word Jaccard similarity with one already "
+                             "chosen is at least this (0 = off)", minimum=0.0),
+        **RETRIEVAL_PARAMS,
+    }
+
+    def __init__(
+        self,
+        model: Model,
+        sampling: SamplingParams | None = None,
+        seed: int = 0,
+        **args: Any,
+    ):
+        super().__init__(model, sampling, seed, **args)
+        self._words: dict[int, frozenset[str]] = {}  # word sets by position, for dedupe
+
+    def describe(self) -> dict[str, Any]:
+        """The arguments, ``dedupe`` left out while it is off (so a run without it records
+        what runs recorded before the option existed)."""
+        args = dict(self.args)
+        if not args.get("dedupe"):
+            args.pop("dedupe", None)
+        return {"name": self.name, "args": args}
+
+    def _passage_words(self, position: int) -> frozenset[str]:
+        words = self._words.get(position)
+        if words is None:
+            words = self._words[position] = word_set(self._passages[position].text)
+        return words
+
+    def _distinct(self, query: Query, k: int, threshold: float) -> list[int]:
+        """The k best passages, best first, skipping near-copies of one already chosen."""
+        chosen: list[int] = []
+        for position in self._memory.ranked(query.text, len(self._passages)):
+            words = self._passage_words(position)
+            if all(jaccard(words, self._passage_words(c)) < threshold for c in chosen):
+                chosen.append(position)
+                if len(chosen) == k:
+                    break
+        return sorted(chosen)
+
+    async def reset(self) -> None:
+        await super().reset()
+        self._words = {}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self._words = {}
 
     def _sections(self, query: Query) -> tuple[list[str], int | None]:
-        positions = self._retrieve(query, self.args["k"], None)
+        threshold = float(self.args["dedupe"])
+        if threshold > 0:
+            positions = self._distinct(query, self.args["k"], threshold)
+        else:
+            positions = self._retrieve(query, self.args["k"], None)
         return [layout.passages_section(self._memory.tagged(positions))], None
 
     def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:

@@ -14,7 +14,10 @@ shown in prompts as ``[chunk index i]`` plus its text (:mod:`clstream.core.layou
   prompts; one without an action keeps just the environment's feedback text.
 
 :class:`PassageStore` holds passages in arrival order with a retrieval index over their text
-that grows one passage at a time; context systems and experience methods share it.
+that grows one passage at a time; context systems and experience methods share it. The index
+is filled on the first search and then kept up to date, each passage inserted exactly once, so
+a method that never retrieves (full context, a window) inserts nothing, and a stream of T
+passages costs T insertions whatever the number of searches.
 """
 
 from __future__ import annotations
@@ -92,12 +95,19 @@ def passage_of(event: Event, next_index: int) -> Passage:
 
 
 class PassageStore:
-    """Passages in arrival order, indexed by their text for similarity search."""
+    """Passages in arrival order, indexed by their text for similarity search.
+
+    The (empty) index is made with the store, so a bad retriever setting fails at once; it is
+    filled by the first search and catches up with the passages added since the previous one,
+    one ``add`` per passage in arrival order: the calls an index fed at every ``add`` would have
+    seen, so search results do not depend on when the passages were inserted.
+    """
 
     def __init__(self, new_index: Callable[[], Retriever]):
         self._new_index = new_index
         self.passages: list[Passage] = []
         self._index = new_index()
+        self._indexed = 0  # passages[:_indexed] are in the index
         self.next_index = 0  # the running index the next non-chunk passage gets
 
     def __len__(self) -> int:
@@ -106,7 +116,6 @@ class PassageStore:
     def add(self, passage: Passage) -> int:
         position = len(self.passages)
         self.passages.append(passage)
-        self._index.add(position, passage.text)
         self.next_index = max(self.next_index, passage.index + 1)
         return position
 
@@ -118,12 +127,23 @@ class PassageStore:
     def recent(self, k: int) -> list[int]:
         return list(range(max(0, len(self.passages) - k), len(self.passages)))
 
-    def similar(self, text: str, k: int, max_position: int | None = None) -> list[int]:
-        """Positions of the (up to) k passages most similar to ``text``, in arrival order."""
+    @property
+    def index(self) -> Retriever:
+        """The retrieval index over every passage held (brought up to date here)."""
+        for position in range(self._indexed, len(self.passages)):
+            self._index.add(position, self.passages[position].text)
+        self._indexed = len(self.passages)
+        return self._index
+
+    def ranked(self, text: str, k: int, max_position: int | None = None) -> list[int]:
+        """Positions of the (up to) k passages most similar to ``text``, best first."""
         if k <= 0 or not self.passages:
             return []
-        hits = self._index.search(text, k, max_doc_id=max_position)
-        return sorted(doc_id for doc_id, _ in hits)
+        return [doc_id for doc_id, _ in self.index.search(text, k, max_doc_id=max_position)]
+
+    def similar(self, text: str, k: int, max_position: int | None = None) -> list[int]:
+        """Positions of the (up to) k passages most similar to ``text``, in arrival order."""
+        return sorted(self.ranked(text, k, max_position))
 
     def tagged(self, positions: Any) -> list[tuple[int, str]]:
         """(tag index, text) of the passages at ``positions``, in the order given."""
@@ -137,6 +157,6 @@ class PassageStore:
         if not isinstance(items, list):
             raise DataError("<snapshot>", None, field, "expected a list of passages")
         parsed = [Passage.from_json(item, field, i) for i, item in enumerate(items)]
-        self.passages, self._index, self.next_index = [], self._new_index(), 0
+        self.passages, self._index, self._indexed, self.next_index = [], self._new_index(), 0, 0
         for passage in parsed:
             self.add(passage)

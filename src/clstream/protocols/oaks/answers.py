@@ -27,6 +27,7 @@ Readings chosen here where SPECS leaves room:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -91,6 +92,14 @@ def extract_answer(output: str, mc: bool) -> str:
     return next(g for g in lone.groups() if g).upper() if lone else ""
 
 
+# Distinct answers are few next to the answers scored (a run repeats each question at every
+# interval, and models repeat themselves), so the pure string functions below are memoised:
+# each distinct (text, flags) is folded once per process. Bounded, so hostile input cannot
+# grow memory without limit.
+_MEMO = 1 << 16
+
+
+@functools.lru_cache(maxsize=_MEMO)
 def normalize(text: str, mc: bool) -> str:
     """Lowercase, delete punctuation, drop articles (open-ended only), collapse whitespace."""
     lowered = text.lower()
@@ -136,6 +145,7 @@ def is_counting(question_type: str | None) -> bool:
     return (question_type or "").strip().lower() == COUNTING
 
 
+@functools.lru_cache(maxsize=_MEMO)
 def canonical(answer: str, mc: bool, question_type: str | None = None) -> str:
     """The form two answers are compared in: normalized; counts as decimal numerals for
     counting questions only.

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clstream.core.jsonio import gc_paused
 from clstream.core.specs import RunSpec
 from clstream.protocols.common import build_model, parse_components, run_info, system_factory
 from clstream.protocols.oaks.babi import write_oaks_babi
@@ -131,10 +132,13 @@ def _fmt(x: float) -> str:
 
 
 def score(args: argparse.Namespace) -> int:
-    dataset = load_oaks(args.data)
-    preds = load_predictions(args.predictions, dataset)
-    result, missing = score_oaks(dataset, preds, allow_missing=args.allow_missing,
-                                 predictions_path=args.predictions)
+    # Reading builds millions of small objects and no reference cycles: the cyclic collector
+    # would rescan them all again and again (a third of the command's time), for nothing.
+    with gc_paused():
+        dataset = load_oaks(args.data)
+        preds = load_predictions(args.predictions, dataset)
+        result, missing = score_oaks(dataset, preds, allow_missing=args.allow_missing,
+                                     predictions_path=args.predictions)
     if missing:
         print(f"clstream: {missing} predictions missing, counted as wrong", file=sys.stderr)
     if args.json:

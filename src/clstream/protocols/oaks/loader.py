@@ -22,12 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import DataError
 from clstream.core.files import write_atomic
-from clstream.core.jsonio import loads_json_bytes, read_file_bytes
+from clstream.core.jsonio import decode_utf8, loads_json_bytes, plain_json, read_file_bytes
 from clstream.protocols.oaks.data import OaksDataset, OaksDocument, OaksQuestion
 
 MAX_OPTIONS = 26  # one capital letter per option
@@ -71,6 +72,22 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
+
+
+def _valid_golds(values: list[Any], options: tuple[str, ...]) -> tuple[tuple[str, ...], ...] | None:
+    """The golds of one question when every one passes :meth:`_Checker.gold` (checked in
+    bulk: a dataset has a gold per question and chunk), else None."""
+    if options:
+        if all(type(v) is str for v in values) and set(values) <= set(options) \
+                and all(map(str.strip, values)):
+            return tuple((v,) for v in values)
+        return None
+    if not all(type(v) is list and v for v in values):
+        return None
+    flat = list(chain.from_iterable(values))
+    if all(type(g) is str for g in flat) and all(map(str.strip, flat)):
+        return tuple(map(tuple, values))
+    return None
 
 
 class _Checker:
@@ -161,7 +178,9 @@ class _Checker:
             raise self.fail(record, "chunk_to_answer", "missing")
         answers = self.obj(entry["chunk_to_answer"], record, "chunk_to_answer")
         self.chunk_keys(answers, n, record, "chunk_to_answer", "gold", complete=True)
-        golds = tuple(self.gold(answers[str(k)], k, record, options) for k in range(n))
+        golds = _valid_golds([answers[str(k)] for k in range(n)], options)
+        if golds is None:  # some gold is wrong: find which, with its error
+            golds = tuple(self.gold(answers[str(k)], k, record, options) for k in range(n))
         sources = entry.get("option_sources")
         if sources is not None:
             for option, by_chunk in self.obj(sources, record, "option_sources").items():
@@ -215,11 +234,32 @@ class _Checker:
                             title=title, author=author)
 
 
+def _reject(constant: str) -> Any:
+    raise ValueError(constant)
+
+
+def _parse(raw: bytes, name: str) -> Any:
+    """The file's JSON as :func:`clstream.core.jsonio.loads_json_bytes` reads it. The common
+    case (valid, finite, shallow) takes one parse and one walk in C over flat containers; any
+    doubt (a parse error, a rejected constant, a float of 2**63 or more, deep nesting) reads
+    the file again through the strict reader, which raises its own error."""
+    text = decode_utf8(raw, name)
+    if text.strip():
+        try:
+            value = json.loads(text, object_pairs_hook=_pairs_hook, parse_constant=_reject)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            if isinstance(value, dict | list) and plain_json(value):
+                return value
+    return loads_json_bytes(raw, name, object_pairs_hook=_pairs_hook)
+
+
 def load_oaks(path: str | Path) -> OaksDataset:
     """Read and validate an OAKS file; raises DataError naming file, record and field."""
     name = str(path)
     raw = read_file_bytes(path, name)
-    top = loads_json_bytes(raw, name, object_pairs_hook=_pairs_hook)
+    top = _parse(raw, name)
     checker = _Checker(name)
     if not isinstance(top, list):
         raise checker.fail(None, None, f"top level must be an array of documents, "

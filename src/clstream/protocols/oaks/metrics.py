@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from clstream.core.errors import DataError, SpecError
-from clstream.core.jsonio import iter_json_lines
+from clstream.core.jsonio import iter_json_lines_fast
 from clstream.protocols.oaks.answers import accepted_answers, canonical_answer, canonical_golds
 from clstream.protocols.oaks.data import OaksDataset, OaksQuestion
 
@@ -218,24 +218,32 @@ def judge_dataset(
                             f"interval outside 1..{sizes[qid]}")
     judged: list[JudgedQuestion] = []
     missing = 0
+    # Each distinct output is read once per (multiple choice, type): models repeat answers.
+    memo: dict[tuple[str, bool, str | None], str] = {}
     for doc in dataset.documents:
         for q in doc.questions:
             accepted = accepted_answers(q)
+            mc, qtype, qid = q.is_mc, q.question_type, q.question_id
             answers: list[str] = []
-            hits = np.zeros(doc.num_chunks, dtype=bool)
+            hits = [False] * doc.num_chunks
             for t in range(1, doc.num_chunks + 1):
-                output = predictions.get((q.question_id, t))
+                output = predictions.get((qid, t))
                 if output is None:
                     if not allow_missing:
-                        raise DataError(predictions_path, f"question {q.question_id} t {t}",
+                        raise DataError(predictions_path, f"question {qid} t {t}",
                                         "output", "missing prediction (--allow-missing counts "
                                         "missing ones as wrong)")
                     missing += 1
                     answers.append("")
                     continue
-                answers.append(canonical_answer(output, q.is_mc, q.question_type))
-                hits[t - 1] = answers[-1] in accepted[t - 1]
-            judged.append(JudgedQuestion(doc.bid, q, canonical_golds(q), tuple(answers), hits))
+                key = (output, mc, qtype)
+                answer = memo.get(key)
+                if answer is None:
+                    answer = memo[key] = canonical_answer(output, mc, qtype)
+                answers.append(answer)
+                hits[t - 1] = answer in accepted[t - 1]
+            judged.append(JudgedQuestion(doc.bid, q, canonical_golds(q), tuple(answers),
+                                         np.array(hits, dtype=bool)))
     return judged, missing
 
 
@@ -377,17 +385,28 @@ def load_predictions(
     )
     predictions: dict[tuple[str, int], str] = {}
     first_line: dict[tuple[str, int], int] = {}
-    for number, obj in iter_json_lines(name):
-        record = f"line {number}"
-        qid, t, output = _prediction(name, record, obj)
-        if chunks is not None and qid not in chunks:
-            raise DataError(name, record, "question_id", f"unknown question {qid!r}")
-        if chunks is not None and t > chunks[qid]:
-            raise DataError(name, record, "t",
-                            f"interval {t} beyond the document's {chunks[qid]} chunks")
-        if (qid, t) in first_line:
-            raise DataError(name, record, "t", f"duplicate prediction for question "
-                            f"{qid} t {t} (first on line {first_line[qid, t]})")
-        first_line[qid, t] = number
-        predictions[qid, t] = output
+    for number, obj in iter_json_lines_fast(name):
+        # The common line first, checked inline; anything else gets the full checks (and
+        # their error) from _prediction.
+        if type(obj) is dict and len(obj) == 3:
+            qid, t, output = obj.get("question_id"), obj.get("t"), obj.get("output")
+            if not (type(qid) is str and qid and type(t) is int and t >= 1
+                    and type(output) is str):
+                qid, t, output = _prediction(name, f"line {number}", obj)
+        else:
+            qid, t, output = _prediction(name, f"line {number}", obj)
+        if chunks is not None:
+            limit = chunks.get(qid)
+            if limit is None:
+                raise DataError(name, f"line {number}", "question_id",
+                                f"unknown question {qid!r}")
+            if t > limit:
+                raise DataError(name, f"line {number}", "t",
+                                f"interval {t} beyond the document's {limit} chunks")
+        key = (qid, t)
+        if key in first_line:
+            raise DataError(name, f"line {number}", "t", f"duplicate prediction for question "
+                            f"{qid} t {t} (first on line {first_line[key]})")
+        first_line[key] = number
+        predictions[key] = output
     return predictions

@@ -12,6 +12,7 @@ from typing import Any
 
 from clstream.core.errors import ClstreamError, SpecError, StoreError
 from clstream.core.files import atomic_writer
+from clstream.core.jsonio import gc_paused
 from clstream.core.records import RunRow
 from clstream.core.specs import RunSpec
 from clstream.judges.evaluators import CodeEvaluator
@@ -202,7 +203,8 @@ def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:
 
 # -- score -----------------------------------------------------------------------------------
 def score(args: argparse.Namespace) -> int:
-    result = score_seqmem(load_seqmem_records(args.records))
+    with gc_paused():  # many small acyclic objects: nothing for the cyclic collector to find
+        result = score_seqmem(load_seqmem_records(args.records))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from clstream.core.errors import DataError
-from clstream.core.jsonio import iter_json_lines
+from clstream.core.jsonio import iter_json_lines_fast
 
 __all__ = [
     "SeqMemRecords",
@@ -338,7 +338,7 @@ def _check_coverage(
 def load_seqmem_records(path: str | Path) -> SeqMemRecords:
     """Read and validate a SeqMem records file (JSONL, SPECS §5)."""
     p = Path(path)
-    return records_from_rows(iter_json_lines(str(p)), source=str(p))
+    return records_from_rows(iter_json_lines_fast(str(p)), source=str(p))
 
 
 def score_seqmem(records: SeqMemRecords | Iterable[Mapping[str, Any]]) -> dict[str, Any]:
