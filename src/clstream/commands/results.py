@@ -64,6 +64,11 @@ def summary(args: argparse.Namespace) -> int:
         lines = resolve("protocol", protocol).summary_lines(runs) if protocol in known \
             else _generic_lines(runs)
         print("\n".join(lines))
+        capped = [(r.get("system"), (r.get("status") or {}).get("hit_token_cap")) for r in runs]
+        capped = [(s, n) for s, n in capped if isinstance(n, int) and n > 0]
+        if capped:  # a model looping to the cap shows up at once
+            print("answers cut at the token cap: "
+                  + ", ".join(f"{system} {n}" for system, n in capped))
     return 0
 
 

@@ -3,15 +3,35 @@
 DESIGN.md: "talk to model servers (vLLM, SGLang) over the OpenAI-compatible API" and "caching,
 retries, concurrency limits and cost accounting wrap any backend". This backend adds:
 
-- a bound on requests in flight (an asyncio semaphore shared by all ``generate`` calls of the
-  model on one event loop; a request waiting out a backoff does not hold a slot);
+- a bound on requests in flight shared by all ``generate`` calls of the model on one event
+  loop, adaptive by default and fixed by ``max_concurrency``
+  (:mod:`clstream.models.concurrency`); a request waiting out a backoff does not hold a slot;
+- streamed answers (usage from the final chunk) with timeouts on silence, not on length: an
+  attempt times out when no token came for ``request_timeout`` seconds (the wait for the first
+  one included), never because a long answer keeps coming; closing a timed-out stream stops the
+  server generating it. A server that answers a streamed request with a plain body is read as
+  before, and one that refuses streaming is asked without it from then on;
+- a timeout or an interrupted stream while other requests are in flight is the server's queue
+  speaking: the limit is lowered and the request sent again without spending a retry; a
+  request fails only after its retries are spent on faults that met it alone (or at once, on
+  an answer that cannot change); a stream cut short with nothing else in flight means the
+  server's streams are broken, and its requests are sent plain from then on;
 - retries with exponential backoff and full jitter on 408/409/429, 5xx, timeouts, dropped
   connections and malformed bodies (:mod:`clstream.models.retry`); a request that still fails
   is returned as an error result with no samples, never as a guessed answer;
 - an optional :class:`~clstream.models.cache.ResponseCache` (hits send nothing), given as an
   object or opened from ``cache_path``;
-- usage as the server reports it, else counted with the tokenizer; latency is the wall time of
-  the attempt that succeeded (backoff waits are not part of it).
+- usage as the server reports it, else counted with the tokenizer (a stream without usage, as
+  llama-cpp-python sends, counts its text chunks as completion tokens); latency is the wall
+  time of the attempt that succeeded (backoff waits are not part of it);
+- request bodies encoded with orjson, and the run's requests sent through aiohttp where it is
+  installed, httpx otherwise (:mod:`clstream.models.http`: a tenth of the client CPU per
+  request); the endpoint checks always use httpx.
+
+Before the run, the preflight also reads what the server says of itself
+(:mod:`clstream.models.endpoint`): its slot count is where the adaptive limit starts, its
+context length is :attr:`OpenAICompatModel.server` for the run's checks. :meth:`transport`
+gives the limit's history and request counters.
 
 The API key is read once, from the environment variable named by ``api_key_env``, and goes only
 into the ``Authorization`` header: it is absent from ``describe()``, results, cache entries and
@@ -42,6 +62,7 @@ from one event loop at a time (a new loop gets a fresh bound).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import os
@@ -55,6 +76,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import orjson
 
 from clstream.core.contracts import Tokenizer
 from clstream.core.errors import ClstreamError, SpecError
@@ -69,6 +91,22 @@ from clstream.core.types import (
     Usage,
 )
 from clstream.models.cache import ResponseCache
+from clstream.models.concurrency import DEFAULT_CEILING, DEFAULT_START, ConcurrencyLimit
+from clstream.models.endpoint import (
+    ServerInfo,
+    merge,
+    parse_model_listing,
+    parse_props,
+    server_root,
+)
+from clstream.models.http import (
+    HttpClient,
+    HttpFailure,
+    HttpTimeout,
+    aiohttp_available,
+    new_client,
+    os_reason,
+)
 from clstream.models.retry import (
     AttemptFailure,
     RetryPolicy,
@@ -79,11 +117,13 @@ from clstream.models.retry import (
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.models.wire import (
     MalformedResponse,
+    StreamAssembler,
     build_body,
     check_extra_body,
     count_usage,
     parse_samples,
     parse_usage,
+    stream_body,
 )
 
 BACKEND = "openai"
@@ -95,10 +135,27 @@ PREFLIGHT_TIMEOUT = 5.0
 PREFLIGHT_PROMPT = "Reply with the word OK."
 _REASON_CHARS = 240  # of a server's reason quoted in one line
 _SNIPPET_CHARS = 300  # of an error body kept in a stored error
+FREE_RESENDS = 16  # sends of one request after congestion that spend no retry, at most
+CONGESTION_STATUSES = frozenset({429, 503})
+UNFINISHED = "stream ended before the answer finished"
 
 
 class EndpointError(ClstreamError):
     """The model endpoint cannot serve the run (found by the check before it starts)."""
+
+
+class _Congestion(AttemptFailure):
+    """A failed attempt that says the server is full: a silence timeout or an interrupted
+    stream (``free``: sent again at once when others were in flight) or a 429/503 (retried
+    after the usual wait)."""
+
+    def __init__(self, reason: str, free: bool, retry_after: float | None = None):
+        super().__init__(reason, True, retry_after)
+        self.free = free
+
+
+class _NoStream(Exception):
+    """The server refused the streaming fields of a request."""
 
 
 class _Secret:
@@ -125,8 +182,8 @@ class _LoopState:
     one connection pool."""
 
     loop: weakref.ReferenceType[asyncio.AbstractEventLoop]
-    semaphore: asyncio.Semaphore
-    client: httpx.AsyncClient | None = None
+    limit: ConcurrencyLimit
+    client: HttpClient | None = None
     users: int = 0
 
 
@@ -168,10 +225,15 @@ def _shorten(text: str, limit: int) -> str:
 
 def _server_reason(response: httpx.Response, secrets: list[str], limit: int = _REASON_CHARS
                    ) -> str:
+    """The server's own words on a failed response (:func:`_reason`)."""
+    return _reason(response.status_code, response.text, secrets, limit)
+
+
+def _reason(status: int, body: str, secrets: list[str], limit: int = _REASON_CHARS) -> str:
     """The server's own words on a failed response, scrubbed of secrets, on one short line:
     the message of an OpenAI-style error body (``{"error": {"message"}}``, ``{"message"}``,
     ``{"detail"}``), else the body text."""
-    text = scrub(response.text, secrets)
+    text = scrub(body, secrets)
     message: Any = None
     try:
         payload = json.loads(text)
@@ -185,21 +247,7 @@ def _server_reason(response: httpx.Response, secrets: list[str], limit: int = _R
     if message and not isinstance(message, str):
         message = json.dumps(message)
     reason = _shorten(message if isinstance(message, str) and message.strip() else text, limit)
-    return f"HTTP {response.status_code}: {reason}" if reason else f"HTTP {response.status_code}"
-
-
-def _transport_reason(exc: BaseException) -> str:
-    """Why a connection failed, in the operating system's words where it gave some
-    ("Connection refused", "Name or service not known"), else the client's."""
-    seen: BaseException | None = exc
-    reason = ""
-    for _ in range(16):  # the chain of causes, innermost last
-        if seen is None:
-            break
-        if isinstance(seen, OSError) and isinstance(seen.errno, int):
-            reason = os.strerror(seen.errno) if seen.errno > 0 else seen.strerror or reason
-        seen = seen.__cause__ or seen.__context__
-    return reason or str(exc) or type(exc).__name__
+    return f"HTTP {status}: {reason}" if reason else f"HTTP {status}"
 
 
 def _positive(name: str, value: Any, integer: bool = False) -> None:
@@ -214,7 +262,7 @@ class OpenAICompatModel:
     """``openai:<target>``: chat completions from ``{base_url}/chat/completions``."""
 
     summary: ClassVar[str] = ("openai:<model>: any OpenAI-compatible server (--base-url, "
-                              "--api-key-env, --max-concurrency, --cache)")
+                              "--api-key-env, --max-concurrency, --request-timeout, --cache)")
     # Endpoint, key, concurrency, retries and cache come from flags: none changes an answer.
     params: ClassVar[dict[str, Param]] = {}
 
@@ -223,7 +271,7 @@ class OpenAICompatModel:
         target: str,
         base_url: str = DEFAULT_BASE_URL,
         api_key_env: str | None = None,
-        max_concurrency: int = 8,
+        max_concurrency: int | None = None,
         request_timeout: float = 120.0,
         max_retries: int = 6,
         backoff_base: float = 0.5,
@@ -232,10 +280,13 @@ class OpenAICompatModel:
         tokenizer: Tokenizer | None = None,
         extra_body: dict[str, Any] | None = None,
         cache_path: str | Path | None = None,
+        stream: bool = True,
+        http_client: str | None = None,
     ):
         if not isinstance(target, str) or not target.strip():
             raise SpecError("openai model: target (the served model name) must be non-empty")
-        _positive("max_concurrency", max_concurrency, integer=True)
+        if max_concurrency is not None:
+            _positive("max_concurrency", max_concurrency, integer=True)
         _positive("request_timeout", request_timeout)
         self.target = target.strip()
         self.name = f"{BACKEND}:{self.target}"
@@ -251,6 +302,13 @@ class OpenAICompatModel:
         self.api_key_env = api_key_env
         self._key = _read_key(api_key_env)
         self._state: _LoopState | None = None
+        self.stream = bool(stream)
+        if http_client not in (None, "aiohttp", "httpx"):
+            raise SpecError(f"http_client must be aiohttp or httpx, got {http_client!r}")
+        self.http_client = http_client
+        self.server: ServerInfo | None = None  # what the server reported, after preflight()
+        self._orders = itertools.count()
+        self._listed_context: int | None = None
 
     def __repr__(self) -> str:
         return f"OpenAICompatModel(name={self.name!r}, base_url={_redact(self.base_url)!r})"
@@ -264,7 +322,9 @@ class OpenAICompatModel:
             "api_key_env": self.api_key_env,
             "tokenizer": self.tokenizer.name,
             "tokenizer_exact": self.tokenizer.exact,
-            "max_concurrency": self.max_concurrency,
+            "max_concurrency": self.max_concurrency,  # None: adaptive
+            "stream": self.stream,
+            "http_client": self.http_client or ("aiohttp" if aiohttp_available() else "httpx"),
             "request_timeout": self.request_timeout,
             "max_retries": self.policy.max_retries,
             "backoff_base": self.policy.backoff_base,
@@ -276,22 +336,47 @@ class OpenAICompatModel:
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    def start_concurrency(self) -> int:
+        """Requests in flight at the start: the fixed bound, else the server's slot count where
+        it reported one (after :meth:`preflight`), else the adaptive default."""
+        if self.max_concurrency is not None:
+            return self.max_concurrency
+        slots = self.server.slots if self.server is not None else None
+        return min(slots, DEFAULT_CEILING) if slots else DEFAULT_START
+
     def _loop_state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
         state = self._state
         if state is None or state.loop() is not loop:
-            state = _LoopState(weakref.ref(loop), asyncio.Semaphore(self.max_concurrency))
+            limit = ConcurrencyLimit(self.start_concurrency(), self.max_concurrency is None)
+            state = _LoopState(weakref.ref(loop), limit)
             self._state = state
         return state
 
-    def _new_client(self, timeout: float | None = None) -> httpx.AsyncClient:
+    def transport(self) -> dict[str, Any]:
+        """The in-flight bound of the latest event loop: its setting, current value, history
+        (seconds since start, limit, reason) and request counters; kept with a run."""
+        if self._state is None:
+            return ConcurrencyLimit(self.start_concurrency(),
+                                    self.max_concurrency is None).describe()
+        return self._state.limit.describe()
+
+    def _new_pool(self) -> HttpClient:
+        """The connection pool of a run's requests (:mod:`clstream.models.http`)."""
         host = urlsplit(self.base_url).hostname or ""
+        pool = self.max_concurrency if self.max_concurrency is not None else DEFAULT_CEILING
+        return new_client(self.request_timeout, pool, trust_env=host not in _LOOPBACK,
+                          prefer=self.http_client)
+
+    def _new_client(self, timeout: float | None = None) -> httpx.AsyncClient:
+        """An httpx client for the endpoint checks (a few requests, before the run)."""
+        host = urlsplit(self.base_url).hostname or ""
+        seconds = self.request_timeout if timeout is None else timeout
+        pool = self.max_concurrency if self.max_concurrency is not None else DEFAULT_CEILING
         return httpx.AsyncClient(
-            timeout=httpx.Timeout(self.request_timeout if timeout is None else timeout),
-            limits=httpx.Limits(
-                max_connections=self.max_concurrency,
-                max_keepalive_connections=self.max_concurrency,
-            ),
+            # Read: the longest silence; pool: none, the in-flight bound does the waiting.
+            timeout=httpx.Timeout(seconds, connect=min(seconds, 30.0), pool=None),
+            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
             # Proxy settings from the environment make no sense for a loopback server.
             trust_env=host not in _LOOPBACK,
         )
@@ -300,7 +385,7 @@ class OpenAICompatModel:
         """Keep one connection pool open until exit (otherwise each ``generate`` opens its own)."""
         state = self._loop_state()
         if state.client is None:
-            state.client = self._new_client()
+            state.client = self._new_pool()
         state.users += 1
         return self
 
@@ -328,19 +413,25 @@ class OpenAICompatModel:
         state = self._loop_state()
         if state.client is not None:
             return await self._gather(state, state.client, requests)
-        async with self._new_client() as client:
+        client = self._new_pool()
+        try:
             return await self._gather(state, client, requests)
+        finally:
+            await client.aclose()
 
     async def _gather(
         self,
         state: _LoopState,
-        client: httpx.AsyncClient,
+        client: HttpClient,
         requests: Sequence[GenerationRequest],
     ) -> list[GenerationResult]:
-        return list(await asyncio.gather(*(self._one(state, client, r) for r in requests)))
+        # Order numbers are taken here, in the caller's order, so admission follows it.
+        return list(await asyncio.gather(*(self._one(state, client, r, next(self._orders))
+                                           for r in requests)))
 
     async def _one(
-        self, state: _LoopState, client: httpx.AsyncClient, request: GenerationRequest
+        self, state: _LoopState, client: HttpClient, request: GenerationRequest,
+        order: int,
     ) -> GenerationResult:
         body = build_body(self.target, request, self.extra_body)
         key = ResponseCache.key(BACKEND, body) if self.cache is not None else ""
@@ -354,7 +445,7 @@ class OpenAICompatModel:
                     cache_hit=True,
                     stage=request.stage,
                 )
-        result = await self._with_retries(state, client, request, body)
+        result = await self._with_retries(state, client, request, body, order)
         if result.ok and self.cache is not None:
             self.cache.put(key, BACKEND, self.target, result.samples, result.usage)
         return result
@@ -362,26 +453,52 @@ class OpenAICompatModel:
     async def _with_retries(
         self,
         state: _LoopState,
-        client: httpx.AsyncClient,
+        client: HttpClient,
         request: GenerationRequest,
         body: dict[str, Any],
+        order: int,
     ) -> GenerationResult:
         rng = jitter_rng(request.key)
         attempts = self.policy.attempts
+        limit = state.limit
         last = ""
-        for attempt in range(attempts):
+        retry_after: float | None = None
+        attempt = free = 0
+        while attempt < attempts:
+            ticket = await limit.acquire(order)
             try:
-                async with state.semaphore:
-                    samples, usage = await self._attempt(client, request, body)
+                samples, usage, first_token_s = await self._attempt(client, request, body)
+            except _NoStream:
+                limit.released(ticket)
+                self.stream = False  # this server answers plain requests only
+                continue
+            except _Congestion as failure:
+                others = limit.in_flight > 1
+                limit.congested(ticket, failure.reason)
+                last, retry_after = failure.reason, failure.retry_after
+                if failure.free and others and free < FREE_RESENDS:
+                    free += 1
+                    limit.note_resend()
+                    continue  # the queue was full, not the request wrong: no retry spent
+                if failure.reason == UNFINISHED:
+                    self.stream = False  # cut short with nothing else waiting: streams break
+            except AttemptFailure as failure:
+                limit.released(ticket, error=not failure.retryable)
+                last, retry_after = failure.reason, failure.retry_after
+                if not failure.retryable:
+                    return self._error(request, f"{failure.reason} (not retried)")
+            except BaseException:
+                limit.released(ticket)
+                raise
+            else:
+                limit.succeeded(ticket, first_token_s, usage.latency_s, usage.completion_tokens)
                 return GenerationResult(
                     key=request.key, samples=samples, usage=usage, stage=request.stage
                 )
-            except AttemptFailure as failure:
-                last = failure.reason
-                if not failure.retryable:
-                    return self._error(request, f"{failure.reason} (not retried)")
-                if attempt + 1 < attempts:
-                    await asyncio.sleep(self.policy.delay(attempt, rng, failure.retry_after))
+            attempt += 1
+            if attempt < attempts:
+                await asyncio.sleep(self.policy.delay(attempt - 1, rng, retry_after))
+        limit.stats.errors += 1
         return self._error(request, f"failed after {attempts} attempts; last error: {last}")
 
     def _error(self, request: GenerationRequest, message: str) -> GenerationResult:
@@ -399,33 +516,59 @@ class OpenAICompatModel:
         return headers
 
     async def _attempt(
-        self, client: httpx.AsyncClient, request: GenerationRequest, body: dict[str, Any]
-    ) -> tuple[list[Sample], Usage]:
+        self, client: HttpClient, request: GenerationRequest, body: dict[str, Any]
+    ) -> tuple[list[Sample], Usage, float]:
+        """One attempt: samples, usage (latency: the attempt's wall time) and the seconds to
+        the first token (the whole latency when the answer was not streamed)."""
         url = f"{self.base_url}/chat/completions"
+        streamed = self.stream
+        content = orjson.dumps(stream_body(body) if streamed else body)
+        headers = self._headers()
+        headers["Content-Type"] = "application/json"
+        timeout = self.request_timeout
         start = time.perf_counter()
+        first_token: float | None = None
+        chunks = 0  # stream chunks that carried text: tokens, on servers that send one each
         try:
-            async with asyncio.timeout(self.request_timeout):
-                response = await client.post(url, json=body, headers=self._headers())
-        except (TimeoutError, httpx.TimeoutException) as exc:
-            raise AttemptFailure(f"no response within {self.request_timeout:g}s", True) from exc
-        except httpx.UnsupportedProtocol as exc:
-            raise AttemptFailure(f"cannot reach {_redact(url)}: {exc}", False) from exc
-        except httpx.TransportError as exc:
-            reason = f"connection error ({type(exc).__name__}): {exc}"
-            raise AttemptFailure(reason, True) from exc
+            async with client.post(url, content, headers) as reply:
+                if not 200 <= reply.status < 300:
+                    self._refuse(reply.status, reply.headers, await reply.body(), streamed)
+                if reply.headers.get("content-type", "").startswith("text/event-stream"):
+                    assembler = StreamAssembler()
+                    last = start
+                    async for line in reply.lines():
+                        now = time.perf_counter()
+                        if assembler.feed(line):
+                            if first_token is None:
+                                first_token = now - start
+                            last = now
+                        elif now - last > timeout:  # only keep-alive comments lately
+                            raise TimeoutError
+                        if assembler.done:
+                            break
+                    if not assembler.finished:
+                        raise _Congestion(UNFINISHED, True)
+                    payload: Any = assembler.payload()
+                    chunks = assembler.tokens
+                else:
+                    raw = await reply.body()
+                    try:
+                        payload = orjson.loads(raw)
+                    except orjson.JSONDecodeError as exc:
+                        raise AttemptFailure(f"malformed response: body is not JSON ({exc})",
+                                             True) from exc
+        except (TimeoutError, HttpTimeout) as exc:
+            if isinstance(exc, HttpTimeout) and exc.connect:
+                raise AttemptFailure(f"no connection within {min(timeout, 30.0):g}s",
+                                     True) from exc
+            what = (f"no response within {timeout:g}s" if first_token is None
+                    else f"no token for {timeout:g}s")
+            raise _Congestion(what, True) from exc
+        except HttpFailure as exc:
+            raise AttemptFailure(exc.reason, not exc.fatal) from exc
+        except MalformedResponse as exc:
+            raise AttemptFailure(f"malformed response: {exc}", True) from exc
         latency = time.perf_counter() - start
-        status = response.status_code
-        if not response.is_success:
-            # Scrubbed before it is cut, so no part of a secret can survive the cut.
-            raise AttemptFailure(
-                _server_reason(response, self._secrets(), _SNIPPET_CHARS),
-                is_retryable_status(status),
-                parse_retry_after(response.headers.get("retry-after")),
-            )
-        try:
-            payload = json.loads(response.content)
-        except ValueError as exc:
-            raise AttemptFailure(f"malformed response: body is not JSON ({exc})", True) from exc
         try:
             samples = parse_samples(payload, request.params.n)
         except MalformedResponse as exc:
@@ -433,8 +576,22 @@ class OpenAICompatModel:
         usage = parse_usage(payload, samples, self.tokenizer)
         if usage is None:
             usage = count_usage(request, samples, self.tokenizer)
+            if chunks and request.params.n == 1:  # a stream without usage (llama-cpp-python)
+                usage.completion_tokens = max(chunks, usage.reasoning_tokens)
         usage.latency_s = latency
-        return samples, usage
+        return samples, usage, latency if first_token is None else first_token
+
+    def _refuse(self, status: int, headers: Any, body: bytes, streamed: bool) -> None:
+        """Raise the failure a non-2xx answer stands for."""
+        # Scrubbed before it is cut, so no part of a secret can survive the cut.
+        reason = _reason(status, body.decode("utf-8", "replace"), self._secrets(),
+                         _SNIPPET_CHARS)
+        if streamed and status in (400, 422) and "stream" in reason.lower():
+            raise _NoStream(reason)
+        retry_after = parse_retry_after(headers.get("retry-after"))
+        if status in CONGESTION_STATUSES:
+            raise _Congestion(reason, False, retry_after)
+        raise AttemptFailure(reason, is_retryable_status(status), retry_after)
 
     # -- the endpoint check ----------------------------------------------------------------
 
@@ -445,7 +602,21 @@ class OpenAICompatModel:
         where = f"model {self.name} at {_redact(self.base_url)}"
         async with self._new_client(timeout) as client:
             served = await self._served_models(client, timeout, where)
+            props = await self._props(client, timeout)
+            self.server = merge((None if served is None else tuple(served),
+                                 self._listed_context), props)
             return await self._one_token(client, sampling, timeout, where, served)
+
+    async def _props(self, client: httpx.AsyncClient, timeout: float
+                     ) -> tuple[int | None, int | None] | None:
+        """Context length and slots from a llama.cpp ``/props`` (None where not answered)."""
+        try:
+            response = await self._check_call(
+                client.get(f"{server_root(self.base_url)}/props", headers=self._headers()),
+                timeout)
+        except (TimeoutError, httpx.HTTPError):
+            return None
+        return parse_props(response.content) if response.is_success else None
 
     async def _check_call(self, call: Any, timeout: float) -> httpx.Response:
         async with asyncio.timeout(timeout + 1.0):  # a guard over the client's own timeouts
@@ -468,19 +639,14 @@ class OpenAICompatModel:
             raise EndpointError(f"{where}: no answer within {timeout:g}s "
                                 "(is the server up and the address right?)") from None
         except httpx.TransportError as exc:
-            raise EndpointError(f"{where}: cannot connect ({_transport_reason(exc)})") from None
+            raise EndpointError(f"{where}: cannot connect ({os_reason(exc)})") from None
         if response.status_code in (401, 403):
             raise self._refused(where, response)
+        self._listed_context = None
         if not response.is_success:
             return None
-        try:
-            data = json.loads(response.content).get("data")
-        except (ValueError, AttributeError):
-            return None
-        if not isinstance(data, list):
-            return None
-        ids = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-        return ids or None
+        ids, self._listed_context = parse_model_listing(response.content, self.target)
+        return None if ids is None else list(ids)
 
     async def _one_token(
         self,
@@ -503,7 +669,7 @@ class OpenAICompatModel:
         except (TimeoutError, httpx.TimeoutException):
             outcome = f"no answer to a 1-token request within {timeout:g}s"
         except httpx.TransportError as exc:
-            outcome = f"connection failed ({_transport_reason(exc)})"
+            outcome = f"connection failed ({os_reason(exc)})"
         else:
             if response.is_success:
                 return []  # served, whatever the listing says
@@ -525,3 +691,4 @@ class OpenAICompatModel:
             raise EndpointError(f"{where}: the server does not list model {self.target!r} "
                                 f"(it serves {listed}{more}) and answered {outcome}")
         return [f"{where}: the endpoint check got {outcome}; going on (requests are retried)"]
+

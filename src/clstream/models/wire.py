@@ -18,6 +18,13 @@ default ``tool_choice``, "auto", applies) only when there are some, so a request
 has the body, and the cache key, it always had. A choice's ``message.tool_calls`` come back as
 the sample's ``tool_calls`` (``{"id", "name", "arguments"}``, arguments as the JSON text the
 model wrote); a message that calls tools may have null content.
+
+Streaming (``"stream": true`` with ``stream_options.include_usage``): the backend reads the
+server-sent events with :class:`StreamAssembler`, which joins each choice's deltas (text,
+reasoning, tool-call pieces) and keeps the finish reason and the usage of the final chunk, then
+hands back a body of the non-streamed shape, so both paths are checked by the same parser. The
+stream fields are added after the cache key is taken (:func:`stream_body`): a streamed and a
+plain request for the same answer share one cache entry.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ import copy
 import json
 import re
 from typing import Any
+
+import orjson
 
 from clstream.core.contracts import Tokenizer
 from clstream.core.errors import SpecError
@@ -243,3 +252,123 @@ def count_usage(request: GenerationRequest, samples: list[Sample], tokenizer: To
         completion_tokens=answer + reasoning,
         reasoning_tokens=reasoning,
     )
+
+
+def stream_body(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` asking for a stream of server-sent events with usage in the final chunk."""
+    return {**body, "stream": True, "stream_options": {"include_usage": True}}
+
+
+class StreamAssembler:
+    """Joins the chunks of a streamed chat completion into the body a plain request returns.
+
+    Feed it each line of the event stream; ``tokens`` counts the chunks that carried answer,
+    reasoning or tool-call text (the stream's pace), ``done`` turns true at ``data: [DONE]``.
+    """
+
+    __slots__ = ("_choices", "_usage", "_model", "tokens", "done")
+
+    def __init__(self) -> None:
+        self._choices: dict[int, dict[str, Any]] = {}
+        self._usage: Any = None
+        self._model: Any = None
+        self.tokens = 0
+        self.done = False
+
+    def feed(self, line: bytes | str) -> bool:
+        """Take one line; True when it carried generated text."""
+        if isinstance(line, str):
+            line = line.encode()
+        if not line.startswith(b"data:"):
+            return False  # blank separators, comments (keep-alive pings), event names
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            self.done = True
+            return False
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise MalformedResponse(f"stream chunk is not JSON ({exc})") from exc
+        if not isinstance(chunk, dict):
+            raise MalformedResponse("stream chunk is not a JSON object")
+        if "error" in chunk and "choices" not in chunk:
+            raise MalformedResponse(f"server error in stream: {str(chunk['error'])[:200]}")
+        if chunk.get("usage") is not None:
+            self._usage = chunk["usage"]
+        self._model = chunk.get("model", self._model)
+        progressed = False
+        for choice in chunk.get("choices") or ():
+            if isinstance(choice, dict) and self._delta(choice):
+                progressed = True
+        self.tokens += progressed
+        return progressed
+
+    def _delta(self, choice: dict[str, Any]) -> bool:
+        index = choice.get("index", 0)
+        if not isinstance(index, int):
+            raise MalformedResponse("stream choice has no integer index")
+        acc = self._choices.get(index)
+        if acc is None:
+            acc = self._choices[index] = {"content": [], "reasoning": [], "tools": {},
+                                          "finish": None}
+        delta = choice.get("delta") or {}
+        progressed = False
+        if isinstance(delta, dict):
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                acc["content"].append(text)
+                progressed = True
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                acc["reasoning"].append(reasoning)
+                progressed = True
+            for call in delta.get("tool_calls") or ():
+                if isinstance(call, dict):
+                    progressed = True
+                    self._tool_piece(acc["tools"], call)
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str):
+            acc["finish"] = finish
+        return progressed
+
+    @staticmethod
+    def _tool_piece(tools: dict[int, dict[str, Any]], call: dict[str, Any]) -> None:
+        slot = call.get("index", len(tools))
+        entry = tools.setdefault(slot if isinstance(slot, int) else len(tools),
+                                 {"id": None, "name": [], "arguments": []})
+        if isinstance(call.get("id"), str):
+            entry["id"] = call["id"]
+        function = call.get("function") or {}
+        if isinstance(function, dict):
+            if isinstance(function.get("name"), str):
+                entry["name"].append(function["name"])
+            if isinstance(function.get("arguments"), str):
+                entry["arguments"].append(function["arguments"])
+
+    @property
+    def finished(self) -> bool:
+        """Every choice seen has a finish reason (a stream cut short has none)."""
+        return bool(self._choices) and all(c["finish"] for c in self._choices.values())
+
+    def payload(self) -> dict[str, Any]:
+        """The body a non-streamed request would have returned."""
+        choices = []
+        for index in sorted(self._choices):
+            acc = self._choices[index]
+            message: dict[str, Any] = {"role": "assistant", "content": "".join(acc["content"])}
+            if acc["reasoning"]:
+                message["reasoning_content"] = "".join(acc["reasoning"])
+            if acc["tools"]:
+                message["tool_calls"] = [
+                    {"id": t["id"], "type": "function",
+                     "function": {"name": "".join(t["name"]),
+                                  "arguments": "".join(t["arguments"])}}
+                    for _, t in sorted(acc["tools"].items())]
+                if not acc["content"]:
+                    message["content"] = None
+            choices.append({"index": index, "message": message, "finish_reason": acc["finish"]})
+        body: dict[str, Any] = {"object": "chat.completion", "model": self._model,
+                                "choices": choices}
+        if self._usage is not None:
+            body["usage"] = self._usage
+        return body

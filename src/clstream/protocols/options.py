@@ -1,7 +1,9 @@
 """Command-line options every protocol's ``run`` verb shares: sampling and model backend.
 
 Sampling flags are part of the run spec (they change outputs); backend flags (endpoint,
-concurrency, retries, cache) are not, except ``--model-args``, which the spec includes.
+concurrency, retries, cache) are not, except ``--model-args``, which the spec includes. Without
+``--max-concurrency`` the openai backend adapts the number of requests in flight to the server
+(:mod:`clstream.models.concurrency`); with it, the number is fixed.
 """
 
 from __future__ import annotations
@@ -41,9 +43,12 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
                         f"{OPENAI_DEFAULT_BASE_URL})")
     g.add_argument("--api-key-env", default=None,
                    help="name of the environment variable holding the API key")
-    g.add_argument("--max-concurrency", type=int, default=None, help="requests in flight at most")
+    g.add_argument("--max-concurrency", type=int, default=None,
+                   help="requests in flight, fixed (default: adaptive, starting at the "
+                        "server's slot count where it reports one)")
     g.add_argument("--request-timeout", type=float, default=None,
-                   help="seconds per request attempt")
+                   help="seconds of silence (no token) before an attempt is given up "
+                        "(default 120; a long answer that keeps coming never times out)")
     g.add_argument("--max-retries", type=int, default=None)
     g.add_argument("--cache", default=None, help="response cache (SQLite file) shared across runs")
 

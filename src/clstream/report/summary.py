@@ -13,6 +13,7 @@ from typing import Any
 import clstream
 from clstream.core.registry import names, resolve
 from clstream.models.pricing import cost_usd
+from clstream.protocols.common import transport_history
 from clstream.store.db import ResultsStore
 
 
@@ -45,6 +46,8 @@ def summarize(
             entry["cost_usd"] = cost_usd(tokens, prices[run.model])
         if run.protocol in known:
             entry.update(resolve("protocol", run.protocol).summarize_run(store, run))
+        # What a remote model's transport did (concurrency limit over time), per session.
+        entry["transport"] = transport_history(store, run.run_id)
         runs_out.append(entry)
     return {
         "dir": str(store.dir),

@@ -232,7 +232,7 @@ def test_errors_and_missing_probes_are_never_wrong_answers(
             cov["probes_scored"]) == ("questions", 8, 10, 58, 60, 48)
     assert cov["share"] == pytest.approx(0.8)
     assert run["status"] == {"probes_done": 58, "probes_total": 60, "errors": 1,
-                             "complete": False}
+                             "complete": False, "hit_token_cap": 0}
 
     capsys.readouterr()
     assert cli(["summary", str(out)]) == 0

@@ -27,8 +27,9 @@ error record.
 
 Records. Each step is a ``step`` record (``stream`` = task/instance, ``t`` = step, rollout,
 arm; payload: instance id, position, the action sent, the raw reply (and the reply to the
-repair request) where it differs from that action, feedback, validity; the usage of its
-answering calls), with a ``call`` record for every other model call (memory updates);
+repair request) where it differs from that action, feedback, validity, the finish reason of
+each answer, so the summary counts answers cut by the token cap; the usage of its answering
+calls), with a ``call`` record for every other model call (memory updates);
 each finished instance an ``instance`` record (``score`` = reward, ``t`` = position in the
 arm's order; payload: position, instance id, stage, steps, tokens). The tokens of an instance
 are those of every call made for it, so a rollout's cost is the sum over its instances
@@ -74,7 +75,13 @@ from clstream.core.errors import StoreError
 from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationResult, Query, Response, Usage
 from clstream.protocols.clbench.snapshots import load_snapshot, stored_form
-from clstream.protocols.common import call_records, progress_bar, register_run
+from clstream.protocols.common import (
+    TransportLog,
+    call_records,
+    finish_reasons,
+    progress_bar,
+    register_run,
+)
 from clstream.store.db import Record, ResultsStore
 
 PROTOCOL = "clbench"
@@ -225,6 +232,7 @@ class ClbenchRunner:
             self._bar = progress_bar(self.instances_total, done_before, self.spec.system.label)
         self._stopped = []
         sem = asyncio.Semaphore(self.parallel)
+        transport = TransportLog(self.model)
 
         async def guarded(unit: Unit) -> None:
             async with sem:
@@ -239,6 +247,7 @@ class ClbenchRunner:
             if self._bar is not None:
                 self._bar.close()
             self.store.add_wall_time(self.run_id, time.perf_counter() - start)
+            transport.save(self.store, self.run_id)
         errors = sum(self.store.count(self.run_id, "instance", errors=True, stream=t)
                      for t in self.tasks)
         return ClbenchRunResult(self.run_id, self._done(), self.instances_total, errors,
@@ -392,7 +401,8 @@ class ClbenchRunner:
         payload: dict[str, Any] = {
             "instance_id": result.instance_id, "pos": pos, "step": step, "action": sent,
             "feedback": result.feedback, "valid": result.valid,
-            "complete": result.instance_complete, "repaired": repair_reply is not None}
+            "complete": result.instance_complete, "repaired": repair_reply is not None,
+            "finish_reasons": finish_reasons(answer)}
         if reply != sent:
             payload["reply"] = reply
         if repair_reply is not None and repair_reply != sent:

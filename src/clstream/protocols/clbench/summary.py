@@ -31,6 +31,7 @@ from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
 from clstream.protocols.clbench.metrics import score_clbench, stage_means
 from clstream.protocols.clbench.runner import STATEFUL, STATELESS
+from clstream.protocols.common import cut_by_cap
 from clstream.render.runs import coverage_note
 from clstream.store.db import ResultsStore, RunRow
 
@@ -259,7 +260,8 @@ def summarize_clbench_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
         "plan": {"rollouts": rollouts, "tasks": list(view.get("tasks", {}))},
         "status": {"instances_done": done, "instances_total": total, "errors": errors,
                    "steps": sum(t["steps"] for t in tasks.values()),
-                   "tokens": sum(t["tokens"] for t in tasks.values()), "complete": complete},
+                   "tokens": sum(t["tokens"] for t in tasks.values()), "complete": complete,
+                   "hit_token_cap": cut_by_cap(store, run.run_id, ("step",))},
         "coverage": coverage,
         "metrics": metrics,
         "reference": run.info.get("reference"),

@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         if args.supervision not in accepted:
             raise SpecError(f"system {spec.system.label!r} takes supervision "
                             f"{', '.join(accepted)}, not {args.supervision}")
-    check_endpoint(model, sampling)
+    check_endpoint(model, sampling, systems)
     judge = None
     if llm_items:
         from clstream.judges.imprint import LLMJudge

@@ -64,7 +64,13 @@ from clstream.core.events import Document
 from clstream.core.specs import RunSpec
 from clstream.core.types import Query, Response
 from clstream.judges.imprint import JudgeError, LLMJudge
-from clstream.protocols.common import ProgressBar, call_records, progress_bar, register_run
+from clstream.protocols.common import (
+    ProgressBar,
+    TransportLog,
+    call_records,
+    progress_bar,
+    register_run,
+)
 from clstream.protocols.imprint.prompts import query_of
 from clstream.protocols.imprint.schema import CorpusDoc, Dataset, Item, QAPair
 from clstream.store.db import Record, ResultsStore
@@ -166,12 +172,14 @@ class ImprintRunner:
         done_before = len(self.store.done_keys(self.run_id, "item"))
         if self.show_progress:
             self._bar = progress_bar(total, done_before, self.spec.system.label)
+        transport = TransportLog(self.model)
         try:
             async with open_model(self.model):
                 for instance in self.instances():
                     await self._instance(instance)
         finally:
             self.store.add_wall_time(self.run_id, time.perf_counter() - start)
+            transport.save(self.store, self.run_id)
             if self._bar is not None:
                 self._bar.close()
         done = len(self.store.done_keys(self.run_id, "item"))

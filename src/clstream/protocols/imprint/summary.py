@@ -21,6 +21,7 @@ from typing import Any
 from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
 from clstream.judges.imprint import Verdict, judge_deterministic
+from clstream.protocols.common import cut_by_cap
 from clstream.protocols.imprint.schema import FAMILIES, Item
 from clstream.render.runs import coverage_note
 from clstream.store.db import ResultsStore, RunRow
@@ -108,7 +109,8 @@ def summarize_imprint_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
         "supervision": params.get("supervision"),
         "coverage": {"scored": len(done), "total": len(items), "unit": "items",
                      "errors": errors},
-        "status": {"complete": len(done) == len(items) and errors == 0},
+        "status": {"complete": len(done) == len(items) and errors == 0,
+                   "hit_token_cap": cut_by_cap(store, run.run_id, ("item",))},
     }
     if not done:
         return out

@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         for s in systems
     ]
     factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
-    check_endpoint(model, sampling)  # a dead endpoint fails here, before anything is written
+    # A dead endpoint, or a system too big for its context, fails here, before any writing.
+    check_endpoint(model, sampling, systems)
     failures: list[Failure] = []
     with ResultsStore(args.out, writer=True) as store:
         for spec, make in zip(specs, factories, strict=True):

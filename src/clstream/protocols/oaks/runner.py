@@ -63,7 +63,9 @@ from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
 from clstream.protocols.common import (
     ProgressBar,
+    TransportLog,
     call_records,
+    finish_reasons,
     progress_bar,
     register_run,
 )
@@ -102,6 +104,8 @@ def probe_record(doc: OaksDocument, query: Query, response: Response) -> Record:
         payload["reasoning"] = last.samples[0].reasoning
     if len(samples) > 1:
         payload["samples"] = samples
+    if last is not None and last.ok:
+        payload["finish_reasons"] = finish_reasons([last])
     return Record(
         kind="probe", key=query.id, stream=doc.bid, t=t, payload=payload,
         error=response.error, stage="generate", usage=response.usage,
@@ -268,6 +272,7 @@ class OaksRunner:
         bar = progress_bar(self.probes_total, done_before, self.spec.system.label) \
             if self.show_progress else None
         sem = asyncio.Semaphore(self.docs_in_flight)
+        transport = TransportLog(self.model)
 
         async def one(doc: OaksDocument) -> None:
             async with sem:
@@ -280,6 +285,7 @@ class OaksRunner:
             if bar is not None:
                 bar.close()
             self.store.add_wall_time(self.run_id, time.perf_counter() - start)
+            transport.save(self.store, self.run_id)
         return OaksRunResult(
             run_id=self.run_id,
             probes_total=self.probes_total,

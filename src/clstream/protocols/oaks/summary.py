@@ -18,6 +18,7 @@ from typing import Any
 
 from clstream.core.records import RunRow
 from clstream.metrics.bootstrap import ci_for_metrics
+from clstream.protocols.common import cut_by_cap
 from clstream.protocols.oaks.data import OaksDataset, from_gold_view
 from clstream.protocols.oaks.export import oaks_predictions
 from clstream.protocols.oaks.metrics import score_oaks_with_rows
@@ -72,7 +73,8 @@ def summarize_oaks_run(store: Any, run: RunRow) -> dict[str, Any]:
             "n_intervals": max((d.num_chunks for d in dataset.documents), default=0),
         },
         "status": {"probes_done": len(preds), "probes_total": total, "errors": errors,
-                   "complete": len(preds) == total},
+                   "complete": len(preds) == total,
+                   "hit_token_cap": cut_by_cap(store, run.run_id, ("probe",))},
         "coverage": coverage,
         "metrics": metrics,
         "ci": ci,

@@ -126,13 +126,14 @@ def run(args: argparse.Namespace) -> int:
              for s in systems]
     model = build_model(model_spec, **backend_options(args))
     factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
-    check_endpoint(model, sampling)  # a dead endpoint fails here, before anything is written
+    # A dead endpoint, or a system too big for its context, fails here, before any writing.
+    check_endpoint(model, sampling, systems)
     failures: list[Failure] = []
     with ResultsStore(args.out, writer=True) as store:
         for spec, make in zip(specs, factories, strict=True):
             runner = SeqMemRunner(stream.tasks, stream.holdout, spec, store, make,
                                   evaluator.evaluate, plan, view,
-                                  show_progress=not args.no_progress)
+                                  show_progress=not args.no_progress, model=model)
             info = run_info(model, make(), {"prompt_template_hash": template_fingerprint(),
                                             "dataset_path": stream.source,
                                             "evaluator": evaluator.name,

@@ -33,14 +33,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clstream.core.contracts import System, max_tries, respond_all
+from clstream.core.contracts import Model, System, max_tries, respond_all
 from clstream.core.errors import ClstreamError, SpecError, StoreError
 from clstream.core.events import Feedback
 from clstream.core.secrets import scrub
 from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationResult, Query, Response, Usage
 from clstream.judges.evaluators import TaskLike, Verdict
-from clstream.protocols.common import call_records, progress_bar, register_run
+from clstream.protocols.common import (
+    TransportLog,
+    call_records,
+    finish_reasons,
+    progress_bar,
+    register_run,
+)
 from clstream.protocols.seqmem.plan import MEMORY, SeqMemPlan, load_memory, stored_form
 from clstream.protocols.seqmem.prompts import ask
 from clstream.store.db import Record, ResultsStore
@@ -101,6 +107,7 @@ def _answer_payload(a: _Answer) -> dict[str, Any]:
         "score": float(a.verdict.score), "correct": int(a.verdict.score >= 1.0),
         "feedback": a.verdict.feedback, "detail": _jsonable(dict(a.verdict.detail)),
         "timings": _timings([a.response]),
+        "finish_reasons": finish_reasons(a.response.results[-1:]),
     }
 
 
@@ -159,6 +166,7 @@ class SeqMemRunner:
         plan: SeqMemPlan,
         dataset_view: dict[str, Any],
         show_progress: bool = True,
+        model: Model | None = None,
     ):
         if plan.n_tasks != len(tasks):
             raise SpecError(f"plan is for {plan.n_tasks} tasks, the stream has {len(tasks)}")
@@ -170,6 +178,7 @@ class SeqMemRunner:
         self.make_system, self.evaluate = make_system, evaluate
         self.dataset_view = dataset_view
         self.show_progress = show_progress
+        self.model = model  # its transport's history is saved with the run
         self.run_id = spec.run_id
         self._eval_sem: asyncio.Semaphore | None = None
         self._bar: Any = None
@@ -200,12 +209,14 @@ class SeqMemRunner:
         done_before = sum(self._count(k) for k in totals)
         if self.show_progress:
             self._bar = progress_bar(sum(totals.values()), done_before, self.spec.system.label)
+        transport = TransportLog(self.model)
         try:
             await self._run()
         finally:
             if self._bar is not None:
                 self._bar.close()
             self.store.add_wall_time(self.run_id, time.perf_counter() - start)
+            transport.save(self.store, self.run_id)
         counts = {k: self._count(k) for k in totals}
         errors = sum(self.store.count(self.run_id, k, errors=True) for k in totals)
         return SeqMemRunResult(self.run_id, self.plan.n_tasks, counts["online"],

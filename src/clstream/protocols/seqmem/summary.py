@@ -47,6 +47,7 @@ import json
 from typing import Any
 
 from clstream.core.errors import ClstreamError, StoreError
+from clstream.protocols.common import cut_by_cap
 from clstream.protocols.seqmem.metrics import online_curve, records_from_rows, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.render.runs import coverage_note
@@ -231,7 +232,9 @@ def summarize_seqmem_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
         "plan": {"checkpoints": plan.get("checkpoints"), "horizons": plan.get("horizons"),
                  "retro_sample": plan.get("retro_sample")},
         "status": {**{f"{k}_done": v for k, v in counts.items()}, "calls": costs["calls"],
-                   "errors": errors, "online_total": n_tasks, "complete": coverage["complete"]},
+                   "errors": errors, "online_total": n_tasks, "complete": coverage["complete"],
+                   "hit_token_cap": cut_by_cap(store, run.run_id,
+                                               ("online", "holdout", "retro"))},
         "coverage": coverage,
         "metrics": metrics,
         "online_curve": curve,

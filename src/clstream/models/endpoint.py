@@ -1,0 +1,105 @@
+"""What an OpenAI-compatible server says about itself: served models, context length, slots.
+
+Servers differ in what they report, and none of it is part of the OpenAI API, so every field is
+optional and a server that reports nothing is served as before:
+
+- vLLM lists ``max_model_len`` with each model of ``GET /v1/models`` (SGLang too, in recent
+  versions); llama-cpp-python's listing carries nothing of the kind;
+- a llama.cpp server answers ``GET /props`` (at the server root, beside ``/v1``) with
+  ``total_slots`` (sequences it decodes at once) and the context length in
+  ``default_generation_settings.n_ctx`` (older releases) or ``n_ctx`` at the top level.
+
+The slot count is where the adaptive concurrency limit starts
+(:mod:`clstream.models.concurrency`); the context length lets a run refuse, before anything is
+sent, a system whose prompts cannot fit (``clstream check`` prints both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What the server reported (None: not reported), and where each figure came from."""
+
+    models: tuple[str, ...] | None = None
+    context_length: int | None = None
+    slots: int | None = None
+    context_source: str | None = None
+    slots_source: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"models": list(self.models) if self.models is not None else None,
+                "context_length": self.context_length, "slots": self.slots,
+                "context_source": self.context_source, "slots_source": self.slots_source}
+
+
+def server_root(base_url: str) -> str:
+    """The server root of an API base URL (``http://h:8080/v1`` -> ``http://h:8080``)."""
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return urlunsplit((parts.scheme, parts.netloc, path, "", "")).rstrip("/")
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def parse_model_listing(content: bytes, target: str) -> tuple[tuple[str, ...] | None, int | None]:
+    """Model ids of a ``/models`` body (None when it lists none) and the context length the
+    entry for ``target`` reports (``max_model_len``), if any."""
+    try:
+        data = orjson.loads(content).get("data")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None, None
+    if not isinstance(data, list):
+        return None, None
+    ids: list[str] = []
+    context: int | None = None
+    for entry in data:
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            continue
+        ids.append(entry["id"])
+        if entry["id"] == target:
+            context = _count(entry.get("max_model_len"))
+    return (tuple(ids) or None), context
+
+
+def parse_props(content: bytes) -> tuple[int | None, int | None]:
+    """(context length, slots) from a llama.cpp ``/props`` body."""
+    try:
+        props = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None, None
+    if not isinstance(props, dict):
+        return None, None
+    settings = props.get("default_generation_settings")
+    context = _count(settings.get("n_ctx")) if isinstance(settings, dict) else None
+    if context is None:
+        context = _count(props.get("n_ctx"))
+    return context, _count(props.get("total_slots"))
+
+
+def merge(listing: tuple[tuple[str, ...] | None, int | None],
+          props: tuple[int | None, int | None] | None) -> ServerInfo:
+    """One :class:`ServerInfo` from a model listing and (where answered) ``/props``."""
+    models, listed_context = listing
+    props_context, slots = props if props is not None else (None, None)
+    if listed_context is not None:
+        context, source = listed_context, "max_model_len in /v1/models"
+    elif props_context is not None:
+        context, source = props_context, "n_ctx in /props"
+    else:
+        context, source = None, None
+    return ServerInfo(models=models, context_length=context, slots=slots,
+                      context_source=source,
+                      slots_source="total_slots in /props" if slots is not None else None)

@@ -1,0 +1,74 @@
+"""``clstream check``: what an endpoint reports and does, in lines or JSON; a dead port or an
+unknown model is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+
+from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from loopback_engine import LoopbackEngine  # noqa: E402
+
+from clstream.cli import main  # noqa: E402
+
+
+def test_a_streaming_engine_with_props_reports_everything(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with LoopbackEngine(slots=4, service_s=0.01, tokens=4, props=True, context=8192) as engine:
+        assert main(["check", "--base-url", engine.base_url, "--model", "loop", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["models"] == ["loop"]
+    assert (found["context_length"], found["slots"]) == (8192, 4)
+    assert found["start_concurrency"] == 4
+    assert found["streams"] and found["usage_reported"] and found["usage_in_stream"]
+    assert found["output_tokens"] == 4 and found["output_tokens_per_s"] > 0
+    assert found["chat_template_applied"] and found["seeded_temperature_0_repeats"]
+    assert found["cached_tokens_reported"]
+
+
+def test_the_text_report_names_each_finding(capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeOpenAIServer(model="m") as srv:
+        assert main(["check", "--base-url", srv.base_url, "--model", "m"]) == 0
+    out = capsys.readouterr().out
+    assert "slots          not reported" in out
+    assert "streaming      no (each request times out as a whole)" in out
+    assert "chat template  applied" in out
+    assert "a run starts at 4 (the adaptive default)" in out
+
+
+def test_an_echoing_server_is_reported_as_applying_no_template(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    def echo(self: FakeOpenAIServer, body: dict[str, object], fault: str | None
+             ) -> dict[str, object]:
+        prompt = body["messages"][-1]["content"]  # type: ignore[index]
+        return {"choices": [{"index": 0, "finish_reason": "length",
+                             "message": {"role": "assistant", "content": prompt + " and"}}]}
+
+    monkeypatch.setattr(FakeOpenAIServer, "completion", echo)
+    with FakeOpenAIServer(model="m") as srv:
+        assert main(["check", "--base-url", srv.base_url, "--model", "m", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["chat_template_applied"] is False
+    assert found["usage_reported"] is False
+
+
+def test_an_unknown_model_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with LoopbackEngine() as engine:
+        assert main(["check", "--base-url", engine.base_url, "--model", "other"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'other'" in err and "'loop'" in err
+
+
+def test_a_dead_port_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert main(["check", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Connection refused" in err
