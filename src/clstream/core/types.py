@@ -111,6 +111,9 @@ class GenerationResult(BaseModel):
     error: str | None = None
     cache_hit: bool = False
     stage: str = "generate"
+    # Seconds to the first token of a streamed answer (to the whole answer when the server
+    # does not stream); None where the backend does not measure it.
+    first_token_s: float | None = None
 
     @property
     def ok(self) -> bool:

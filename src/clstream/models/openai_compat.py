@@ -493,7 +493,8 @@ class OpenAICompatModel:
             else:
                 limit.succeeded(ticket, first_token_s, usage.latency_s, usage.completion_tokens)
                 return GenerationResult(
-                    key=request.key, samples=samples, usage=usage, stage=request.stage
+                    key=request.key, samples=samples, usage=usage, stage=request.stage,
+                    first_token_s=first_token_s,
                 )
             attempt += 1
             if attempt < attempts:

@@ -223,6 +223,19 @@ class PlainProgress:
             print(self.line(), file=sys.stderr, flush=True)
 
 
+def timing_fields(results: Sequence[GenerationResult]) -> dict[str, float]:
+    """Time to first token and output tokens per second of the last of ``results`` (the
+    answering call), for a record's payload; {} where the backend does not measure them."""
+    last = results[-1] if results else None
+    if last is None or last.first_token_s is None:
+        return {}
+    out = {"first_token_s": round(last.first_token_s, 4)}
+    generating = last.usage.latency_s - last.first_token_s
+    if generating > 0 and last.usage.completion_tokens > 0:
+        out["output_tokens_per_s"] = round(last.usage.completion_tokens / generating, 2)
+    return out
+
+
 def finish_reasons(results: Sequence[GenerationResult]) -> list[str | None]:
     """The finish reason of every sample of ``results``, in order (None where not reported)."""
     return [s.finish_reason for r in results for s in r.samples]

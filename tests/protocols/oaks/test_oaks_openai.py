@@ -20,6 +20,7 @@ from clstream.cli import main as cli
 from clstream.core.specs import derive_seed
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.runner import probe_key
+from clstream.store.db import ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
 from fake_openai_server import (  # noqa: E402
@@ -107,6 +108,13 @@ def test_flags_concurrency_answers_and_usage(
             "reasoning": sum(u["reasoning_tokens"] for u in reported),
         }
         assert run["tokens"] == totals and totals["prompt"] > 0
+        assert run["status"]["hit_token_cap"] == 0
+        # Every answer keeps its time to first token and output tokens per second.
+        with ResultsStore(tmp_path / "a") as store:
+            probes = [r.payload for rid in store.runs()
+                      for r in store.read_records(rid.run_id, "probe")]
+        assert probes and all(p["first_token_s"] >= 0 and p["finish_reasons"]
+                              and p.get("output_tokens_per_s", 1) > 0 for p in probes)
 
         # The same command into a new directory with the same cache sends nothing.
         assert run_cmd(data, server, tmp_path / "b", "--cache", str(cache)) == 0

@@ -81,6 +81,7 @@ from clstream.protocols.common import (
     finish_reasons,
     progress_bar,
     register_run,
+    timing_fields,
 )
 from clstream.store.db import Record, ResultsStore
 
@@ -402,7 +403,7 @@ class ClbenchRunner:
             "instance_id": result.instance_id, "pos": pos, "step": step, "action": sent,
             "feedback": result.feedback, "valid": result.valid,
             "complete": result.instance_complete, "repaired": repair_reply is not None,
-            "finish_reasons": finish_reasons(answer)}
+            "finish_reasons": finish_reasons(answer), **timing_fields(answer)}
         if reply != sent:
             payload["reply"] = reply
         if repair_reply is not None and repair_reply != sent:

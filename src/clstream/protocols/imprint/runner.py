@@ -70,6 +70,7 @@ from clstream.protocols.common import (
     call_records,
     progress_bar,
     register_run,
+    timing_fields,
 )
 from clstream.protocols.imprint.prompts import query_of
 from clstream.protocols.imprint.schema import CorpusDoc, Dataset, Item, QAPair
@@ -335,6 +336,7 @@ class ImprintRunner:
             "item_id": item.item_id, "samples": samples,
             "finish_reasons": [s.finish_reason for s in last.samples] if last else [],
             "prompt_tokens": prompt_tokens, "calls": len(response.results),
+            **timing_fields(response.results),
         }
         if bare_tokens is not None and error is None:
             payload["injected_tokens"] = max(0, prompt_tokens - bare_tokens)

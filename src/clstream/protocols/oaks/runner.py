@@ -68,6 +68,7 @@ from clstream.protocols.common import (
     finish_reasons,
     progress_bar,
     register_run,
+    timing_fields,
 )
 from clstream.protocols.oaks.data import OaksDataset, OaksDocument, gold_view
 from clstream.protocols.oaks.prompts import SYSTEM_PROMPT, ask
@@ -106,6 +107,7 @@ def probe_record(doc: OaksDocument, query: Query, response: Response) -> Record:
         payload["samples"] = samples
     if last is not None and last.ok:
         payload["finish_reasons"] = finish_reasons([last])
+        payload.update(timing_fields([last]))
     return Record(
         kind="probe", key=query.id, stream=doc.bid, t=t, payload=payload,
         error=response.error, stage="generate", usage=response.usage,

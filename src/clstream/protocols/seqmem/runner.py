@@ -46,6 +46,7 @@ from clstream.protocols.common import (
     finish_reasons,
     progress_bar,
     register_run,
+    timing_fields,
 )
 from clstream.protocols.seqmem.plan import MEMORY, SeqMemPlan, load_memory, stored_form
 from clstream.protocols.seqmem.prompts import ask
@@ -108,6 +109,7 @@ def _answer_payload(a: _Answer) -> dict[str, Any]:
         "feedback": a.verdict.feedback, "detail": _jsonable(dict(a.verdict.detail)),
         "timings": _timings([a.response]),
         "finish_reasons": finish_reasons(a.response.results[-1:]),
+        **timing_fields(a.response.results[-1:]),
     }
 
 
