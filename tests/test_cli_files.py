@@ -164,6 +164,9 @@ def test_cli_maps_os_errors_of_the_environment(
         raise OSError(code, os.strerror(code), "/somewhere/file")
 
     class Parser:
+        def __init__(self, argv: object = None) -> None:
+            pass
+
         def parse_args(self, argv: object) -> argparse.Namespace:
             return argparse.Namespace(handler=handler)
 
