@@ -1,8 +1,8 @@
 """Prefill work of each OAKS context system's request order under a simulated prefix cache.
 
 Runs ``clstream run oaks`` as a process (``python -m clstream``) for each context system against
-a loopback OpenAI-compatible server in this process (the fault-injecting test server, with no
-faults), records the order in which prompts arrive at the server, and replays that order
+a loopback OpenAI-compatible engine in this process (``tests/models/loopback_engine.py``: one
+asyncio loop reading every connection, as vLLM's and SGLang's servers do, with 8 slots), records the order in which prompts are read off the sockets, and replays that order
 through the simulated LRU block prefix cache of :mod:`clstream.models.prefix_cache_sim`, with
 room for 1.5 times the largest prompt. For comparison it replays the same prompts in
 question-major order (each question through all its intervals, then the next question: the
@@ -42,9 +42,10 @@ from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.runner import context_tokens, docs_for_cache_budget, probe_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "models"))
-from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from loopback_engine import LoopbackEngine  # noqa: E402
 
 SYSTEMS = ("full", "window:w=8", "rag:k=8", "rag+window:k=4,w=4")
+MODEL = "fake"
 TARGET = 1.25
 
 
@@ -82,16 +83,19 @@ def budget_flags(system: str, data: Path, capacity: float) -> tuple[list[str], i
 
 
 def run_system(
-    system: str, data: Path, out: Path, server: FakeOpenAIServer, extra: list[str]
+    system: str, data: Path, out: Path, server: LoopbackEngine, extra: list[str]
 ) -> tuple[list[dict[str, Any]], float]:
     """One ``clstream run oaks`` process against ``server``: the bodies it sent, in arrival
     order, and its wall seconds."""
-    first = len(server.requests)
+    assert server.arrivals is not None
+    first = len(server.arrivals)
     start = time.perf_counter()
-    run_cli(["run", "oaks", str(data), "--system", system, "--model", "openai:fake",
+    run_cli(["run", "oaks", str(data), "--system", system, "--model", f"openai:{MODEL}",
              "--base-url", server.base_url, "--max-concurrency", "8", "--no-progress",
              "--out", str(out), *extra])
-    return server.requests[first:], time.perf_counter() - start
+    bodies = server.arrivals[first:]
+    del server.arrivals[first:]  # a run's bodies are kept only as long as they are compared
+    return bodies, time.perf_counter() - start
 
 
 def main() -> None:
@@ -115,7 +119,9 @@ def main() -> None:
     rows: list[list[object]] = []
     worst = 0.0
     print(f"machine: {machine()}")
-    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as server:
+    engine = LoopbackEngine(slots=8, service_s=0.002, tokens=2, model=MODEL,
+                            context=10**8, record=True)
+    with tempfile.TemporaryDirectory() as tmp, engine as server:
         for chunks in lengths:
             data = Path(tmp) / f"stream{chunks}.json"
             write_oaks_babi(data, seed=0, docs=args.docs, chunks=chunks,

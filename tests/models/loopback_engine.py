@@ -21,7 +21,9 @@ reason.
 
 It counts requests served, queued requests dropped because their client left, streams cut by
 the client, streams it interrupted, the most slots busy at once, and the order requests were
-admitted in.
+admitted in. With ``record=True`` it also keeps every chat request body in the order it was read
+off its socket (``arrivals``; the endpoint check's one-token request is left out), the order a
+single-loop server such as vLLM's or llama.cpp's would queue them in.
 
 Run it in a background thread (``with LoopbackEngine(...) as engine``) or, for throughput
 figures that must not share the test's interpreter lock, as a process:
@@ -39,14 +41,14 @@ import threading
 import time
 from typing import Any
 
-from fake_openai_server import expected_text
+from fake_openai_server import expected_text, is_preflight
 
 
 class LoopbackEngine:
     def __init__(self, slots: int = 1, service_s: float = 0.02, long_s: float | None = None,
                  tokens: int = 4, model: str = "loop", context: int = 8192,
                  props: bool = False, port: int = 0, interrupt: bool = False,
-                 finish: bool = True):
+                 finish: bool = True, record: bool = False):
         self.slots = slots
         self.service_s = service_s
         self.long_s = long_s if long_s is not None else service_s
@@ -65,6 +67,7 @@ class LoopbackEngine:
         self.busy = 0
         self.max_busy = 0
         self.admitted: list[str] = []
+        self.arrivals: list[dict[str, Any]] | None = [] if record else None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
@@ -146,6 +149,8 @@ class LoopbackEngine:
         if body.get("model") != self.model:
             await self._send(writer, 404, {"error": {"message": "no such model"}})
             return True
+        if self.arrivals is not None and not is_preflight(body):
+            self.arrivals.append(body)
         slot = asyncio.ensure_future(self._slots.acquire())
         self.waiting += 1
         while not slot.done() and not reader.at_eof():  # at_eof: the client hung up

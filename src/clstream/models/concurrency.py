@@ -27,9 +27,17 @@ bound adapts (``--max-concurrency N`` still fixes it at N):
   epoch's figures).
 
 Waiting requests are admitted in the order of their ``order`` number (the position of the
-request in the run), so a request sent again after a timeout goes ahead of later ones and the
-order requests reach the server does not depend on completion timing more than the limit makes
-it. Results never depend on the limit: each request's body, seed included, is fixed by its key.
+request in the run), so a request sent again after a timeout goes ahead of later ones. Admitted
+requests then hand their bodies to the network one after another in admission order
+(:class:`SendOrder`): each waits, connection in hand, until the one admitted before it has
+written its last byte (a large body: until the server has acknowledged it,
+:func:`clstream.models.http.delivered`). Connections still open in parallel, but which
+request's bytes reach the server first no longer depends on which connection happened to be
+ready, so with no failures the order requests reach the server is a function of the run's
+requests alone. A server that reads its sockets on one event loop (vLLM's and SGLang's uvicorn)
+queues them in that order, which is what lets its prefix cache reuse the context consecutive
+requests share. Results never depend on the limit: each request's body, seed included, is fixed
+by its key.
 
 The limit's history (time, new limit, reason) and counters (requests, errors, output tokens,
 time to first token) are kept for the run's record and for progress lines.
@@ -69,14 +77,82 @@ def live_limits() -> list[ConcurrencyLimit]:
     return list(_LIVE)
 
 
+class SendOrder:
+    """Turns for writing request bodies: turn ``k`` writes after turns ``0..k-1`` have written
+    (or given up). Turns are dealt at admission, one per admitted request, so a turn that never
+    writes must still be passed (:meth:`Turn.sent` is called on every path out of an attempt),
+    or every later request would wait for it.
+    """
+
+    def __init__(self) -> None:
+        self._dealt = 0
+        self._next = 0  # the turn allowed to write now
+        self._passed: set[int] = set()  # turns done ahead of ``_next``
+        self._waiting: dict[int, asyncio.Future[None]] = {}
+
+    def deal(self) -> Turn:
+        turn = Turn(self, self._dealt)
+        self._dealt += 1
+        return turn
+
+    async def wait(self, number: int) -> None:
+        if number <= self._next:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting[number] = future
+        try:
+            await future
+        finally:
+            self._waiting.pop(number, None)
+
+    def done(self, number: int) -> None:
+        if number < self._next or number in self._passed:
+            return
+        self._passed.add(number)
+        while self._next in self._passed:
+            self._passed.discard(self._next)
+            self._next += 1
+        future = self._waiting.get(self._next)
+        if future is not None and not future.done():
+            future.set_result(None)
+
+
+class Turn:
+    """One admitted request's place in :class:`SendOrder`."""
+
+    __slots__ = ("_order", "number", "_done")
+
+    def __init__(self, order: SendOrder, number: int):
+        self._order = order
+        self.number = number
+        self._done = False
+
+    @property
+    def passed(self) -> bool:
+        return self._done
+
+    async def ready(self) -> None:
+        """Wait until every request admitted before this one has written its body."""
+        await self._order.wait(self.number)
+
+    def sent(self) -> None:
+        """This request's body is with the network, or it will not be sent: the next may go.
+        Idempotent."""
+        if not self._done:
+            self._done = True
+            self._order.done(self.number)
+
+
 @dataclass
 class Ticket:
-    """One admitted request: when it was sent and at which change of the limit."""
+    """One admitted request: when it was sent, at which change of the limit, and its turn to
+    write (:class:`SendOrder`)."""
 
     order: int
     sent_at: float
     generation: int
     in_flight_at_send: int
+    turn: Turn
 
 
 @dataclass
@@ -116,7 +192,8 @@ class ConcurrencyLimit:
         self.instance = next(_INSTANCES)  # tells two bounds apart in saved snapshots
         self.history: list[tuple[float, int, str]] = [(0.0, self.current, "start")]
         self._t0 = time.monotonic()
-        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._waiters: list[tuple[int, int, asyncio.Future[Turn]]] = []
+        self.send_order = SendOrder()
         self._tiebreak = itertools.count()
         self._generation = 0
         self._slow_start = adaptive
@@ -149,15 +226,16 @@ class ConcurrencyLimit:
 
     async def acquire(self, order: int) -> Ticket:
         if self.in_flight >= self.current or self._waiters:
-            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            future: asyncio.Future[Turn] = asyncio.get_running_loop().create_future()
             entry = (order, next(self._tiebreak), future)
             heapq.heappush(self._waiters, entry)
             self._wake()
             try:
-                await future
+                turn = await future
             except asyncio.CancelledError:
                 if future.done() and not future.cancelled():
-                    self.in_flight -= 1  # admitted just as it was cancelled: give the slot back
+                    future.result().sent()  # admitted just as it was cancelled: pass its turn
+                    self.in_flight -= 1  # and give the slot back
                     self._wake()
                 elif entry in self._waiters:
                     self._waiters.remove(entry)
@@ -165,7 +243,8 @@ class ConcurrencyLimit:
                 raise
         else:
             self.in_flight += 1
-        return Ticket(order, time.monotonic(), self._generation, self.in_flight)
+            turn = self.send_order.deal()
+        return Ticket(order, time.monotonic(), self._generation, self.in_flight, turn)
 
     def _wake(self) -> None:
         while self._waiters and self.in_flight < self.current:
@@ -173,9 +252,10 @@ class ConcurrencyLimit:
             if future.done():
                 continue
             self.in_flight += 1
-            future.set_result(None)
+            future.set_result(self.send_order.deal())
 
-    def _leave(self) -> None:
+    def _leave(self, ticket: Ticket) -> None:
+        ticket.turn.sent()
         self.in_flight -= 1
         self._wake()
 
@@ -185,12 +265,12 @@ class ConcurrencyLimit:
         """The attempt ended with no signal about the server's load (a 4xx, a refused
         connection); ``error`` counts it as a failed request."""
         self.stats.errors += int(error)
-        self._leave()
+        self._leave(ticket)
 
     def congested(self, ticket: Ticket, reason: str) -> None:
         """The attempt met a full server (429/503, silence while others were in flight, an
         interrupted stream): the limit halves unless it already fell since the send."""
-        self._leave()
+        self._leave(ticket)
         if self.adaptive and ticket.generation == self._generation:
             self._decrease(self.current * 0.5, reason)
             self._wake()
@@ -199,7 +279,7 @@ class ConcurrencyLimit:
                   output_tokens: int) -> None:
         """An answer came back: ``first_token_s`` after sending (the whole latency for an
         answer that was not streamed), ``total_s`` in all."""
-        self._leave()
+        self._leave(ticket)
         stats = self.stats
         stats.requests += 1
         stats.output_tokens += output_tokens

@@ -14,12 +14,20 @@ way, used by the endpoint checks) as the fallback. Both keep one connection pool
   :class:`HttpFailure` (``fatal``: an address that no retry can reach, such as an unsupported
   scheme), with the operating system's reason where it gave one;
 - leaving a response before its end closes its connection, so a server stops generating an
-  answer nobody reads.
+  answer nobody reads;
+- with a ``turn`` (:class:`clstream.models.concurrency.Turn`), a request waits for it with its
+  connection in hand, writes its whole body, and passes the turn on once the operating system
+  holds every byte (for a large body, once the server has acknowledged every byte), so
+  concurrent requests reach the server in the order their turns were dealt.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import struct
+import sys
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -34,6 +42,16 @@ except ImportError:  # pragma: no cover - depends on the installation
     _AIOHTTP = False
 
 CONNECT_CAP_S = 30.0  # the wait for a connection is capped whatever the silence timeout
+FLUSH_POLL_S = (0.0001, 0.005)  # a turn checks its body's delivery at growing gaps within these
+LARGE_BODY = 64 * 1024  # bodies this large wait for the peer's acknowledgement
+DELIVERY_WAIT_S = 0.25  # the longest a turn waits for its body's delivery
+
+if sys.platform == "linux":
+    import fcntl
+
+    _SIOCOUTQ: int | None = 0x5411  # TIOCOUTQ on a TCP socket: bytes not yet acknowledged
+else:  # pragma: no cover - no portable way to ask; the transport's own buffer still counts
+    _SIOCOUTQ = None
 
 
 class HttpTimeout(Exception):
@@ -65,11 +83,22 @@ class Reply(Protocol):
     def lines(self) -> AsyncIterator[bytes]: ...
 
 
+class SendTurn(Protocol):
+    """A request's place among concurrent writes (:class:`clstream.models.concurrency.Turn`)."""
+
+    @property
+    def passed(self) -> bool: ...
+
+    async def ready(self) -> None: ...
+
+    def sent(self) -> None: ...
+
+
 class HttpClient(Protocol):
     name: str
 
-    def post(self, url: str, content: bytes, headers: Mapping[str, str]
-             ) -> Any: ...  # an async context manager giving a Reply
+    def post(self, url: str, content: bytes, headers: Mapping[str, str],
+             turn: SendTurn | None = None) -> Any: ...  # an async context manager: a Reply
 
     async def aclose(self) -> None: ...
 
@@ -111,6 +140,88 @@ class _AiohttpReply:
             raise HttpFailure(f"malformed stream: {exc}") from exc
 
 
+def _unacknowledged(sock: Any) -> int:
+    """Bytes the operating system still holds for ``sock``: not yet sent, or sent and not yet
+    acknowledged by the peer (``SIOCOUTQ``; 0 where the system cannot tell)."""
+    if _SIOCOUTQ is None or sock is None:
+        return 0
+    try:
+        queued = fcntl.ioctl(sock.fileno(), _SIOCOUTQ, b"\0\0\0\0")
+    except (OSError, ValueError):
+        return 0
+    return int(struct.unpack("i", queued)[0])
+
+
+async def delivered(transport: asyncio.BaseTransport | None, size: int,
+                    turn: SendTurn | None = None) -> None:
+    """Return once a body just written to ``transport`` has left it, and, for a body of
+    ``LARGE_BODY`` bytes or more, once the peer has acknowledged every byte (at most
+    ``DELIVERY_WAIT_S``, and no longer than until ``turn`` is passed by the answer's arrival).
+
+    Why both: a body the kernel could not take at once stays partly in the transport, and a
+    large body reaches the server over several reads, so a later request on another connection
+    could finish arriving first. Waiting for the acknowledgement puts the whole body in the
+    server's receive queue before the next request's first byte leaves; on loopback or a LAN
+    that takes microseconds, and a body that large takes the server far longer to prefill.
+    Small bodies travel in one segment and do not wait for the round trip.
+    """
+    if transport is None or not isinstance(transport, asyncio.WriteTransport):
+        return
+    deadline = time.monotonic() + DELIVERY_WAIT_S
+    sock = transport.get_extra_info("socket") if size >= LARGE_BODY else None
+    gap, longest = FLUSH_POLL_S
+    while not transport.is_closing() and (transport.get_write_buffer_size()
+                                          or _unacknowledged(sock)):
+        if time.monotonic() > deadline or (turn is not None and turn.passed):
+            return
+        await asyncio.sleep(gap)
+        gap = min(2 * gap, longest)
+
+
+_PASSING: set[asyncio.Future[None]] = set()  # waits for delivery in progress (kept referenced)
+
+
+async def _pass_when_delivered(transport: asyncio.BaseTransport | None, size: int,
+                               turn: SendTurn) -> None:
+    try:
+        await delivered(transport, size, turn)
+    finally:
+        turn.sent()
+
+
+if _AIOHTTP:
+
+    class _OrderedBody(aiohttp.BytesPayload):
+        """A request body written in its turn: the headers wait in the writer's buffer and go
+        out with the body (aiohttp coalesces them), so nothing of the request is on the wire
+        before its turn comes; the turn passes once the body is delivered (:func:`delivered`)
+        or the answer has begun, whichever comes first."""
+
+        def __init__(self, value: bytes, turn: SendTurn):
+            super().__init__(value, content_type="application/json")
+            self._turn = turn
+
+        async def write(self, writer: Any) -> None:
+            await self.write_with_length(writer, None)
+
+        async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+            try:
+                await self._turn.ready()
+                await super().write_with_length(writer, content_length)
+            except BaseException:
+                self._turn.sent()
+                raise
+            transport, size = writer.transport, self.size or 0
+            if size < LARGE_BODY and (transport is None or not transport.get_write_buffer_size()):
+                self._turn.sent()  # all of it is with the kernel: the common case
+                return
+            # The wait for delivery runs beside the request: aiohttp drops a connection whose
+            # body is still being written when the answer comes.
+            task = asyncio.ensure_future(_pass_when_delivered(transport, size, self._turn))
+            _PASSING.add(task)
+            task.add_done_callback(_PASSING.discard)
+
+
 class AiohttpClient:
     name = "aiohttp"
 
@@ -122,12 +233,15 @@ class AiohttpClient:
             trust_env=trust_env, raise_for_status=False)
 
     @asynccontextmanager
-    async def post(self, url: str, content: bytes, headers: Mapping[str, str]
-                   ) -> AsyncIterator[_AiohttpReply]:
+    async def post(self, url: str, content: bytes, headers: Mapping[str, str],
+                   turn: SendTurn | None = None) -> AsyncIterator[_AiohttpReply]:
         response = None
         finished = False
+        data: Any = content if turn is None else _OrderedBody(content, turn)
         try:
-            response = await self._session.post(url, data=content, headers=dict(headers))
+            response = await self._session.post(url, data=data, headers=dict(headers))
+            if turn is not None:
+                turn.sent()  # answered, so its body was delivered
             yield _AiohttpReply(response)
             finished = True
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
@@ -140,6 +254,8 @@ class AiohttpClient:
         except aiohttp.ClientError as exc:
             raise HttpFailure(f"connection error ({type(exc).__name__}): {exc}") from exc
         finally:
+            if turn is not None:
+                turn.sent()  # failed before its body went out
             if response is not None:
                 if finished:
                     response.release()
@@ -187,11 +303,14 @@ class HttpxClient:
             trust_env=trust_env)
 
     @asynccontextmanager
-    async def post(self, url: str, content: bytes, headers: Mapping[str, str]
-                   ) -> AsyncIterator[_HttpxReply]:
+    async def post(self, url: str, content: bytes, headers: Mapping[str, str],
+                   turn: SendTurn | None = None) -> AsyncIterator[_HttpxReply]:
+        extensions = {} if turn is None else {"trace": _httpcore_trace(turn)}
         try:
-            async with self._client.stream("POST", url, content=content,
-                                           headers=headers) as response:
+            async with self._client.stream("POST", url, content=content, headers=headers,
+                                           extensions=extensions) as response:
+                if turn is not None:
+                    turn.sent()
                 yield _HttpxReply(response)
         except httpx.TimeoutException as exc:
             raise HttpTimeout(connect=isinstance(exc, httpx.ConnectTimeout)) from exc
@@ -199,9 +318,26 @@ class HttpxClient:
             raise HttpFailure(f"cannot reach {url}: {exc}", fatal=True) from exc
         except httpx.TransportError as exc:
             raise HttpFailure(f"connection error ({type(exc).__name__}): {exc}") from exc
+        finally:
+            if turn is not None:
+                turn.sent()
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _httpcore_trace(turn: SendTurn) -> Any:
+    """httpcore's trace hook: wait for the turn before the headers go out, pass it once the
+    body has been written."""
+
+    async def trace(event: str, info: Mapping[str, Any]) -> None:
+        if event == "http11.send_request_headers.started":
+            await turn.ready()
+        elif event in ("http11.send_request_body.complete", "http11.send_request_body.failed",
+                       "http11.send_request_headers.failed"):
+            turn.sent()
+
+    return trace
 
 
 def aiohttp_available() -> bool:

@@ -91,7 +91,7 @@ from clstream.core.types import (
     Usage,
 )
 from clstream.models.cache import ResponseCache
-from clstream.models.concurrency import DEFAULT_CEILING, DEFAULT_START, ConcurrencyLimit
+from clstream.models.concurrency import DEFAULT_CEILING, DEFAULT_START, ConcurrencyLimit, Turn
 from clstream.models.endpoint import (
     ServerInfo,
     merge,
@@ -467,7 +467,8 @@ class OpenAICompatModel:
         while attempt < attempts:
             ticket = await limit.acquire(order)
             try:
-                samples, usage, first_token_s = await self._attempt(client, request, body)
+                samples, usage, first_token_s = await self._attempt(client, request, body,
+                                                                    ticket.turn)
             except _NoStream:
                 limit.released(ticket)
                 self.stream = False  # this server answers plain requests only
@@ -517,10 +518,12 @@ class OpenAICompatModel:
         return headers
 
     async def _attempt(
-        self, client: HttpClient, request: GenerationRequest, body: dict[str, Any]
+        self, client: HttpClient, request: GenerationRequest, body: dict[str, Any],
+        turn: Turn | None = None,
     ) -> tuple[list[Sample], Usage, float]:
         """One attempt: samples, usage (latency: the attempt's wall time) and the seconds to
-        the first token (the whole latency when the answer was not streamed)."""
+        the first token (the whole latency when the answer was not streamed). With ``turn``
+        the body goes out after those of the requests admitted before it."""
         url = f"{self.base_url}/chat/completions"
         streamed = self.stream
         content = orjson.dumps(stream_body(body) if streamed else body)
@@ -531,7 +534,7 @@ class OpenAICompatModel:
         first_token: float | None = None
         chunks = 0  # stream chunks that carried text: tokens, on servers that send one each
         try:
-            async with client.post(url, content, headers) as reply:
+            async with client.post(url, content, headers, turn) as reply:
                 if not 200 <= reply.status < 300:
                     self._refuse(reply.status, reply.headers, await reply.body(), streamed)
                 if reply.headers.get("content-type", "").startswith("text/event-stream"):

@@ -34,6 +34,7 @@ from clstream.store.db import ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from loopback_engine import LoopbackEngine  # noqa: E402
 
 SYSTEMS = ["full", "window:w=3", "rag:k=2", "rag+window:k=1,w=2"]
 
@@ -232,3 +233,27 @@ def test_arrival_order_suits_a_small_prefix_cache(data: Path, tmp_path: Path, sy
     assert arrival.ratio <= 1.25
     if system.startswith("window"):
         assert question_major.ratio > 1.5  # the naive order is what the check guards against
+
+
+@pytest.mark.parametrize("system", ["full", "rag:k=2"])
+def test_requests_reach_the_server_in_the_same_order_in_every_run(
+        tmp_path: Path, system: str) -> None:
+    """Eight requests in flight on eight connections to a server that reads every socket on one
+    loop (as vLLM's does): the order it reads them in is the run's own, not the order its
+    connections happened to become ready or the kernel took their bodies (the in-flight
+    bound's ordered writes). Bodies here are up to ~150 kB, more than one write takes."""
+    data = tmp_path / "stream.json"
+    assert cli(["generate", "oaks-babi", "--seed", "9", "--docs", "2", "--chunks", "8",
+                "--chunk-tokens", "4000", "--max-questions", "6", "--out", str(data)]) == 0
+    orders = []
+    with LoopbackEngine(slots=8, service_s=0.002, tokens=2, model="m", context=10**7,
+                        record=True) as engine:
+        for attempt in range(3):
+            assert cli(["run", "oaks", str(data), "--system", system, "--model", "openai:m",
+                        "--base-url", engine.base_url, "--max-concurrency", "8",
+                        "--no-progress", "--out", str(tmp_path / str(attempt))]) == 0
+            assert engine.arrivals is not None
+            orders.append([body["seed"] for body in engine.arrivals])
+            engine.arrivals.clear()
+    assert len(orders[0]) == 2 * 8 * 6 and len(set(orders[0])) == len(orders[0])
+    assert orders[0] == orders[1] == orders[2]
