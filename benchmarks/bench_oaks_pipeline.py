@@ -31,6 +31,7 @@ from pathlib import Path
 
 from cli_timing import machine, markdown_table, run_cli, write_section
 
+from clstream.core.contracts import RequestPlanner
 from clstream.core.events import Chunk
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
 from clstream.core.types import GenerationRequest
@@ -39,7 +40,6 @@ from clstream.protocols.common import system_factory
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.runner import POOL_TOKENS, context_tokens, make_query
-from clstream.systems.context import RequestPlanner
 
 SYSTEMS = ("full", "window:w=8", "rag:k=8", "rag+window:k=4,w=4")
 TARGET = 1.25
