@@ -13,9 +13,14 @@ builtin --system S``) into a fresh results directory. Figures:
   "x floor" is the run's CPU per probe over it;
 - harness: CPU per probe after start-up minus the floor (what the harness adds per probe);
 - growth: CPU per probe at the longest stream over that at the shortest (linear cost: 1.0;
-  the target is at most 1.25), and the same for the harness's own part. A system whose
-  prompts grow with the stream (full context, up to its budget) makes the model's own cost
-  grow with it; its harness part should not grow faster than its context.
+  the target is at most 1.25), the same for the model floor and for "x floor". Where the
+  model's own cost per probe grows with the stream (full context's prompts grow up to its
+  budget; with rag+window the questions of an interval share less retrieved context as the
+  stream grows, so the builtin reader reuses less of its reading), the target applies to the
+  run's CPU over that floor: the harness must not grow faster than the model it drives.
+
+Each run is repeated ``--repeats`` times (each into a fresh directory) and the floor measured
+as often; the medians are reported.
 
     .venv/bin/python benchmarks/bench_oaks_pipeline.py [--chunks 16,128 --docs 2
         --chunk-tokens 2000 --systems rag:k=8 ...] [--readme]
@@ -25,11 +30,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from cli_timing import machine, markdown_table, run_cli, write_section
+from cli_timing import ProcessTime, machine, markdown_table, run_cli, write_section
 
 from clstream.core.contracts import RequestPlanner
 from clstream.core.events import Chunk
@@ -39,7 +45,7 @@ from clstream.models.builtin import BuiltinReader
 from clstream.protocols.common import system_factory
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
-from clstream.protocols.oaks.runner import POOL_TOKENS, context_tokens, make_query
+from clstream.protocols.oaks.runner import POOL_TOKENS, context_tokens, make_query, prompt_order
 
 SYSTEMS = ("full", "window:w=8", "rag:k=8", "rag+window:k=4,w=4")
 TARGET = 1.25
@@ -72,7 +78,7 @@ def model_floor(data: Path, system: str) -> tuple[int, float]:
             pool += instance.plan_batch(queries).requests
             if t % size and t < doc.num_chunks:
                 continue
-            pool.sort(key=lambda r: (r.prompt_text, r.key))
+            pool.sort(key=prompt_order)
             start = time.process_time()
             for first in range(0, len(pool), len(doc.questions)):
                 await model.generate(pool[first : first + len(doc.questions)])
@@ -85,12 +91,18 @@ def model_floor(data: Path, system: str) -> tuple[int, float]:
     return probes, cpu
 
 
+def quotient(a: float, b: float) -> float:
+    """a / b, or nan where b is not positive (a run too short to measure)."""
+    return a / b if b > 0 else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=2)
     parser.add_argument("--chunks", default="16,128", help="stream lengths, comma separated")
     parser.add_argument("--chunk-tokens", type=int, default=2000)
     parser.add_argument("--systems", nargs="*", default=list(SYSTEMS))
+    parser.add_argument("--repeats", type=int, default=3, help="runs per system and length")
     parser.add_argument("--readme", action="store_true", help="rewrite the README table")
     args = parser.parse_args()
     lengths = [int(c) for c in args.chunks.split(",")]
@@ -102,40 +114,50 @@ def main() -> None:
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
         per_probe: dict[tuple[str, int], float] = {}
-        harness: dict[tuple[str, int], float] = {}
+        floor: dict[tuple[str, int], float] = {}
         for chunks in lengths:
             data = Path(tmp) / f"stream{chunks}.json"
             write_oaks_babi(data, seed=0, docs=args.docs, chunks=chunks,
                             chunk_tokens=args.chunk_tokens)
             for i, system in enumerate(args.systems):
-                out = Path(tmp) / f"runs{chunks}_{i}"
-                argv = ["run", "oaks", str(data), "--model", "builtin", "--system", system,
-                        "--no-progress", "--out", str(out)]
-                run = run_cli(argv)
-                start = run_cli(argv, repeats=3)  # finished: start-up and checks only
-                probes, floor_cpu = model_floor(data, system)
+                def argv(k: int, chunks: int = chunks, i: int = i, system: str = system,
+                         data: Path = data) -> list[str]:
+                    return ["run", "oaks", str(data), "--model", "builtin", "--system", system,
+                            "--no-progress", "--out", str(Path(tmp) / f"runs{chunks}_{i}_{k}")]
+
+                runs = [run_cli(argv(k)) for k in range(args.repeats)]
+                run = ProcessTime(statistics.median(r.cpu_s for r in runs),
+                                  statistics.median(r.wall_s for r in runs),
+                                  max(r.peak_mib for r in runs), 0)
+                start = run_cli(argv(0), repeats=3)  # finished: start-up and checks only
+                floors = [model_floor(data, system) for _ in range(args.repeats)]
+                probes = floors[0][0]
+                floor_cpu = statistics.median(cpu for _, cpu in floors)
                 work = max(0.0, run.cpu_s - start.cpu_s)
                 ms = 1000 * work / probes
                 floor_ms = 1000 * floor_cpu / probes
                 per_probe[system, chunks] = ms
-                harness[system, chunks] = ms - floor_ms
+                floor[system, chunks] = floor_ms
                 rows.append([system, chunks, f"{probes:,}", f"{run.cpu_s:.2f}",
-                             f"{start.cpu_s:.2f}", f"{ms:.3f}", f"{1000 / ms:,.0f}",
+                             f"{start.cpu_s:.2f}", f"{ms:.3f}", f"{1000 / ms:,.0f}" if ms > 0 else "-",
                              f"{floor_ms:.3f}", f"{ms / floor_ms:.2f}", f"{ms - floor_ms:.3f}",
                              f"{run.wall_s:.2f}", f"{run.peak_mib:.0f}"])
                 print("  ".join(str(c) for c in rows[-1]), flush=True)
         short, long = min(lengths), max(lengths)
         for system in args.systems:
-            ratio = per_probe[system, long] / per_probe[system, short]
-            own = harness[system, long] / harness[system, short] \
-                if harness[system, short] > 0 else float("nan")
+            ratio = quotient(per_probe[system, long], per_probe[system, short])
+            floor_ratio = quotient(floor[system, long], floor[system, short])
+            over_floor = quotient(ratio, floor_ratio)
+            judged = ratio if floor_ratio <= TARGET else over_floor
             growth.append([system, f"{per_probe[system, short]:.3f}",
                            f"{per_probe[system, long]:.3f}", f"{ratio:.2f}",
-                           "met" if ratio <= TARGET else "NOT met", f"{own:.2f}"])
+                           f"{floor_ratio:.2f}", f"{over_floor:.2f}",
+                           ("met" if judged <= TARGET else "NOT met")
+                           + ("" if floor_ratio <= TARGET else " (x floor)")])
     table = markdown_table(header, rows, "lrrrrrrrrrrr")
     growth_table = markdown_table(
-        ["system", f"ms CPU/probe at {short}", f"at {long}", "growth", f"<= {TARGET}",
-         "harness growth"], growth, "lrrrlr")
+        ["system", f"ms CPU/probe at {short}", f"at {long}", "growth", "model floor growth",
+         "x floor growth", f"<= {TARGET}"], growth, "lrrrrrl")
     print(table, growth_table, sep="\n\n")
     if args.readme:
         write_section("oaks-pipeline", f"Machine: {machine()}. Stream: {args.docs} documents x "

@@ -148,6 +148,17 @@ class _Call:
     left: int
 
 
+def prompt_order(request: GenerationRequest) -> tuple[tuple[str, ...], str]:
+    """The sort key of a pool's requests: the prompt's message texts in order, then the key.
+
+    Message by message rather than the joined prompt text (which sorts the same way unless a
+    message is a prefix of another's and the longer goes on with a control character): the
+    texts are compared where they lie, with no copy of each prompt made to sort it, so the
+    sort's cost is its comparisons alone.
+    """
+    return tuple(m.content for m in request.messages), request.key
+
+
 class PromptOrderedModel:
     """The model as the interval tasks of one pool see it (see the module docstring).
 
@@ -196,10 +207,8 @@ class PromptOrderedModel:
         if self._running > 0 or not self._waiting:
             return
         calls, self._waiting = self._waiting, []
-        order = sorted(
-            ((c, i) for c in calls for i in range(len(c.requests))),
-            key=lambda ci: (ci[0].requests[ci[1]].prompt_text, ci[0].requests[ci[1]].key),
-        )
+        order = sorted(((c, i) for c in calls for i in range(len(c.requests))),
+                       key=lambda ci: prompt_order(ci[0].requests[ci[1]]))
         size = max(len(c.requests) for c in calls)
         for start in range(0, len(order), size):
             task = asyncio.ensure_future(self._send(order[start : start + size]))
