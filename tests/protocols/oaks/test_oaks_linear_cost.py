@@ -5,13 +5,12 @@ runner module docstring). A replay of every interval's prefix would make T(T+1)/
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clstream.core.events import Event
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.common import system_factory
@@ -20,9 +19,10 @@ from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.export import oaks_predictions
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.runner import OaksRunner
-from clstream.retrieval.bm25 import IncrementalBM25
 from clstream.store.db import ResultsStore
-from clstream.systems import context
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from observe_counts import ObserveCounts  # noqa: E402
 
 CHUNKS = 12
 
@@ -32,28 +32,6 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("linear") / "babi.json"
     write_oaks_babi(path, seed=5, docs=2, chunks=CHUNKS, chunk_tokens=120, max_questions=6)
     return path
-
-
-class Counts:
-    """Calls to ``observe`` per stream and BM25 insertions per index, counted at class level
-    so every instance a runner builds is seen."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch):
-        self.observed: Counter[str] = Counter()
-        self.inserted: Counter[int] = Counter()
-        observe, add = context._ContextSystem.observe, IncrementalBM25.add
-        counts = self
-
-        async def counting_observe(system: Any, event: Event) -> Any:
-            counts.observed[getattr(event, "stream_id", "")] += 1
-            return await observe(system, event)
-
-        def counting_add(index: IncrementalBM25, doc_id: int, text: str) -> None:
-            counts.inserted[id(index)] += 1
-            add(index, doc_id, text)
-
-        monkeypatch.setattr(context._ContextSystem, "observe", counting_observe)
-        monkeypatch.setattr(IncrementalBM25, "add", counting_add)
 
 
 def run(data: Path, tmp: Path, system: str, pooled: bool) -> list[dict[str, Any]]:
@@ -77,13 +55,14 @@ def test_each_chunk_is_observed_and_indexed_once_per_document(
     data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str, pool_tokens: int
 ) -> None:
     monkeypatch.setattr(oaks_runner, "POOL_TOKENS", pool_tokens)  # 1: a pool per interval
-    counts = Counts(monkeypatch)
+    counts = ObserveCounts(monkeypatch)
     run(data, tmp_path, system, pooled=True)
     docs = load_oaks(data).documents
-    assert counts.observed == {d.bid: d.num_chunks for d in docs}
+    assert counts.by_stream == {d.bid: d.num_chunks for d in docs}
     if system.startswith("rag"):
         # one index per document, each passage inserted once
-        assert sorted(counts.inserted.values()) == sorted(d.num_chunks for d in docs)
+        assert sorted(counts.per_index().values()) == sorted(d.num_chunks for d in docs)
+        assert set(counts.inserted.values()) == {1}
     else:  # nothing retrieves, nothing is indexed
         assert not counts.inserted
 

@@ -5,13 +5,12 @@ each probe is answered at the state the stream has just reached)."""
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clstream.core.contracts import System
-from clstream.core.events import Event
 from clstream.core.registry import resolve
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.models.builtin import BuiltinReader
@@ -19,8 +18,10 @@ from clstream.protocols.common import system_factory
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.protocols.seqmem.runner import SeqMemRunner
 from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, synthetic_stream
-from clstream.retrieval.bm25 import IncrementalBM25
 from clstream.store.db import ResultsStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from observe_counts import ObserveCounts  # noqa: E402
 
 TASKS = 16
 
@@ -31,21 +32,7 @@ def test_retro_probes_replay_nothing(tmp_path: Any, monkeypatch: pytest.MonkeyPa
     data = synthetic_stream(generate_seqmem_synthetic(seed=2, tasks=TASKS, holdout=3))
     spec = RunSpec(protocol="seqmem", dataset_hash=data.sha256,
                    system=ComponentSpec.parse(system), model=ComponentSpec(name="builtin"))
-    observed: Counter[str] = Counter()
-    inserted: Counter[int] = Counter()
-    cls: type[System] = resolve("system", spec.system.name)
-    observe, add = cls.observe, IncrementalBM25.add
-
-    async def counting_observe(self: Any, event: Event) -> Any:
-        observed[type(event).__name__] += 1
-        return await observe(self, event)
-
-    def counting_add(index: IncrementalBM25, doc_id: int, text: str) -> None:
-        inserted[id(index)] += 1
-        add(index, doc_id, text)
-
-    monkeypatch.setattr(cls, "observe", counting_observe)
-    monkeypatch.setattr(IncrementalBM25, "add", counting_add)
+    counts = ObserveCounts(monkeypatch, resolve("system", spec.system.name))
     horizons = [1, 2, 4, 8]  # every power of two below T: about T log T retro probes
     plan = SeqMemPlan.build(TASKS, horizons=horizons)
     with ResultsStore(tmp_path, writer=True) as store:
@@ -55,5 +42,5 @@ def test_retro_probes_replay_nothing(tmp_path: Any, monkeypatch: pytest.MonkeyPa
         runner.register({})
         result = asyncio.run(runner.run())
     assert result.retro_done == sum(TASKS - h for h in horizons) > TASKS
-    assert observed == {"Feedback": TASKS}
-    assert inserted and sum(inserted.values()) <= TASKS
+    assert counts.by_kind == {"Feedback": TASKS}
+    assert counts.inserted and sum(counts.inserted.values()) <= TASKS
