@@ -3,7 +3,10 @@
 Scoring reads two files (OAKS: the data file and the predictions) or one (SeqMem: the records)
 and does little else, so its floor is parsing them: a Python process that reads the same files
 with the standard ``json`` module and nothing more (``json.loads`` of the data file, one
-``json.loads`` per line). Both run as processes, median of ``--repeats``:
+``json.loads`` per line). Both run as processes, in ``--repeats`` rounds; each round times the
+command, its start-up, the floor and the bare interpreter one after another, so a change in
+the machine's speed between rounds moves both sides of a ratio alike. Each ratio is the median
+of the rounds' ratios; each time, the median of the rounds' times:
 
 - "whole process": CPU of ``clstream score ... --json`` over CPU of the floor process;
 - "after start-up": the same with each side's start-up taken off (the command line's
@@ -28,6 +31,7 @@ import random
 import sys
 import tempfile
 from pathlib import Path
+from statistics import median
 
 from cli_timing import (
     ProcessTime,
@@ -107,21 +111,18 @@ def seqmem_inputs(root: Path, tasks: int) -> tuple[Path, int]:
     return path, lines
 
 
-def floor(files: tuple[str, str], repeats: int) -> ProcessTime:
-    runs = [run_process([sys.executable, "-c", FLOOR, *files]) for _ in range(repeats)]
-    runs.sort(key=lambda r: r.cpu_s)
-    return runs[len(runs) // 2]
+def floor(files: tuple[str, str]) -> ProcessTime:
+    return run_process([sys.executable, "-c", FLOOR, *files])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--predictions", type=int, default=200_000)
     parser.add_argument("--tasks", type=int, default=20_000, help="SeqMem stream length T")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--readme", action="store_true", help="rewrite the README table")
     args = parser.parse_args()
     print(f"machine: {machine()}")
-    cli_start, py_start = startup(args.repeats + 2), python_startup(args.repeats + 2)
     rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -134,12 +135,19 @@ def main() -> None:
              ["score", "seqmem", str(records), "--json"], ("-", str(records))),
         ]
         for name, size, argv, files in cases:
-            run = run_cli(argv, repeats=args.repeats)
-            base = floor(files, args.repeats)
-            whole = run.cpu_s / base.cpu_s
-            work = (run.cpu_s - cli_start.cpu_s) / max(1e-9, base.cpu_s - py_start.cpu_s)
-            rows.append([name, size, f"{run.cpu_s:.2f}", f"{base.cpu_s:.2f}", f"{whole:.2f}",
-                         f"{cli_start.cpu_s:.2f}", f"{work:.2f}",
+            rounds = [(run_cli(argv), startup(1), floor(files), python_startup(1))
+                      for _ in range(args.repeats)]
+            run = ProcessTime(median(r.cpu_s for r, _, _, _ in rounds),
+                              median(r.wall_s for r, _, _, _ in rounds),
+                              max(r.peak_mib for r, _, _, _ in rounds), 0)
+            base = median(b.cpu_s for _, _, b, _ in rounds)
+            cli_start = median(c.cpu_s for _, c, _, _ in rounds)
+            py_start = median(p.cpu_s for _, _, _, p in rounds)
+            whole = median(r.cpu_s / b.cpu_s for r, _, b, _ in rounds)
+            work = median((r.cpu_s - c.cpu_s) / max(1e-9, b.cpu_s - p.cpu_s)
+                          for r, c, b, p in rounds)
+            rows.append([name, size, f"{run.cpu_s:.2f}", f"{base:.2f}", f"{whole:.2f}",
+                         f"{cli_start:.2f}", f"{work:.2f}",
                          "met" if work <= TARGET else "NOT met", f"{run.wall_s:.2f}",
                          f"{run.peak_mib:.0f}"])
             print("  ".join(str(c) for c in rows[-1]), flush=True)
@@ -149,8 +157,8 @@ def main() -> None:
         rows, "llrrrrrlrr")
     print(table)
     if args.readme:
-        write_section("score", f"Machine: {machine()}. Median of {args.repeats} runs; the "
-                      f"floor's bare interpreter starts in {py_start.cpu_s:.3f} s of CPU.\n\n"
+        write_section("score", f"Machine: {machine()}. {args.repeats} rounds, medians; the "
+                      f"floor's bare interpreter starts in {py_start:.3f} s of CPU.\n\n"
                       f"{table}")
 
 
