@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cli_timing import ProcessTime, machine, markdown_table, run_cli, write_section
+from cli_timing import machine, markdown_table, median_time, run_cli, write_section
 
 from clstream.core.contracts import RequestPlanner
 from clstream.core.events import Chunk
@@ -126,9 +126,7 @@ def main() -> None:
                             "--no-progress", "--out", str(Path(tmp) / f"runs{chunks}_{i}_{k}")]
 
                 runs = [run_cli(argv(k)) for k in range(args.repeats)]
-                run = ProcessTime(statistics.median(r.cpu_s for r in runs),
-                                  statistics.median(r.wall_s for r in runs),
-                                  max(r.peak_mib for r in runs), 0)
+                run = median_time(runs)
                 start = run_cli(argv(0), repeats=3)  # finished: start-up and checks only
                 floors = [model_floor(data, system) for _ in range(args.repeats)]
                 probes = floors[0][0]

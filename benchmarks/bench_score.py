@@ -37,6 +37,7 @@ from cli_timing import (
     ProcessTime,
     machine,
     markdown_table,
+    median_time,
     python_startup,
     run_cli,
     run_process,
@@ -137,9 +138,7 @@ def main() -> None:
         for name, size, argv, files in cases:
             rounds = [(run_cli(argv), startup(1), floor(files), python_startup(1))
                       for _ in range(args.repeats)]
-            run = ProcessTime(median(r.cpu_s for r, _, _, _ in rounds),
-                              median(r.wall_s for r, _, _, _ in rounds),
-                              max(r.peak_mib for r, _, _, _ in rounds), 0)
+            run = median_time([r for r, _, _, _ in rounds])
             base = median(b.cpu_s for _, _, b, _ in rounds)
             cli_start = median(c.cpu_s for _, c, _, _ in rounds)
             py_start = median(p.cpu_s for _, _, _, p in rounds)

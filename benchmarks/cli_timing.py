@@ -61,6 +61,13 @@ def run_process(argv: Sequence[str], env: Mapping[str, str] | None = None,
                        proc.returncode)
 
 
+def median_time(runs: Sequence[ProcessTime]) -> ProcessTime:
+    """The median CPU and wall seconds of ``runs`` (each figure on its own) and their peak."""
+    return ProcessTime(statistics.median(r.cpu_s for r in runs),
+                       statistics.median(r.wall_s for r in runs),
+                       max(r.peak_mib for r in runs), 0)
+
+
 def run_cli(args: Sequence[str], repeats: int = 1, **options: object) -> ProcessTime:
     """``clstream ARGS`` as a process, ``repeats`` times: the median of each figure. Raises
     when a run fails (a benchmark of a failing command measures nothing)."""
@@ -68,9 +75,7 @@ def run_cli(args: Sequence[str], repeats: int = 1, **options: object) -> Process
     for r in runs:
         if r.status != 0:
             raise SystemExit(f"clstream {' '.join(args)} exited with status {r.status}")
-    return ProcessTime(statistics.median(r.cpu_s for r in runs),
-                       statistics.median(r.wall_s for r in runs),
-                       max(r.peak_mib for r in runs), 0)
+    return median_time(runs)
 
 
 def startup(repeats: int = 5) -> ProcessTime:

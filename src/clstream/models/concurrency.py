@@ -106,8 +106,7 @@ class SendOrder:
             self._waiting.pop(number, None)
 
     def done(self, number: int) -> None:
-        if number < self._next or number in self._passed:
-            return
+        """Turn ``number`` has written or given up (once per turn: :meth:`Turn.sent`)."""
         self._passed.add(number)
         while self._next in self._passed:
             self._passed.discard(self._next)
