@@ -41,8 +41,8 @@ from clstream.core.contracts import RequestPlanner
 from clstream.core.events import Chunk
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
 from clstream.core.types import GenerationRequest
+from clstream.driver.components import system_factory
 from clstream.models.builtin import BuiltinReader
-from clstream.protocols.common import system_factory
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.runner import POOL_TOKENS, context_tokens, make_query, prompt_order

@@ -34,9 +34,9 @@ from typing import Any
 from cli_timing import machine, markdown_table, run_cli, write_section
 
 from clstream.core.specs import ComponentSpec, RunSpec, derive_seed, parse_model_spec
+from clstream.driver.components import build_model, system_factory
 from clstream.models.prefix_cache_sim import approx_tokens, render_chat, replay
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.protocols.common import build_model, system_factory
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.runner import context_tokens, docs_for_cache_budget, probe_key

@@ -11,7 +11,7 @@ from clstream.core.errors import StoreError
 from clstream.core.records import Record
 from clstream.core.registry import canonical_run_spec
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
-from clstream.protocols.common import adopt_legacy_run, parse_components, register_run
+from clstream.driver.components import adopt_legacy_run, parse_components, register_run
 from clstream.store.db import ResultsStore
 from clstream.store.export import select_run
 

@@ -19,9 +19,9 @@ from fake_openai_server import FakeOpenAIServer, always
 from clstream.core.contracts import Preflight, check_model
 from clstream.core.secrets import REDACTED
 from clstream.core.types import GenerationRequest, Message, SamplingParams
+from clstream.driver.flags import OPENAI_DEFAULT_BASE_URL
 from clstream.models.builtin import BuiltinReader
 from clstream.models.openai_compat import DEFAULT_BASE_URL, EndpointError, OpenAICompatModel
-from clstream.protocols.options import OPENAI_DEFAULT_BASE_URL
 
 SAMPLING = SamplingParams(temperature=0.3, top_p=0.9, top_k=5, max_tokens=512, n=2, seed=7)
 KEY = "sk-test-preflight-0123456789"

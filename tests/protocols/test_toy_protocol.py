@@ -23,7 +23,7 @@ from clstream.core.records import Record, RunRow
 from clstream.core.registry import register, unregister
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec, sha256_file
 from clstream.core.types import Query
-from clstream.protocols.common import build_model, run_info, system_factory
+from clstream.driver.components import build_model, run_info, system_factory
 from clstream.render.base import Cell, Column, Section, Table
 from clstream.store.db import ResultsStore
 

@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.types import SamplingParams
-from clstream.protocols.options import OPENAI_DEFAULT_BASE_URL
+from clstream.driver.flags import OPENAI_DEFAULT_BASE_URL
 
 if TYPE_CHECKING:
     import httpx

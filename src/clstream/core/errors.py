@@ -32,3 +32,9 @@ class SpecError(ClstreamError):
 
 class StoreError(ClstreamError):
     """The results directory cannot be used (locked by another writer, wrong format, ...)."""
+
+
+class StreamStopped(ClstreamError):
+    """A cell of a run stopped before its end because a step it depends on failed (an online
+    answer of a task stream); the run goes on with its other cells and ends with exit status 3
+    and the resume line."""

@@ -12,8 +12,8 @@ from typing import Any
 
 import clstream
 from clstream.core.registry import names, resolve
+from clstream.driver.transport import transport_history
 from clstream.models.pricing import cost_usd
-from clstream.protocols.common import transport_history
 from clstream.store.db import ResultsStore
 
 

@@ -4,7 +4,6 @@ runner module docstring). A replay of every interval's prefix would make T(T+1)/
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,8 +11,8 @@ from typing import Any
 import pytest
 
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
+from clstream.driver.components import system_factory
 from clstream.models.builtin import BuiltinReader
-from clstream.protocols.common import system_factory
 from clstream.protocols.oaks import runner as oaks_runner
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.export import oaks_predictions
@@ -23,6 +22,7 @@ from clstream.store.db import ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from observe_counts import ObserveCounts  # noqa: E402
+from planned import drive_runner  # noqa: E402
 
 CHUNKS = 12
 
@@ -40,11 +40,10 @@ def run(data: Path, tmp: Path, system: str, pooled: bool) -> list[dict[str, Any]
     spec = RunSpec(protocol="oaks", dataset_hash=dataset.sha256,
                    system=ComponentSpec.parse(system), model=parse_model_spec("builtin"))
     with ResultsStore(tmp, writer=True) as store:
-        runner = OaksRunner(dataset, spec, store, system_factory(spec, model),
-                            show_progress=False, model=model if pooled else None)
-        runner.register({})
-        result = asyncio.run(runner.run())
-        assert result.probes_done == result.probes_total and result.errors == 0
+        make = system_factory(spec, model)
+        runner = OaksRunner(dataset, spec, store, make, model=model if pooled else None)
+        result = drive_runner(runner, store, spec, {"probe": "probes"}, model, make)
+        assert result.done == result.total and result.errors == 0
         (row,) = store.runs()
         return oaks_predictions(store, row)
 
@@ -98,10 +97,9 @@ def test_the_order_requests_leave_the_runner_is_a_function_of_spec_and_data(
         spec = RunSpec(protocol="oaks", dataset_hash=dataset.sha256,
                        system=ComponentSpec.parse(system), model=parse_model_spec("builtin"))
         with ResultsStore(tmp_path / str(attempt), writer=True) as store:
-            runner = OaksRunner(dataset, spec, store, system_factory(spec, model),
-                                show_progress=False, model=model)
-            runner.register({})
-            asyncio.run(runner.run())
+            make = system_factory(spec, model)
+            runner = OaksRunner(dataset, spec, store, make, model=model)
+            drive_runner(runner, store, spec, {"probe": "probes"}, model, make)
         orders.append(model.keys)
     total = sum(len(d.questions) * d.num_chunks for d in dataset.documents)
     assert orders[0] == orders[1] and len(orders[0]) == total

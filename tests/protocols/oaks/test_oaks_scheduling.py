@@ -15,10 +15,10 @@ from clstream.cli import main as cli
 from clstream.core import layout
 from clstream.core.specs import ComponentSpec, RunSpec, derive_seed, parse_model_spec
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Sample
+from clstream.driver.components import system_factory
 from clstream.models.builtin import BuiltinReader
 from clstream.models.prefix_cache_sim import approx_tokens, render_chat, replay
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.protocols.common import system_factory
 from clstream.protocols.oaks import prompts
 from clstream.protocols.oaks.data import OaksDocument
 from clstream.protocols.oaks.export import oaks_predictions
@@ -37,6 +37,9 @@ from fake_openai_server import FakeOpenAIServer  # noqa: E402
 from loopback_engine import LoopbackEngine  # noqa: E402
 
 SYSTEMS = ["full", "window:w=3", "rag:k=2", "rag+window:k=1,w=2"]
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from planned import drive_runner  # noqa: E402
 
 
 class Recorder:
@@ -113,11 +116,11 @@ def run_store(data: Path, tmp: Path, system: str, model: Any, pooled: bool, docs
     spec = RunSpec(protocol="oaks", dataset_hash=dataset.sha256,
                    system=ComponentSpec.parse(system), model=parse_model_spec("builtin"))
     with ResultsStore(tmp, writer=True) as store:
-        runner = OaksRunner(dataset, spec, store, system_factory(spec, model), docs_in_flight=docs,
-                            show_progress=False, model=model if pooled else None)
-        runner.register({})
-        result = asyncio.run(runner.run())
-        assert result.probes_done == result.probes_total and result.errors == 0
+        make = system_factory(spec, model)
+        runner = OaksRunner(dataset, spec, store, make, model=model if pooled else None)
+        result = drive_runner(runner, store, spec, {"probe": "probes"}, model, make,
+                              cells_at_once=docs)
+        assert result.done == result.total and result.errors == 0
         (row,) = store.runs()
         return oaks_predictions(store, row)
 

@@ -10,7 +10,6 @@ secret; a lone surrogate in an answer is stored, exported, summarized and report
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import socket
@@ -25,9 +24,9 @@ from clstream.cli import main as cli
 from clstream.core.events import Event, Feedback
 from clstream.core.secrets import REDACTED
 from clstream.core.specs import ComponentSpec, RunSpec
+from clstream.driver.components import system_factory
 from clstream.judges.evaluators import Verdict
 from clstream.models.builtin import BuiltinReader
-from clstream.protocols.common import system_factory
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.protocols.seqmem.runner import SeqMemRunner
 from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, synthetic_stream
@@ -35,6 +34,9 @@ from clstream.store.db import Record, ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from planned import drive_runner  # noqa: E402
 
 T, HOLDOUT = 12, 4
 PLAN = ["--checkpoints", "0,4,8,12", "--horizons", "1,2"]
@@ -227,10 +229,8 @@ def test_feedback_into_the_prompt_carries_no_secret(
 
     with ResultsStore(tmp_path / "out", writer=True) as store:
         runner = SeqMemRunner(stream.tasks, stream.holdout, spec, store, make, evaluate,
-                              SeqMemPlan.build(8), {"path": "mem", "n_tasks": 8},
-                              show_progress=False)
-        runner.register({})
-        asyncio.run(runner.run())
+                              SeqMemPlan.build(8))
+        drive_runner(runner, store, spec, {"online": "online", "holdout": "hold-out", "retro": "retro"}, BuiltinReader(), make)
     feedback = [e for e in seen if isinstance(e, Feedback)]
     assert len(feedback) >= 8
     assert all(secret not in f.message and f"(env said {REDACTED})" in f.message

@@ -4,7 +4,6 @@ each probe is answered at the state the stream has just reached)."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,12 +12,15 @@ import pytest
 
 from clstream.core.registry import resolve
 from clstream.core.specs import ComponentSpec, RunSpec
+from clstream.driver.components import system_factory
 from clstream.models.builtin import BuiltinReader
-from clstream.protocols.common import system_factory
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.protocols.seqmem.runner import SeqMemRunner
 from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, synthetic_stream
 from clstream.store.db import ResultsStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from planned import drive_runner  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from observe_counts import ObserveCounts  # noqa: E402
@@ -36,11 +38,11 @@ def test_retro_probes_replay_nothing(tmp_path: Any, monkeypatch: pytest.MonkeyPa
     horizons = [1, 2, 4, 8]  # every power of two below T: about T log T retro probes
     plan = SeqMemPlan.build(TASKS, horizons=horizons)
     with ResultsStore(tmp_path, writer=True) as store:
-        runner = SeqMemRunner(data.tasks, data.holdout, spec, store,
-                              system_factory(spec, BuiltinReader()), data.evaluator().evaluate,
-                              plan, {"path": "mem", "n_tasks": TASKS}, show_progress=False)
-        runner.register({})
-        result = asyncio.run(runner.run())
-    assert result.retro_done == sum(TASKS - h for h in horizons) > TASKS
+        model = BuiltinReader()
+        make = system_factory(spec, model)
+        runner = SeqMemRunner(data.tasks, data.holdout, spec, store, make,
+                              data.evaluator().evaluate, plan)
+        result = drive_runner(runner, store, spec, {"online": "online", "holdout": "hold-out", "retro": "retro"}, model, make)
+    assert result.counts["retro"][0] == sum(TASKS - h for h in horizons) > TASKS
     assert counts.by_kind == {"Feedback": TASKS}
     assert counts.inserted and sum(counts.inserted.values()) <= TASKS

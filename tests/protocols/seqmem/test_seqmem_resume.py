@@ -20,9 +20,12 @@ from clstream.protocols.seqmem.commands import export_seqmem
 from clstream.core.registry import register
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.models.builtin import BuiltinReader
-from clstream.protocols.common import system_factory
+from clstream.driver.components import system_factory
 from clstream.protocols.seqmem.runner import SeqMemPlan, SeqMemRunner
 from clstream.store.db import ResultsStore
+
+sys.path.insert(0, sys.argv[4])
+from planned import drive_runner
 
 SYSTEM = sys.argv[3]
 register("system", SYSTEM, {
@@ -60,18 +63,18 @@ spec = RunSpec(protocol="seqmem", dataset_hash=data.sha256,
                system=ComponentSpec.parse(SYSTEM), model=ComponentSpec(name="builtin"))
 with open(os.path.join(out, "requests.log"), "a") as log, ResultsStore(out, writer=True) as store:
     model = Model(kill_after, log)
-    runner = SeqMemRunner(data.tasks, data.holdout, spec, store, system_factory(spec, model),
-                          data.evaluator().evaluate, SeqMemPlan.build(14, retro_sample=0.7, seed=2),
-                          {"path": "syn", "n_tasks": 14}, show_progress=False)
-    runner.register({})
-    asyncio.run(runner.run())
+    make = system_factory(spec, model)
+    runner = SeqMemRunner(data.tasks, data.holdout, spec, store, make, data.evaluator().evaluate,
+                          SeqMemPlan.build(14, retro_sample=0.7, seed=2))
+    drive_runner(runner, store, spec, {"online": "online", "holdout": "hold-out", "retro": "retro"}, model, make)
     export_seqmem(store, store.runs()[0], os.path.join(out, "records.jsonl"))
 '''
 
 
 def _run(script: Path, out: Path, kill_after: int, system: str) -> int:
     out.mkdir(exist_ok=True)
-    proc = subprocess.run([sys.executable, str(script), str(out), str(kill_after), system],
+    proc = subprocess.run([sys.executable, str(script), str(out), str(kill_after), system,
+                           str(Path(__file__).resolve().parents[1])],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode in (0, -signal.SIGKILL), proc.stderr
     return proc.returncode

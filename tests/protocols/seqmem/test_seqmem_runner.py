@@ -3,25 +3,28 @@ model, the records it stores, multi-try systems, failed model calls, and stored 
 
 from __future__ import annotations
 
-import asyncio
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clstream.core.errors import ClstreamError
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import GenerationRequest, GenerationResult
+from clstream.driver.components import system_factory
+from clstream.driver.plan import RunResult
 from clstream.models.builtin import BuiltinReader
-from clstream.protocols.common import system_factory
 from clstream.protocols.seqmem import plan as seqmem_plan
 from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan, load_memory
 from clstream.protocols.seqmem.runner import SeqMemRunner
 from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, synthetic_stream
 from clstream.store.db import ResultsStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from planned import drive_runner  # noqa: E402
 
 SYSTEMS = [
     "memory-free", "exp-recent", "exp-rag", "dc-rs", "awm", "expel-st", "expel-mt", "g-memory",
@@ -45,16 +48,29 @@ def stream(tasks: int = 12, holdout: int = 4, seed: int = 3) -> Any:
     return synthetic_stream(generate_seqmem_synthetic(seed=seed, tasks=tasks, holdout=holdout))
 
 
+class Driven:
+    """A SeqMem runner and what the driver needs to run it."""
+
+    def __init__(self, store: ResultsStore, data: Any, system: str, model: Any,
+                 plan: SeqMemPlan | None) -> None:
+        self.spec = RunSpec(protocol="seqmem", dataset_hash=data.sha256,
+                            system=ComponentSpec.parse(system), model=ComponentSpec(name="builtin"))
+        self.plan = plan or SeqMemPlan.build(len(data.tasks))
+        self.make = system_factory(self.spec, model)
+        self.runner = SeqMemRunner(data.tasks, data.holdout, self.spec, store, self.make,
+                                   data.evaluator().evaluate, self.plan)
+        self.store, self.model, self.run_id = store, model, self.spec.run_id
+
+    def run(self) -> RunResult:
+        return drive_runner(self.runner, self.store, self.spec, UNITS, self.model, self.make)
+
+
+UNITS = {"online": "online", "holdout": "hold-out", "retro": "retro"}
+
+
 def make_runner(store: ResultsStore, data: Any, system: str, model: Any,
-                plan: SeqMemPlan | None = None) -> SeqMemRunner:
-    spec = RunSpec(protocol="seqmem", dataset_hash=data.sha256,
-                   system=ComponentSpec.parse(system), model=ComponentSpec(name="builtin"))
-    plan = plan or SeqMemPlan.build(len(data.tasks))
-    runner = SeqMemRunner(data.tasks, data.holdout, spec, store, system_factory(spec, model),
-                          data.evaluator().evaluate, plan, {"path": "mem", "n_tasks": len(data.tasks)},
-                          show_progress=False)
-    runner.register({})
-    return runner
+                plan: SeqMemPlan | None = None) -> Driven:
+    return Driven(store, data, system, model, plan)
 
 
 def rows(store: ResultsStore, run_id: str, kind: str) -> list[dict[str, Any]]:
@@ -70,9 +86,10 @@ def test_every_method_runs_end_to_end_with_the_builtin_model(tmp_path: Path, sys
     data = stream()
     with ResultsStore(tmp_path, writer=True) as store:
         runner = make_runner(store, data, system, BuiltinReader())
-        result = asyncio.run(runner.run())
+        result = runner.run()
         assert result.errors == 0
-        assert (result.online_done, result.holdout_done) == (12, 4 * len(runner.plan.checkpoints))
+        assert (result.counts["online"][0], result.counts["holdout"][0]) == (
+            12, 4 * len(runner.plan.checkpoints))
         online = rows(store, runner.run_id, "online")
         holdout = rows(store, runner.run_id, "holdout")
         retro = rows(store, runner.run_id, "retro")
@@ -100,7 +117,7 @@ def test_exp_rag_beats_memory_free_on_the_synthetic_stream(tmp_path: Path) -> No
         with ResultsStore(tmp_path / system, writer=True) as store:
             runner = make_runner(store, data, system, BuiltinReader(),
                                  SeqMemPlan.build(60, checkpoints=[0, 60], horizons=[1]))
-            asyncio.run(runner.run())
+            runner.run()
             online = rows(store, runner.run_id, "online")
             acc[system] = sum(r["correct"] for r in online) / len(online)
     assert acc["memory-free"] <= 0.05
@@ -112,7 +129,7 @@ def test_multi_try_scores_any_try_online_and_one_try_on_probes(tmp_path: Path) -
     data = stream()
     with ResultsStore(tmp_path, writer=True) as store:
         runner = make_runner(store, data, "expel-mt:tries=2", BuiltinReader())
-        asyncio.run(runner.run())
+        runner.run()
         online = rows(store, runner.run_id, "online")
         retried = [r for r in online if r["tries"] == 2]
         assert retried, "the synthetic stream's first questions fail on the first try"
@@ -129,13 +146,14 @@ def test_failed_online_call_stops_the_run_and_resume_finishes_it(tmp_path: Path)
     data = stream()
     with ResultsStore(tmp_path, writer=True) as store:
         runner = make_runner(store, data, "exp-rag", Failing({"online/5"}))
-        with pytest.raises(ClstreamError, match="online task 5"):
-            asyncio.run(runner.run())
+        stopped = runner.run()
+        assert stopped.stopped is not None and "online task 5" in stopped.stopped
+        assert not stopped.complete
         assert store.state_steps(runner.run_id, "memory") == [0, 1, 2, 3, 4]
         assert store.count(runner.run_id, "online") == 4
         resumed = make_runner(store, data, "exp-rag", BuiltinReader())
-        result = asyncio.run(resumed.run())
-        assert result.online_done == 12 and result.errors == 0
+        result = resumed.run()
+        assert result.counts["online"][0] == 12 and result.errors == 0
 
 
 def test_failed_probe_is_stored_as_an_error_and_retried_on_resume(tmp_path: Path) -> None:
@@ -143,12 +161,12 @@ def test_failed_probe_is_stored_as_an_error_and_retried_on_resume(tmp_path: Path
     item = data.holdout[0].id
     with ResultsStore(tmp_path, writer=True) as store:
         runner = make_runner(store, data, "exp-recent", Failing({f"holdout/{item}@0", "retro/2@1"}))
-        result = asyncio.run(runner.run())
+        result = runner.run()
         assert result.errors == 2
         assert store.count(runner.run_id, "holdout", errors=True) == 1
         again = make_runner(store, data, "exp-recent", BuiltinReader())
-        result = asyncio.run(again.run())
-        assert result.errors == 0 and result.retro_done == result.counts["retro"]
+        result = again.run()
+        assert result.errors == 0 and result.counts["retro"][0] == result.counts["retro"][1]
 
 
 def test_records_score_through_the_public_format(tmp_path: Path) -> None:
@@ -157,7 +175,7 @@ def test_records_score_through_the_public_format(tmp_path: Path) -> None:
     data = stream()
     with ResultsStore(tmp_path, writer=True) as store:
         runner = make_runner(store, data, "g-memory", BuiltinReader())
-        asyncio.run(runner.run())
+        runner.run()
         run = store.runs()[0]
         n = export_seqmem(store, run, tmp_path / "records.jsonl")
     lines = [json.loads(x) for x in (tmp_path / "records.jsonl").read_text().splitlines()]
@@ -179,7 +197,7 @@ def test_append_only_memory_is_stored_as_tails(tmp_path: Path, monkeypatch: pyte
     data = stream()
     with ResultsStore(tmp_path, writer=True) as store:
         runner = make_runner(store, data, "exp-rag", BuiltinReader())
-        asyncio.run(runner.run())
+        runner.run()
         for k in range(13):
             raw = store.load_state(runner.run_id, "memory", k)
             assert raw is not None and ("full" in raw[1]) == (k % 5 == 0)

@@ -8,20 +8,16 @@ import hashlib
 import json
 import math
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.specs import RunSpec
-from clstream.protocols.clbench.envs import ENVIRONMENTS
-from clstream.protocols.clbench.envs.base import EnvironmentBase
-from clstream.protocols.clbench.materials import write_materials
-from clstream.protocols.clbench.metrics import ci_multiplier, score_clbench
-from clstream.protocols.clbench.records import ClbenchRecords, load_clbench_records
-from clstream.protocols.clbench.runner import ClbenchRunner, template_fingerprint
-from clstream.protocols.clbench.summary import stateless_sums
-from clstream.protocols.common import build_model, parse_components, run_info, system_factory
-from clstream.protocols.options import (
+from clstream.driver.components import build_model, parse_components, system_factory
+from clstream.driver.execute import drive
+from clstream.driver.failures import resume_command
+from clstream.driver.flags import (
     add_backend_arguments,
     add_run_arguments,
     add_sampling_arguments,
@@ -29,14 +25,14 @@ from clstream.protocols.options import (
     positive,
     sampling_from_args,
 )
-from clstream.protocols.outcome import (
-    Failure,
-    check_endpoint,
-    finish,
-    first_error,
-    resume_command,
-    run_interruptible,
-)
+from clstream.driver.plan import PlannedRun, RunJob, StoredDataset
+from clstream.protocols.clbench.envs import ENVIRONMENTS
+from clstream.protocols.clbench.envs.base import EnvironmentBase
+from clstream.protocols.clbench.materials import write_materials
+from clstream.protocols.clbench.metrics import ci_multiplier, score_clbench
+from clstream.protocols.clbench.records import ClbenchRecords, load_clbench_records
+from clstream.protocols.clbench.runner import ClbenchRunner, template_fingerprint
+from clstream.protocols.clbench.summary import stateless_sums
 from clstream.store.db import ResultsStore
 
 __all__ = ["add_generate_arguments", "add_run_clbench_arguments", "add_score_arguments",
@@ -265,6 +261,12 @@ def _check_reference(store: ResultsStore, run_id: str, reference: dict[str, Any]
 
 
 def run(args: argparse.Namespace) -> int:
+    return drive(plan_run(args))
+
+
+def plan_run(args: argparse.Namespace) -> RunJob:
+    """``run clbench``: one planned run per system; each task's stateless arm and each of its
+    rollouts is a cell, ``--parallel`` of them at once."""
     positive("--rollouts", args.rollouts)
     positive("--parallel", args.parallel)
     tasks = task_names(args.task)
@@ -277,38 +279,26 @@ def run(args: argparse.Namespace) -> int:
         _close(envs)
     reference = parse_reference(args.reference, args.out, tasks, view)
     params = {"tasks": tasks, "schedule": args.schedule, "rollouts": args.rollouts}
-    specs = [RunSpec(protocol="clbench", dataset_hash=view_hash(view), system=s,
-                     model=model_spec, sampling=sampling, seed=args.seed, params=params)
-             for s in systems]
+    stored = StoredDataset(view_hash(view), f"clbench:{','.join(tasks)}", view)
+    texts = [t for env in envs.values() for t in (env.instructions, env.action_format)]
+    info: dict[str, Any] = {"prompt_template_hash": template_fingerprint(texts),
+                            "tasks": tasks, "schedule": args.schedule}
+    if reference is not None:
+        info["reference"] = reference
     model = build_model(model_spec, **backend_options(args))
-    factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
-    # A dead endpoint, or a system too big for its context, fails here, before any writing.
-    check_endpoint(model, sampling, systems)
-    failures: list[Failure] = []
-    with ResultsStore(args.out, writer=True) as store:
-        for spec, make in zip(specs, factories, strict=True):
-            runner = ClbenchRunner(
-                spec, store, make, lambda task: make_env(task, args.seed, args.schedule),
-                tasks, args.rollouts, view, parallel=args.parallel, model=model,
-                show_progress=not args.no_progress)
-            texts = [t for env in envs.values() for t in (env.instructions, env.action_format)]
-            extra: dict[str, Any] = {"prompt_template_hash": template_fingerprint(texts),
-                                     "tasks": tasks, "schedule": args.schedule}
-            if reference is not None:
-                extra["reference"] = reference
-            _check_reference(store, spec.run_id, reference)
-            resumed = runner.register(run_info(model, make(), extra))
-            result = run_interruptible(runner.run())
-            state = "resumed" if resumed else "ran"
-            print(f"{state} {spec.system.label} ({result.run_id}): "
-                  f"{result.instances_done}/{result.instances_total} instances, "
-                  f"{result.errors} errors, {result.wall_s:.1f}s", file=sys.stderr)
-            if result.instances_done < result.instances_total:
-                failures.append(Failure(
-                    spec.system.label, result.run_id, result.errors,
-                    result.instances_total - result.instances_done - result.errors,
-                    result.instances_total, first_error(store, result.run_id, ("instance",))))
-    finish("clbench", "instance", failures,
-           resume_command("clbench", add_run_clbench_arguments, args))
-    print(args.out)
-    return 0
+    runs = []
+    for system in systems:
+        spec = RunSpec(protocol="clbench", dataset_hash=stored.sha256, system=system,
+                       model=model_spec, sampling=sampling, seed=args.seed, params=params)
+        make = system_factory(spec, model)  # validates every system before anything is written
+        runs.append(PlannedRun(
+            spec, make, stored, info, {"instance": "instances"},
+            partial(ClbenchRunner, spec, make_system=make,
+                    make_env=partial(make_env, seed=args.seed, schedule=args.schedule),
+                    tasks=tasks, rollouts=args.rollouts, view=view),
+            error_kinds=("instance",), cells_at_once=args.parallel,
+            before_register=partial(_check_reference, run_id=spec.run_id,
+                                    reference=reference)))
+    return RunJob("clbench", "instance", args.out, model, sampling, systems, runs,
+                  resume_command("clbench", add_run_clbench_arguments, args),
+                  show_progress=not args.no_progress)

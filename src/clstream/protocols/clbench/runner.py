@@ -53,16 +53,14 @@ another, so the same spec and seed give the same records whatever the concurrenc
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from clstream.core import layout
-from clstream.core.contracts import Model, System, open_model
+from clstream.core.contracts import System
 from clstream.core.environment import (
     ActionError,
     Environment,
@@ -74,15 +72,9 @@ from clstream.core.environment import (
 from clstream.core.errors import StoreError
 from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationResult, Query, Response, Usage
+from clstream.driver.plan import Cell, Progress
+from clstream.driver.record_fields import call_records, finish_reasons, timing_fields
 from clstream.protocols.clbench.snapshots import load_snapshot, stored_form
-from clstream.protocols.common import (
-    TransportLog,
-    call_records,
-    finish_reasons,
-    progress_bar,
-    register_run,
-    timing_fields,
-)
 from clstream.store.db import Record, ResultsStore
 
 PROTOCOL = "clbench"
@@ -165,18 +157,10 @@ class _Played:
     step: int = 0
 
 
-@dataclass
-class ClbenchRunResult:
-    run_id: str
-    instances_done: int
-    instances_total: int
-    errors: int
-    stopped: list[str]
-    wall_s: float
-
-
 class ClbenchRunner:
-    """Runs one spec (one system, one model) over the tasks of a run into a store."""
+    """One spec (one system, one model) over the tasks of a run, opened on a store: a task's
+    stateless arm is one cell and each of its rollouts another (:mod:`clstream.driver`
+    registers the run and runs the cells, at most ``--parallel`` at once)."""
 
     def __init__(
         self,
@@ -187,27 +171,14 @@ class ClbenchRunner:
         tasks: Sequence[str],
         rollouts: int,
         view: Mapping[str, Any],
-        parallel: int = 4,
-        model: Model | None = None,
-        show_progress: bool = True,
     ):
         self.spec, self.store = spec, store
         self.make_system, self.make_env = make_system, make_env
         self.tasks, self.rollouts = list(tasks), int(rollouts)
         self.view = dict(view)
-        self.parallel = max(1, int(parallel))
-        self.model = model
-        self.show_progress = show_progress
         self.run_id = spec.run_id
         self._sizes = {t: int(self.view["tasks"][t]["n_instances"]) for t in self.tasks}
-        self._bar: Any = None
-        self._stopped: list[str] = []
-
-    def register(self, info: dict[str, Any]) -> bool:
-        """Record the run (idempotent); returns True when this is a resume."""
-        self.store.put_dataset(self.spec.dataset_hash, f"clbench:{','.join(self.tasks)}",
-                               self.view)
-        return register_run(self.store, self.spec, self.spec.dataset_hash, info)
+        self._units = {u.stream: u for u in self.units}
 
     @property
     def units(self) -> list[Unit]:
@@ -217,58 +188,26 @@ class ClbenchRunner:
             out += [Unit(task, STATEFUL, r) for r in range(self.rollouts)]
         return out
 
-    @property
-    def instances_total(self) -> int:
-        return sum(n * (self.rollouts + 1) for n in self._sizes.values())
+    def cells(self) -> list[Cell]:
+        return [Cell(u.stream, self._sizes[u.task]) for u in self.units]
 
-    def _done(self) -> int:
-        return sum(self.store.count(self.run_id, "instance", errors=False, stream=t)
-                   for t in self.tasks)
+    def totals(self) -> dict[str, int]:
+        return {"instance": sum(n * (self.rollouts + 1) for n in self._sizes.values())}
 
-    # -- the run -------------------------------------------------------------------------------
-    async def run(self) -> ClbenchRunResult:
-        start = time.perf_counter()
-        done_before = self._done()
-        if self.show_progress:
-            self._bar = progress_bar(self.instances_total, done_before, self.spec.system.label)
-        self._stopped = []
-        sem = asyncio.Semaphore(self.parallel)
-        transport = TransportLog(self.model)
+    async def run_cell(self, cell: Cell, progress: Progress) -> None:
+        await self._unit(self._units[cell.id], progress)
 
-        async def guarded(unit: Unit) -> None:
-            async with sem:
-                await self._unit(unit)
-
-        try:
-            async with open_model(self.model):
-                async with asyncio.TaskGroup() as group:
-                    for unit in self.units:
-                        group.create_task(guarded(unit))
-        finally:
-            if self._bar is not None:
-                self._bar.close()
-            self.store.add_wall_time(self.run_id, time.perf_counter() - start)
-            transport.save(self.store, self.run_id)
-        errors = sum(self.store.count(self.run_id, "instance", errors=True, stream=t)
-                     for t in self.tasks)
-        return ClbenchRunResult(self.run_id, self._done(), self.instances_total, errors,
-                                sorted(self._stopped), time.perf_counter() - start)
-
-    async def _unit(self, unit: Unit) -> None:
+    async def _unit(self, unit: Unit, progress: Progress) -> None:
         env = self.make_env(unit.task)
         try:
             if unit.arm == STATELESS:
-                await self._stateless(unit, env)
+                await self._stateless(unit, env, progress)
             else:
-                await self._stateful(unit, env)
+                await self._stateful(unit, env, progress)
         finally:
             close = getattr(env, "close", None)
             if callable(close):
                 close()
-
-    def _tick(self) -> None:
-        if self._bar is not None:
-            self._bar.update(1)
 
     def _stop(self, unit: Unit, pos: int, instance_id: str, stage: int, played: _Played
               ) -> None:
@@ -280,9 +219,8 @@ class ClbenchRunner:
             payload={"task": unit.task, "arm": unit.arm, "rollout": unit.rollout, "pos": pos,
                      "instance_id": instance_id, "stage": stage, "failed_step": played.step},
         )])
-        self._stopped.append(unit.stream)
 
-    async def _stateless(self, unit: Unit, env: Environment) -> None:
+    async def _stateless(self, unit: Unit, env: Environment, progress: Progress) -> None:
         prefix = unit.stream + "/"
         done = {k for k in self.store.done_keys(self.run_id, "instance", stream=unit.task,
                                                   arm=STATELESS) if k.startswith(prefix)}
@@ -297,9 +235,9 @@ class ClbenchRunner:
                 self._stop(unit, pos, instance_id, env.schedule.stage_of(instance_id), played)
                 return
             self.store.put_records(self.run_id, played.records)
-            self._tick()
+            progress.update(1)
 
-    async def _stateful(self, unit: Unit, env: Environment) -> None:
+    async def _stateful(self, unit: Unit, env: Environment, progress: Progress) -> None:
         order = rollout_order(env.schedule, env.order_policy, env.seed, unit.rollout)
         steps = self.store.state_steps(self.run_id, unit.stream)
         start = steps[-1] if steps else 0
@@ -325,7 +263,7 @@ class ClbenchRunner:
             self.store.save_state(self.run_id, unit.stream, pos,
                                   stored_form(previous, state, pos), played.records)
             previous = state
-            self._tick()
+            progress.update(1)
 
     # -- one instance ----------------------------------------------------------------------------
     async def _play(self, unit: Unit, env: Environment, system: System, instance_id: str,

@@ -29,9 +29,9 @@ from typing import Any
 
 from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
+from clstream.driver.record_fields import cut_by_cap
 from clstream.protocols.clbench.metrics import score_clbench, stage_means
 from clstream.protocols.clbench.runner import STATEFUL, STATELESS
-from clstream.protocols.common import cut_by_cap
 from clstream.render.runs import coverage_note
 from clstream.store.db import ResultsStore, RunRow
 

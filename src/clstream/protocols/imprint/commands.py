@@ -15,6 +15,7 @@ import asyncio
 import hashlib
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,19 @@ from clstream.core.contracts import supervision_of
 from clstream.core.errors import SpecError
 from clstream.core.files import write_atomic
 from clstream.core.specs import RunSpec
+from clstream.driver.components import build_model, parse_components, system_factory
+from clstream.driver.execute import drive
+from clstream.driver.failures import resume_command
+from clstream.driver.flags import (
+    add_backend_arguments,
+    add_run_arguments,
+    add_sampling_arguments,
+    backend_options,
+    positive,
+    sampling_from_args,
+)
+from clstream.driver.plan import PlannedRun, RunJob, StoredDataset
 from clstream.judges.imprint import LLM_JUDGE_PROMPT_HASH
-from clstream.protocols.common import build_model, parse_components, run_info, system_factory
 from clstream.protocols.imprint.prompts import template_fingerprint
 from clstream.protocols.imprint.runner import ImprintRunner
 from clstream.protocols.imprint.schema import (
@@ -33,23 +45,6 @@ from clstream.protocols.imprint.schema import (
     load_items,
     write_dataset,
 )
-from clstream.protocols.options import (
-    add_backend_arguments,
-    add_run_arguments,
-    add_sampling_arguments,
-    backend_options,
-    positive,
-    sampling_from_args,
-)
-from clstream.protocols.outcome import (
-    Failure,
-    check_endpoint,
-    finish,
-    first_error,
-    resume_command,
-    run_interruptible,
-)
-from clstream.store.db import ResultsStore
 
 __all__ = ["add_generate_arguments", "add_run_imprint_arguments", "add_score_arguments",
            "generate", "run", "score"]
@@ -115,6 +110,12 @@ def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return drive(plan_run(args))
+
+
+def plan_run(args: argparse.Namespace) -> RunJob:
+    """``run imprint``: one planned run per system; each instance (the corpus of news and
+    code, each persona) is a cell."""
     positive("--batch", args.batch)
     positive("--parallel", args.parallel)
     data = load_dataset(args.data)
@@ -128,16 +129,7 @@ def run(args: argparse.Namespace) -> int:
                         "MODEL (the model that judges its answers)")
     digest = dataset_hash(data)
     params = {"supervision": args.supervision, "setting": data.setting}
-    specs = [RunSpec(protocol="imprint", dataset_hash=digest, system=s, model=model_spec,
-                     sampling=sampling, seed=args.seed, params=params) for s in systems]
     model = build_model(model_spec, **backend_options(args))
-    factories = [system_factory(spec, model) for spec in specs]  # validate before writing
-    for spec, make in zip(specs, factories, strict=True):
-        accepted = supervision_of(make())
-        if args.supervision not in accepted:
-            raise SpecError(f"system {spec.system.label!r} takes supervision "
-                            f"{', '.join(accepted)}, not {args.supervision}")
-    check_endpoint(model, sampling, systems)
     judge = None
     if llm_items:
         from clstream.judges.imprint import LLMJudge
@@ -147,34 +139,29 @@ def run(args: argparse.Namespace) -> int:
         judge = LLMJudge(judge_model, Path(args.out) / "judge_cache.jsonl")
     view = dataset_view(data)
     view["corpus_tokens"] = corpus_tokens(data, model.tokenizer)
-    failures: list[Failure] = []
-    with ResultsStore(args.out, writer=True) as store:
-        store.put_dataset(digest, str(Path(args.data).resolve()), view)
-        for spec, make in zip(specs, factories, strict=True):
-            runner = ImprintRunner(spec, store, make, data, args.supervision, model,
-                                   batch=args.batch, parallel=args.parallel,
-                                   show_progress=not args.no_progress, judge=judge)
-            extra: dict[str, Any] = {"prompt_template_hash": template_fingerprint(),
-                                     "supervision": args.supervision, "setting": data.setting}
-            if judge is not None:
-                extra["judge"] = {"model": judge.model.describe(),
-                                  "prompt_hash": LLM_JUDGE_PROMPT_HASH}
-            resumed = runner.register(run_info(model, make(), extra))
-            result = run_interruptible(runner.run())
-            state = "resumed" if resumed else "ran"
-            print(f"{state} {spec.system.label} ({result.run_id}): {result.items_done}/"
-                  f"{result.items_total} items, {result.errors} errors, {result.wall_s:.1f}s",
-                  file=sys.stderr)
-            if result.items_done < result.items_total:
-                failures.append(Failure(
-                    spec.system.label, result.run_id, result.errors,
-                    result.items_total - result.items_done - result.errors,
-                    result.items_total, first_error(store, result.run_id,
-                                                    ("item", "call", "judgment"))))
-    finish("imprint", "item", failures, resume_command("imprint", add_run_imprint_arguments,
-                                                       args))
-    print(args.out)
-    return 0
+    stored = StoredDataset(digest, str(Path(args.data).resolve()), view)
+    info: dict[str, Any] = {"prompt_template_hash": template_fingerprint(),
+                            "supervision": args.supervision, "setting": data.setting}
+    if judge is not None:
+        info["judge"] = {"model": judge.model.describe(), "prompt_hash": LLM_JUDGE_PROMPT_HASH}
+    runs = []
+    for system in systems:
+        spec = RunSpec(protocol="imprint", dataset_hash=digest, system=system,
+                       model=model_spec, sampling=sampling, seed=args.seed, params=params)
+        make = system_factory(spec, model)  # validates every system before anything is written
+        accepted = supervision_of(make())
+        if args.supervision not in accepted:
+            raise SpecError(f"system {spec.system.label!r} takes supervision "
+                            f"{', '.join(accepted)}, not {args.supervision}")
+        runs.append(PlannedRun(
+            spec, make, stored, info, {"item": "items"},
+            partial(ImprintRunner, spec, make_system=make, data=data,
+                    supervision=args.supervision, model=model, batch=args.batch,
+                    parallel=args.parallel, judge=judge),
+            error_kinds=("item", "call", "judgment")))
+    return RunJob("imprint", "item", args.out, model, sampling, systems, runs,
+                  resume_command("imprint", add_run_imprint_arguments, args),
+                  show_progress=not args.no_progress)
 
 
 # -- score ----------------------------------------------------------------------------------

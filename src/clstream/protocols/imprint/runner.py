@@ -44,9 +44,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,22 +55,15 @@ from clstream.core.contracts import (
     System,
     artifact_of,
     finalize_system,
-    open_model,
     respond_all,
 )
 from clstream.core.errors import StoreError
 from clstream.core.events import Document
 from clstream.core.specs import RunSpec
 from clstream.core.types import Query, Response
+from clstream.driver.plan import Cell, Progress
+from clstream.driver.record_fields import call_records, timing_fields
 from clstream.judges.imprint import JudgeError, LLMJudge
-from clstream.protocols.common import (
-    ProgressBar,
-    TransportLog,
-    call_records,
-    progress_bar,
-    register_run,
-    timing_fields,
-)
 from clstream.protocols.imprint.prompts import query_of
 from clstream.protocols.imprint.schema import CorpusDoc, Dataset, Item, QAPair
 from clstream.store.db import Record, ResultsStore
@@ -131,33 +123,19 @@ def artifact_hash(path: str) -> str:
     return digest.hexdigest()
 
 
-@dataclass
-class ImprintRunResult:
-    run_id: str
-    items_total: int
-    items_done: int
-    errors: int
-    wall_s: float
-    artifacts: dict[str, str] = field(default_factory=dict)
-
-
 class ImprintRunner:
     """Runs one system over one dataset (see the module docstring)."""
 
     def __init__(self, spec: RunSpec, store: ResultsStore, make_system: Callable[[], System],
                  data: Dataset, supervision: str, model: Model | None = None, *,
-                 batch: int = BATCH, parallel: int = 4, show_progress: bool = True,
-                 judge: LLMJudge | None = None):
+                 batch: int = BATCH, parallel: int = 4, judge: LLMJudge | None = None):
         self.spec, self.store, self.make_system = spec, store, make_system
         self.data, self.supervision, self.model = data, supervision, model
-        self.batch, self.parallel, self.show_progress = batch, parallel, show_progress
+        self.batch, self.parallel = batch, parallel
         self.judge = judge
         self.run_id = spec.run_id
-        self._bar: ProgressBar = None
+        self._progress: Progress | None = None
         self._artifacts: dict[str, str] = {}
-
-    def register(self, info: dict[str, Any]) -> bool:
-        return register_run(self.store, self.spec, self.spec.dataset_hash, info)
 
     def instances(self) -> list[str]:
         """Instances that have items, in dataset order."""
@@ -167,26 +145,18 @@ class ImprintRunner:
     def items_of(self, instance: str) -> list[Item]:
         return [i for i in self.data.items if i.instance_id == instance]
 
-    async def run(self) -> ImprintRunResult:
-        start = time.perf_counter()
-        total = len(self.data.items)
-        done_before = len(self.store.done_keys(self.run_id, "item"))
-        if self.show_progress:
-            self._bar = progress_bar(total, done_before, self.spec.system.label)
-        transport = TransportLog(self.model)
-        try:
-            async with open_model(self.model):
-                for instance in self.instances():
-                    await self._instance(instance)
-        finally:
-            self.store.add_wall_time(self.run_id, time.perf_counter() - start)
-            transport.save(self.store, self.run_id)
-            if self._bar is not None:
-                self._bar.close()
-        done = len(self.store.done_keys(self.run_id, "item"))
-        errors = self.store.count(self.run_id, "item", errors=True)
-        return ImprintRunResult(self.run_id, total, done, errors,
-                                time.perf_counter() - start, dict(self._artifacts))
+    def cells(self) -> list[Cell]:
+        """One cell per instance with items (the one corpus of news and code; each persona):
+        a fresh system ingests the instance's documents, then answers its items."""
+        counts = Counter(i.instance_id for i in self.data.items)
+        return [Cell(instance, counts[instance]) for instance in self.instances()]
+
+    def totals(self) -> dict[str, int]:
+        return {"item": len(self.data.items)}
+
+    async def run_cell(self, cell: Cell, progress: Progress) -> None:
+        self._progress = progress
+        await self._instance(cell.id)
 
     async def _instance(self, instance: str) -> None:
         items = self.items_of(instance)
@@ -241,8 +211,8 @@ class ImprintRunner:
                    for (pos, item), response, bare_tokens
                    in zip(chunk, responses, bare, strict=True)]
         self.store.put_records(self.run_id, records)
-        if self._bar is not None:
-            self._bar.update(sum(r.error is None for r in records))
+        if self._progress is not None:
+            self._progress.update(sum(r.error is None for r in records))
 
     # -- ingestion ------------------------------------------------------------------------
     def _ingest_stream(self, instance: str) -> str:

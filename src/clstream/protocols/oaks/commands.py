@@ -5,18 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from clstream.core.jsonio import gc_paused
 from clstream.core.specs import RunSpec
-from clstream.protocols.common import build_model, parse_components, run_info, system_factory
-from clstream.protocols.oaks.babi import write_oaks_babi
-from clstream.protocols.oaks.loader import load_oaks
-from clstream.protocols.oaks.metrics import load_predictions, score_oaks
-from clstream.protocols.oaks.prompts import template_fingerprint
-from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
-from clstream.protocols.options import (
+from clstream.driver.components import build_model, parse_components, system_factory
+from clstream.driver.execute import drive
+from clstream.driver.failures import resume_command
+from clstream.driver.flags import (
     add_backend_arguments,
     add_run_arguments,
     add_sampling_arguments,
@@ -24,15 +22,13 @@ from clstream.protocols.options import (
     positive,
     sampling_from_args,
 )
-from clstream.protocols.outcome import (
-    Failure,
-    check_endpoint,
-    finish,
-    first_error,
-    resume_command,
-    run_interruptible,
-)
-from clstream.store.db import ResultsStore
+from clstream.driver.plan import PlannedRun, RunJob, StoredDataset
+from clstream.protocols.oaks.babi import write_oaks_babi
+from clstream.protocols.oaks.data import gold_view
+from clstream.protocols.oaks.loader import load_oaks
+from clstream.protocols.oaks.metrics import load_predictions, score_oaks
+from clstream.protocols.oaks.prompts import template_fingerprint
+from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
 
 
 # -- generate --------------------------------------------------------------------------------
@@ -77,47 +73,38 @@ def add_run_oaks_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return drive(plan_run(args))
+
+
+def plan_run(args: argparse.Namespace) -> RunJob:
+    """``run oaks``: one planned run per system, a document per cell."""
     positive("--docs-in-flight", args.docs_in_flight)
     positive("--cache-budget-tokens", args.cache_budget_tokens)
     dataset = load_oaks(args.data)
     sampling = sampling_from_args(args)
     model_spec, systems = parse_components(args.model, args.model_args, args.system)
     model = build_model(model_spec, **backend_options(args))
-    specs = [
-        RunSpec(protocol="oaks", dataset_hash=dataset.sha256, system=s, model=model_spec,
-                sampling=sampling, seed=args.seed)
-        for s in systems
-    ]
-    factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
-    # A dead endpoint, or a system too big for its context, fails here, before any writing.
-    check_endpoint(model, sampling, systems)
-    failures: list[Failure] = []
-    with ResultsStore(args.out, writer=True) as store:
-        for spec, make in zip(specs, factories, strict=True):
-            docs = args.docs_in_flight
-            if args.cache_budget_tokens is not None:
-                docs = docs_for_cache_budget(args.cache_budget_tokens, dataset, make(),
-                                             model.tokenizer)
-                print(f"{spec.system.label}: {docs} documents in flight for a cache of "
-                      f"{args.cache_budget_tokens} tokens", file=sys.stderr)
-            runner = OaksRunner(dataset, spec, store, make, docs_in_flight=docs,
-                                show_progress=not args.no_progress, model=model)
-            info = run_info(model, make(), {"prompt_template_hash": template_fingerprint(),
-                                            "dataset_path": dataset.path})
-            resumed = runner.register(info)
-            result = run_interruptible(runner.run())
-            state = "resumed" if resumed else "ran"
-            print(f"{state} {spec.system.label} ({result.run_id}): "
-                  f"{result.probes_done}/{result.probes_total} probes, {result.errors} errors, "
-                  f"{result.wall_s:.1f}s", file=sys.stderr)
-            if result.probes_done < result.probes_total:
-                failures.append(Failure(
-                    spec.system.label, result.run_id, result.errors,
-                    result.probes_total - result.probes_done - result.errors,
-                    result.probes_total, first_error(store, result.run_id, ("probe",))))
-    finish("oaks", "probe", failures, resume_command("oaks", add_run_oaks_arguments, args))
-    print(args.out)
-    return 0
+    stored = StoredDataset(dataset.sha256, dataset.path, gold_view(dataset))
+    runs, notes = [], []
+    for system in systems:
+        spec = RunSpec(protocol="oaks", dataset_hash=dataset.sha256, system=system,
+                       model=model_spec, sampling=sampling, seed=args.seed)
+        make = system_factory(spec, model)  # validates every system before anything is written
+        docs = args.docs_in_flight
+        if args.cache_budget_tokens is not None:
+            docs = docs_for_cache_budget(args.cache_budget_tokens, dataset, make(),
+                                         model.tokenizer)
+            notes.append(f"{spec.system.label}: {docs} documents in flight for a cache of "
+                         f"{args.cache_budget_tokens} tokens")
+        runs.append(PlannedRun(
+            spec, make, stored,
+            {"prompt_template_hash": template_fingerprint(), "dataset_path": dataset.path},
+            {"probe": "probes"},
+            partial(OaksRunner, dataset, spec, make_system=make, model=model),
+            error_kinds=("probe",), cells_at_once=docs))
+    return RunJob("oaks", "probe", args.out, model, sampling, systems, runs,
+                  resume_command("oaks", add_run_oaks_arguments, args),
+                  show_progress=not args.no_progress, notes=notes)
 
 
 # -- score -----------------------------------------------------------------------------------

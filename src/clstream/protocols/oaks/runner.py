@@ -55,22 +55,14 @@ from clstream.core.contracts import (
     System,
     Tokenizer,
     is_replayable,
-    open_model,
     respond_all,
 )
 from clstream.core.events import Chunk
 from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
-from clstream.protocols.common import (
-    ProgressBar,
-    TransportLog,
-    call_records,
-    finish_reasons,
-    progress_bar,
-    register_run,
-    timing_fields,
-)
-from clstream.protocols.oaks.data import OaksDataset, OaksDocument, gold_view
+from clstream.driver.plan import Cell, Progress
+from clstream.driver.record_fields import call_records, finish_reasons, timing_fields
+from clstream.protocols.oaks.data import OaksDataset, OaksDocument
 from clstream.protocols.oaks.prompts import SYSTEM_PROMPT, ask
 from clstream.store.db import Record, ResultsStore
 
@@ -234,17 +226,14 @@ class PromptOrderedModel:
                 c.future.set_result([r for r in c.results if r is not None])
 
 
-@dataclass
-class OaksRunResult:
-    run_id: str
-    probes_total: int
-    probes_done: int
-    errors: int
-    wall_s: float
+def document_cell(doc: OaksDocument) -> Cell:
+    """A document is one cell: its intervals run in order, independently of other documents."""
+    return Cell(doc.bid, len(doc.questions) * doc.num_chunks)
 
 
 class OaksRunner:
-    """Runs one spec (one system, one model) over one dataset into a store.
+    """One spec (one system, one model) over one dataset, opened on a store: each document
+    is a cell (:mod:`clstream.driver`; the driver registers the run and runs the cells).
 
     With ``model`` (the model ``make_system`` builds around), a replayable system is asked in
     prompt-ordered pools (module docstring): its instances are then built from the spec around
@@ -257,53 +246,22 @@ class OaksRunner:
         spec: RunSpec,
         store: ResultsStore,
         make_system: Callable[[], System],
-        docs_in_flight: int = 1,
-        show_progress: bool = True,
         model: Model | None = None,
     ):
         self.dataset, self.spec, self.store = dataset, spec, store
         self.make_system = make_system
-        self.docs_in_flight = max(1, docs_in_flight)
-        self.show_progress = show_progress
         self.model = model
         self.run_id = spec.run_id
+        self._documents = {d.bid: d for d in dataset.documents}
 
-    def register(self, info: dict) -> bool:
-        """Record the run (idempotent); returns True when this is a resume."""
-        self.store.put_dataset(self.dataset.sha256, self.dataset.path, gold_view(self.dataset))
-        return register_run(self.store, self.spec, self.dataset.sha256, info)
+    def cells(self) -> list[Cell]:
+        return [document_cell(d) for d in self.dataset.documents]
 
-    @property
-    def probes_total(self) -> int:
-        return sum(len(d.questions) * d.num_chunks for d in self.dataset.documents)
+    def totals(self) -> dict[str, int]:
+        return {"probe": sum(c.total for c in self.cells())}
 
-    async def run(self) -> OaksRunResult:
-        start = time.perf_counter()
-        done_before = self.store.count(self.run_id, "probe", errors=False)
-        bar = progress_bar(self.probes_total, done_before, self.spec.system.label) \
-            if self.show_progress else None
-        sem = asyncio.Semaphore(self.docs_in_flight)
-        transport = TransportLog(self.model)
-
-        async def one(doc: OaksDocument) -> None:
-            async with sem:
-                await self._run_document(doc, bar)
-
-        try:
-            async with open_model(self.model):  # one connection pool
-                await asyncio.gather(*(one(d) for d in self.dataset.documents))
-        finally:
-            if bar is not None:
-                bar.close()
-            self.store.add_wall_time(self.run_id, time.perf_counter() - start)
-            transport.save(self.store, self.run_id)
-        return OaksRunResult(
-            run_id=self.run_id,
-            probes_total=self.probes_total,
-            probes_done=self.store.count(self.run_id, "probe", errors=False),
-            errors=self.store.count(self.run_id, "probe", errors=True),
-            wall_s=time.perf_counter() - start,
-        )
+    async def run_cell(self, cell: Cell, progress: Progress) -> None:
+        await self._run_document(self._documents[cell.id], progress)
 
     def _missing(self, doc: OaksDocument, done: set[str], t: int) -> list[Query]:
         return [
@@ -313,17 +271,16 @@ class OaksRunner:
         ]
 
     async def _probe(
-        self, doc: OaksDocument, system: System, queries: list[Query], bar: ProgressBar
+        self, doc: OaksDocument, system: System, queries: list[Query], progress: Progress
     ) -> None:
         if not queries:
             return
         responses = await respond_all(system, queries)
         records = [probe_record(doc, q, r) for q, r in zip(queries, responses, strict=True)]
         self.store.put_records(self.run_id, records)
-        if bar is not None:
-            bar.update(sum(1 for r in records if r.error is None))
+        progress.update(sum(1 for r in records if r.error is None))
 
-    async def _run_document(self, doc: OaksDocument, bar: ProgressBar) -> None:
+    async def _run_document(self, doc: OaksDocument, progress: Progress) -> None:
         done = self.store.done_keys(self.run_id, "probe", stream=doc.bid)
         todo = {t: self._missing(doc, done, t) for t in range(1, doc.num_chunks + 1)}
         if not any(todo.values()):
@@ -332,13 +289,13 @@ class OaksRunner:
         await system.reset()
         if is_replayable(system) and isinstance(system, RequestPlanner) \
                 and self.model is not None:
-            await self._run_pools(doc, system, todo, bar)
+            await self._run_pools(doc, system, todo, progress)
             return
         if is_replayable(system):
             last_needed = max(t for t, qs in todo.items() if qs)
             for t in range(1, last_needed + 1):
                 await system.observe(Chunk(doc.bid, t - 1, doc.chunks[t - 1]))
-                await self._probe(doc, system, todo[t], bar)
+                await self._probe(doc, system, todo[t], progress)
             return
         # Snapshotted systems: redo missing probes of already observed steps from their
         # snapshots, then continue the stream from the latest snapshot.
@@ -348,7 +305,7 @@ class OaksRunner:
                 snap = self.store.load_state(self.run_id, doc.bid, t)
                 assert snap is not None
                 system.restore(snap[1])
-                await self._probe(doc, system, todo[t], bar)
+                await self._probe(doc, system, todo[t], progress)
         last = stored[-1] if stored else 0
         if last:
             snap = self.store.load_state(self.run_id, doc.bid, last)
@@ -360,14 +317,14 @@ class OaksRunner:
                 self.run_id, doc.bid, t, system.snapshot(),
                 call_records(list(calls or []), doc.bid, t, f"{doc.bid}/observe@{t}"),
             )
-            await self._probe(doc, system, todo[t], bar)
+            await self._probe(doc, system, todo[t], progress)
 
     async def _run_pools(
         self,
         doc: OaksDocument,
         system: System,
         todo: dict[int, list[Query]],
-        bar: ProgressBar,
+        progress: Progress,
     ) -> None:
         """Ask ``doc`` in prompt-ordered pools with one system instance (module docstring).
 
@@ -392,7 +349,7 @@ class OaksRunner:
             try:
                 async with asyncio.TaskGroup() as group:
                     for plan in planned:
-                        group.create_task(self._pooled_interval(doc, system, gate, plan, bar))
+                        group.create_task(self._pooled_interval(doc, system, gate, plan, progress))
             except ExceptionGroup as failed:  # the first failure, as a sequential run raises it
                 raise failed.exceptions[0] from None
             finally:
@@ -404,7 +361,7 @@ class OaksRunner:
         system: RequestPlanner,
         gate: PromptOrderedModel,
         planned: PlannedBatch,
-        bar: ProgressBar,
+        progress: Progress,
     ) -> None:
         try:
             start = time.perf_counter()
@@ -413,7 +370,6 @@ class OaksRunner:
             records = [probe_record(doc, q, r)
                        for q, r in zip(planned.queries, responses, strict=True)]
             self.store.put_records(self.run_id, records)
-            if bar is not None:
-                bar.update(sum(1 for r in records if r.error is None))
+            progress.update(sum(1 for r in records if r.error is None))
         finally:
             gate.leave()

@@ -17,8 +17,8 @@ import dataclasses
 from typing import Any
 
 from clstream.core.records import RunRow
+from clstream.driver.record_fields import cut_by_cap
 from clstream.metrics.bootstrap import ci_for_metrics
-from clstream.protocols.common import cut_by_cap
 from clstream.protocols.oaks.data import OaksDataset, from_gold_view
 from clstream.protocols.oaks.export import oaks_predictions
 from clstream.protocols.oaks.metrics import score_oaks_with_rows

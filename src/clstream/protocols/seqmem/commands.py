@@ -6,32 +6,27 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from clstream.core.errors import ClstreamError, SpecError, StoreError
+from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import atomic_writer
 from clstream.core.jsonio import gc_paused
 from clstream.core.records import RunRow
 from clstream.core.specs import RunSpec
-from clstream.judges.evaluators import CodeEvaluator
-from clstream.protocols.common import build_model, parse_components, run_info, system_factory
-from clstream.protocols.options import (
+from clstream.driver.components import build_model, parse_components, system_factory
+from clstream.driver.execute import drive
+from clstream.driver.failures import resume_command
+from clstream.driver.flags import (
     add_backend_arguments,
     add_run_arguments,
     add_sampling_arguments,
     backend_options,
     sampling_from_args,
 )
-from clstream.protocols.outcome import (
-    Failure,
-    check_endpoint,
-    finish,
-    first_error,
-    resume_command,
-    run_interruptible,
-)
+from clstream.driver.plan import PlannedRun, RunJob, StoredDataset
+from clstream.judges.evaluators import CodeEvaluator
 from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.protocols.seqmem.prompts import template_fingerprint
@@ -103,6 +98,11 @@ def stream_hash(view: dict[str, Any]) -> str:
 
 # -- run -------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
+    return drive(plan_run(args))
+
+
+def plan_run(args: argparse.Namespace) -> RunJob:
+    """``run seqmem``: one planned run per system, the whole stream one cell."""
     stream = load_stream(args)
     plan = SeqMemPlan.build(len(stream.tasks), _int_list("--checkpoints", args.checkpoints),
                             _int_list("--horizons", args.horizons), args.retro_sample, args.seed)
@@ -118,59 +118,27 @@ def run(args: argparse.Namespace) -> int:
     sampling = sampling_from_args(args)
     model_spec, systems = parse_components(args.model, args.model_args, args.system)
     view = stream_view(stream, args.source)
+    stored = StoredDataset(stream_hash(view), str(view.get("path", "")), view)
     params = {**plan.as_params(), "source": args.source, "holdout": args.holdout,
               "holdout_mode": args.holdout_mode, "categories": args.category or [],
               "reveal_target": bool(args.reveal_target), "evaluator": evaluator.name}
-    specs = [RunSpec(protocol="seqmem", dataset_hash=stream_hash(view), system=s,
-                     model=model_spec, sampling=sampling, seed=args.seed, params=params)
-             for s in systems]
     model = build_model(model_spec, **backend_options(args))
-    factories = [system_factory(spec, model) for spec in specs]  # validate all before writing
-    # A dead endpoint, or a system too big for its context, fails here, before any writing.
-    check_endpoint(model, sampling, systems)
-    failures: list[Failure] = []
-    with ResultsStore(args.out, writer=True) as store:
-        for spec, make in zip(specs, factories, strict=True):
-            runner = SeqMemRunner(stream.tasks, stream.holdout, spec, store, make,
-                                  evaluator.evaluate, plan, view,
-                                  show_progress=not args.no_progress, model=model)
-            info = run_info(model, make(), {"prompt_template_hash": template_fingerprint(),
-                                            "dataset_path": stream.source,
-                                            "evaluator": evaluator.name,
-                                            "code_isolation": code_isolation})
-            resumed = runner.register(info)
-            state = "resumed" if resumed else "ran"
-            try:
-                result = run_interruptible(runner.run())
-            except ClstreamError as exc:  # the stream stopped (an online answer failed)
-                failures.append(_failure(store, runner, spec.system.label, str(exc)))
-                print(f"stopped {spec.system.label} ({runner.run_id})", file=sys.stderr)
-                continue
-            totals = result.counts
-            print(f"{state} {spec.system.label} ({result.run_id}): online "
-                  f"{result.online_done}/{totals['online']}, hold-out "
-                  f"{result.holdout_done}/{totals['holdout']}, retro "
-                  f"{result.retro_done}/{totals['retro']}, {result.errors} errors, "
-                  f"{result.wall_s:.1f}s", file=sys.stderr)
-            if result.online_done + result.holdout_done + result.retro_done < sum(totals.values()):
-                failures.append(_failure(store, runner, spec.system.label, None))
-    finish("seqmem", "record", failures,
-           resume_command("seqmem", add_run_seqmem_arguments, args))
-    print(args.out)
-    return 0
-
-
-def _failure(store: ResultsStore, runner: SeqMemRunner, label: str, stopped: str | None
-             ) -> Failure:
-    """What a run left undone: errors stored (plus the online step that stopped the stream,
-    which is not stored) and records never reached."""
-    totals = runner.totals
-    done = sum(store.count(runner.run_id, kind, errors=False) for kind in totals)
-    failed = sum(store.count(runner.run_id, kind, errors=True) for kind in totals)
-    failed += stopped is not None
-    error = stopped or first_error(store, runner.run_id, ("online", "holdout", "retro"))
-    return Failure(label, runner.run_id, failed, max(0, sum(totals.values()) - done - failed),
-                   sum(totals.values()), error)
+    info = {"prompt_template_hash": template_fingerprint(), "dataset_path": stream.source,
+            "evaluator": evaluator.name, "code_isolation": code_isolation}
+    runs = []
+    for system in systems:
+        spec = RunSpec(protocol="seqmem", dataset_hash=stored.sha256, system=system,
+                       model=model_spec, sampling=sampling, seed=args.seed, params=params)
+        make = system_factory(spec, model)  # validates every system before anything is written
+        runs.append(PlannedRun(
+            spec, make, stored, info, {"online": "online", "holdout": "hold-out",
+                                       "retro": "retro"},
+            partial(SeqMemRunner, stream.tasks, stream.holdout, spec, make_system=make,
+                    evaluate=evaluator.evaluate, plan=plan),
+            error_kinds=("online", "holdout", "retro")))
+    return RunJob("seqmem", "record", args.out, model, sampling, systems, runs,
+                  resume_command("seqmem", add_run_seqmem_arguments, args),
+                  show_progress=not args.no_progress)
 
 
 def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:

@@ -30,24 +30,18 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from clstream.core.contracts import Model, System, max_tries, respond_all
-from clstream.core.errors import ClstreamError, SpecError, StoreError
+from clstream.core.contracts import System, max_tries, respond_all
+from clstream.core.errors import SpecError, StoreError, StreamStopped
 from clstream.core.events import Feedback
 from clstream.core.secrets import scrub
 from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationResult, Query, Response, Usage
+from clstream.driver.plan import Cell, Progress
+from clstream.driver.record_fields import call_records, finish_reasons, timing_fields
 from clstream.judges.evaluators import TaskLike, Verdict
-from clstream.protocols.common import (
-    TransportLog,
-    call_records,
-    finish_reasons,
-    progress_bar,
-    register_run,
-    timing_fields,
-)
 from clstream.protocols.seqmem.plan import MEMORY, SeqMemPlan, load_memory, stored_form
 from clstream.protocols.seqmem.prompts import ask
 from clstream.store.db import Record, ResultsStore
@@ -142,20 +136,12 @@ def make_query(task: TaskLike, query_id: str, phase: str, **meta: Any) -> Query:
 # --- the runner ------------------------------------------------------------------------------
 
 
-@dataclass
-class SeqMemRunResult:
-    run_id: str
-    n_tasks: int
-    online_done: int
-    holdout_done: int
-    retro_done: int
-    errors: int
-    wall_s: float
-    counts: dict[str, int] = field(default_factory=dict)
+STREAM_CELL = "stream"  # a task stream is one cell: every step depends on the one before
 
 
 class SeqMemRunner:
-    """Runs one spec (one system, one model) over one task stream into a store."""
+    """One spec (one system, one model) over one task stream, opened on a store: the whole
+    stream is one cell (:mod:`clstream.driver` registers the run and runs it)."""
 
     def __init__(
         self,
@@ -166,9 +152,6 @@ class SeqMemRunner:
         make_system: Callable[[], System],
         evaluate: Evaluate,
         plan: SeqMemPlan,
-        dataset_view: dict[str, Any],
-        show_progress: bool = True,
-        model: Model | None = None,
     ):
         if plan.n_tasks != len(tasks):
             raise SpecError(f"plan is for {plan.n_tasks} tasks, the stream has {len(tasks)}")
@@ -178,52 +161,26 @@ class SeqMemRunner:
         self.tasks, self.holdout = list(tasks), list(holdout)
         self.spec, self.store, self.plan = spec, store, plan
         self.make_system, self.evaluate = make_system, evaluate
-        self.dataset_view = dataset_view
-        self.show_progress = show_progress
-        self.model = model  # its transport's history is saved with the run
         self.run_id = spec.run_id
         self._eval_sem: asyncio.Semaphore | None = None
-        self._bar: Any = None
+        self._progress: Progress | None = None
         self._done: dict[str, set[str]] = {"holdout": set(), "retro": set()}
         self._last: dict[str, Any] = {}
 
-    def register(self, info: dict[str, Any]) -> bool:
-        """Record the run (idempotent); returns True when this is a resume."""
-        self.store.put_dataset(self.spec.dataset_hash, str(self.dataset_view.get("path", "")),
-                               self.dataset_view)
-        return register_run(self.store, self.spec, self.spec.dataset_hash, info)
-
     # -- counting ------------------------------------------------------------------------------
-    @property
+    def cells(self) -> list[Cell]:
+        return [Cell(STREAM_CELL, sum(self.totals().values()))]
+
     def totals(self) -> dict[str, int]:
         retro = sum(len(self.plan.retro_at(k)) for k in range(self.plan.n_tasks + 1))
         return {"online": self.plan.n_tasks,
                 "holdout": len(self.holdout) * len(self.plan.checkpoints) if self.holdout else 0,
                 "retro": retro}
 
-    def _count(self, kind: str) -> int:
-        return self.store.count(self.run_id, kind, errors=False)
-
     # -- main loop -----------------------------------------------------------------------------
-    async def run(self) -> SeqMemRunResult:
-        start = time.perf_counter()
-        totals = self.totals
-        done_before = sum(self._count(k) for k in totals)
-        if self.show_progress:
-            self._bar = progress_bar(sum(totals.values()), done_before, self.spec.system.label)
-        transport = TransportLog(self.model)
-        try:
-            await self._run()
-        finally:
-            if self._bar is not None:
-                self._bar.close()
-            self.store.add_wall_time(self.run_id, time.perf_counter() - start)
-            transport.save(self.store, self.run_id)
-        counts = {k: self._count(k) for k in totals}
-        errors = sum(self.store.count(self.run_id, k, errors=True) for k in totals)
-        return SeqMemRunResult(self.run_id, self.plan.n_tasks, counts["online"],
-                               counts["holdout"], counts["retro"], errors,
-                               time.perf_counter() - start, totals)
+    async def run_cell(self, cell: Cell, progress: Progress) -> None:
+        self._progress = progress
+        await self._run()
 
     async def _run(self) -> None:
         self._eval_sem = asyncio.Semaphore(EVAL_CONCURRENCY)  # bound to this run's event loop
@@ -286,8 +243,8 @@ class SeqMemRunner:
         return [_Answer(q, r, v) for (_, q), r, v in zip(pairs, responses, verdicts, strict=True)]
 
     def _tick(self, n: int) -> None:
-        if self._bar is not None and n:
-            self._bar.update(n)
+        if self._progress is not None and n:
+            self._progress.update(n)
 
     # -- the online step -----------------------------------------------------------------------
     async def _online_step(self, system: System, tau: int) -> None:
@@ -304,7 +261,7 @@ class SeqMemRunner:
             (answer,) = await self._answer(system, [(task, query)])
             error = answer_error(answer.response)
             if error:
-                raise ClstreamError(f"model call failed on online task {tau} ({task.id}): "
+                raise StreamStopped(f"model call failed on online task {tau} ({task.id}): "
                                     f"{error}; rerun the same command to resume")
             answers.append(answer)
             success = answer.verdict.score >= 1.0

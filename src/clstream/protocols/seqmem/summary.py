@@ -47,7 +47,7 @@ import json
 from typing import Any
 
 from clstream.core.errors import ClstreamError, StoreError
-from clstream.protocols.common import cut_by_cap
+from clstream.driver.record_fields import cut_by_cap
 from clstream.protocols.seqmem.metrics import online_curve, records_from_rows, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.render.runs import coverage_note

@@ -16,11 +16,12 @@ from clstream.core.errors import SpecError
 from clstream.core.registry import canonical_component
 from clstream.core.specs import ComponentSpec
 from clstream.core.types import SamplingParams
+from clstream.driver import progress as driver_progress
+from clstream.driver.preflight import check_context, prompt_budget
+from clstream.driver.progress import PlainProgress, progress_bar
+from clstream.driver.record_fields import cut_by_cap
 from clstream.models.concurrency import ConcurrencyLimit
 from clstream.models.endpoint import ServerInfo
-from clstream.protocols import common
-from clstream.protocols.common import PlainProgress, cut_by_cap, progress_bar
-from clstream.protocols.outcome import check_context, prompt_budget
 from clstream.store.db import Record, ResultsStore
 
 
@@ -30,7 +31,7 @@ def spec(text: str) -> ComponentSpec:
 
 def test_a_stderr_that_is_not_a_terminal_gets_plain_lines(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(common, "PROGRESS_INTERVAL_S", 0.05)
+    monkeypatch.setattr(driver_progress, "PROGRESS_INTERVAL_S", 0.05)
     limit = ConcurrencyLimit(3, adaptive=True)
 
     async def answer() -> None:
@@ -115,8 +116,8 @@ def test_a_session_of_a_remote_model_is_saved_with_the_run(tmp_path: Path) -> No
     from loopback_engine import LoopbackEngine
 
     from clstream.core.types import GenerationRequest, Message
+    from clstream.driver.transport import TRANSPORT_STREAM, TransportLog, transport_history
     from clstream.models.openai_compat import OpenAICompatModel
-    from clstream.protocols.common import TRANSPORT_STREAM, TransportLog, transport_history
 
     requests = [GenerationRequest(key=f"k{i}", messages=(Message(role="user", content=f"q{i}"),))
                 for i in range(6)]

@@ -1,0 +1,119 @@
+"""Assembling a run from its parts: canonical component specs from the command line, the model
+and fresh system instances built from them, what every run records about itself, and
+registering a run (adopting one stored under a pre-canonical id).
+
+Run ids are hashes of canonical specs (every declared parameter filled in, see
+:func:`clstream.core.registry.canonical_component`). Runs written before specs were canonical
+have ids hashed from the specs as typed; :func:`register_run` finds such a run when its spec
+canonicalises to the new run's spec and renames it to the new id, so resume finds its work.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+import clstream
+from clstream.core.contracts import Model, System
+from clstream.core.errors import SpecError
+from clstream.core.registry import canonical_component, canonical_run_spec, resolve
+from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
+from clstream.store.db import ResultsStore
+
+
+def parse_components(
+    model: str, model_args: str | None, systems: Sequence[str]
+) -> tuple[ComponentSpec, list[ComponentSpec]]:
+    """The canonical model spec and system specs of a ``run`` command line (``--model``,
+    ``--model-args``, each ``--system``). Unknown names, arguments or values are a
+    :class:`SpecError` here, before anything is opened or written."""
+    model_spec = canonical_component("model", parse_model_spec(model, model_args))
+    return model_spec, [canonical_component("system", ComponentSpec.parse(s, "system"))
+                        for s in systems]
+
+
+def _canonical_json(spec_json: Mapping[str, Any] | str) -> str | None:
+    """The canonical JSON of a stored spec, or None when it no longer describes a valid run
+    (a component since removed, an argument since renamed, a field RunSpec no longer has)."""
+    try:
+        raw = json.loads(spec_json) if isinstance(spec_json, str) else dict(spec_json)
+        return canonical_run_spec(RunSpec.model_validate(raw)).canonical_json()
+    except (SpecError, ValidationError, ValueError, TypeError):
+        return None
+
+
+def adopt_legacy_run(store: ResultsStore, run_id: str, spec_json: Mapping[str, Any] | str
+                     ) -> str | None:
+    """Rename to ``run_id`` a stored run whose spec canonicalises to ``spec_json`` under another
+    id (a run written when ids were hashed from specs as typed); returns its old id, or None.
+
+    ``spec_json`` is the new run's spec (``RunSpec.model_dump(mode="json")``). Nothing happens
+    when ``run_id`` is already stored. Among several matches the earliest created is adopted;
+    the others stay as they are. The adopted run's stored spec becomes ``spec_json``.
+    """
+    if any(r.run_id == run_id for r in store.runs()):
+        return None
+    want = _canonical_json(spec_json)
+    if want is None:
+        return None
+    protocol = json.loads(want)["protocol"]
+    for run in store.runs(protocol):
+        if _canonical_json(run.spec) == want:
+            spec = json.loads(spec_json) if isinstance(spec_json, str) else dict(spec_json)
+            store.rename_run(run.run_id, run_id, spec=spec)
+            return run.run_id
+    return None
+
+
+def register_run(store: ResultsStore, spec: RunSpec, dataset_sha256: str,
+                 info: dict[str, Any]) -> bool:
+    """Record the run of ``spec`` (idempotent), first adopting a stored run of the same
+    canonical spec under an older id; returns True when this is a resume."""
+    spec_json = spec.model_dump(mode="json")
+    adopt_legacy_run(store, spec.run_id, spec_json)
+    return store.ensure_run(spec.run_id, spec.protocol, spec.system.label, spec.model.label,
+                            dataset_sha256, spec_json, info)
+
+
+def build_model(spec: ComponentSpec, **options: Any) -> Model:
+    """Instantiate a model backend; ``options`` are backend settings from CLI flags."""
+    cls = resolve("model", spec.name)
+    kwargs = dict(spec.args)
+    accepted = inspect.signature(cls).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+    for key, value in options.items():
+        if value is not None and (takes_any or key in accepted):
+            kwargs[key] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise SpecError(f"model {spec.label!r}: {exc}") from None
+
+
+def system_factory(run: RunSpec, model: Model) -> Callable[[], System]:
+    """A zero-argument constructor of fresh system instances for one run."""
+    cls = resolve("system", run.system.name)
+
+    def make() -> System:
+        return cls(model=model, sampling=run.sampling, seed=run.seed, **run.system.args)
+
+    make()  # fail early on bad system arguments, before anything is stored
+    return make
+
+
+def run_info(model: Model, system: System, extra: dict[str, Any]) -> dict[str, Any]:
+    """What every run records so numbers can be compared later (DESIGN.md, "Lessons")."""
+    tok = model.tokenizer
+    return {
+        "clstream_version": clstream.__version__,
+        "python": sys.version.split()[0],
+        "model_info": model.describe(),
+        "system_info": system.describe(),
+        "tokenizer": {"name": tok.name, "exact": tok.exact},
+        **extra,
+    }
