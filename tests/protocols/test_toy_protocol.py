@@ -7,25 +7,38 @@ work on it through the real command line, which proves the shell holds no per-pr
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
+import os
 import re
-from collections.abc import Iterator
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clstream.cli import main
+from clstream.core.contracts import System
 from clstream.core.events import Chunk
 from clstream.core.protocol import Command
 from clstream.core.records import Record, RunRow
 from clstream.core.registry import register, unregister
-from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec, sha256_file
-from clstream.core.types import Query
-from clstream.driver.components import build_model, run_info, system_factory
-from clstream.render.base import Cell, Column, Section, Table
+from clstream.core.specs import RunSpec, sha256_file
+from clstream.core.types import GenerationRequest, GenerationResult, Query
+from clstream.driver.assemble import plan_job, run_basics
+from clstream.driver.execute import drive
+from clstream.driver.flags import add_driver_arguments, add_run_arguments
+from clstream.driver.plan import Cell, Progress, StoredDataset
+from clstream.models.builtin import BuiltinReader
+from clstream.render.base import Cell as TableCell
+from clstream.render.base import Column, Section, Table
 from clstream.store.db import ResultsStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+from fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 QUESTION = "What does the counter read?"
 
@@ -50,33 +63,51 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
-    readings = _load(args.data)
-    model_spec = parse_model_spec(args.model)
-    model = build_model(model_spec)
-    spec = RunSpec(protocol="toy", dataset_hash=sha256_file(args.data),
-                   system=ComponentSpec.parse(args.system), model=model_spec)
-    make = system_factory(spec, model)
+class CounterRunner:
+    """The toy's only run code: one cell (the counter), and how it runs. Registering, resume,
+    progress, sampling and backend flags, the failure line and exit 3 are the driver's."""
 
-    async def go(store: ResultsStore) -> None:
-        system = make()
+    def __init__(self, readings: list[int], spec: RunSpec, store: ResultsStore,
+                 make_system: Callable[[], System]) -> None:
+        self.readings, self.spec, self.store, self.make = readings, spec, store, make_system
+
+    def cells(self) -> list[Cell]:
+        return [Cell("counter", len(self.readings))]
+
+    def totals(self) -> dict[str, int]:
+        return {"probe": len(self.readings)}
+
+    async def run_cell(self, cell: Cell, progress: Progress) -> None:
+        done = self.store.done_keys(self.spec.run_id, "probe")
+        system = self.make()
         await system.reset()
-        for t, value in enumerate(readings, 1):
+        for t, value in enumerate(self.readings, 1):
             await system.observe(Chunk("counter", t - 1, f"The counter now reads {value}."))
             query = Query(id=f"q@{t}", text=QUESTION, prompt=f"Question: {QUESTION}\n"
                           "End with '## Answer: <number>'.", instructions="Read the counter.")
+            if query.id in done:
+                continue
             response = await system.respond(query)
-            store.put_records(spec.run_id, [Record(kind="probe", key=query.id, t=t,
-                                                   payload={"t": t, "output": response.text},
-                                                   error=response.error, usage=response.usage)])
+            self.store.put_records(self.spec.run_id, [Record(
+                kind="probe", key=query.id, t=t, payload={"t": t, "output": response.text},
+                error=response.error, usage=response.usage)])
+            progress.update(response.error is None)
 
-    with ResultsStore(args.out, writer=True) as store:
-        store.put_dataset(spec.dataset_hash, args.data, {"readings": readings})
-        store.ensure_run(spec.run_id, "toy", spec.system.label, spec.model.label,
-                         spec.dataset_hash, spec.model_dump(mode="json"),
-                         run_info(model, make(), {}))
-        asyncio.run(go(store))
-    return 0
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data")
+    add_run_arguments(p, "memory method")
+    add_driver_arguments(p)
+
+
+def _run(args: argparse.Namespace) -> int:
+    readings = _load(args.data)
+    return drive(plan_job(
+        args, run_basics(args), protocol="toy", unit="probe", add_arguments=_add_run_arguments,
+        dataset=StoredDataset(sha256_file(args.data), args.data, {"readings": readings}),
+        info={}, units={"probe": "probes"}, error_kinds=("probe",),
+        open_runner=lambda spec, make: partial(CounterRunner, readings, spec,
+                                               make_system=make)))
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -95,10 +126,7 @@ class ToyProtocol:
     name = "toy"
     title = "Counter stream"
     summary = "a counter changes; the system is asked its reading after every step"
-    run_command = Command("toy", "counter stream", lambda p: (
-        p.add_argument("data"), p.add_argument("--system", required=True),
-        p.add_argument("--model", default="builtin"), p.add_argument("--out", required=True)),
-        _run)
+    run_command = Command("toy", "counter stream", _add_run_arguments, _run)
     score_command = Command("toy", "score counter predictions", lambda p: (
         p.add_argument("data"), p.add_argument("predictions")), _score)
     generators = (Command("toy-counter", "a counter stream", lambda p: (
@@ -124,7 +152,7 @@ class ToyProtocol:
     def report_section(self, runs: list[dict[str, Any]], labels: list[str],
                        source: object) -> Section:
         table = Table("Accuracy", (Column("system"), Column("accuracy", numeric=True)),
-                      [(Cell(label), Cell(f"{run['metrics']['accuracy']:.3f}"))
+                      [(TableCell(label), TableCell(f"{run['metrics']['accuracy']:.3f}"))
                        for label, run in zip(labels, runs, strict=True)])
         return Section("toy", self.title, tables=[table])
 
@@ -180,3 +208,111 @@ def test_without_the_registry_line_the_verbs_are_absent() -> None:
     with pytest.raises(SystemExit) as exc:
         main(["run", "toy", "x", "--system", "full", "--out", "y"])
     assert exc.value.code == 2
+
+
+# -- what the toy gets from the driver, with no code of its own -----------------------------
+
+
+class KillingReader(BuiltinReader):
+    """The builtin reader, logging each answered request's key to ``$TOY_LOG`` and killing its
+    own process (SIGKILL) once ``$TOY_KILL_AFTER`` are answered; the environment is not part
+    of the model spec, so a rerun without it resumes the same run."""
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        log = Path(os.environ["TOY_LOG"])
+        answered = len(log.read_text().split()) if log.exists() else 0
+        if answered >= int(os.environ.get("TOY_KILL_AFTER") or 1 << 30):
+            os.kill(os.getpid(), signal.SIGKILL)
+        results = await super().generate(requests)
+        with log.open("a") as handle:
+            handle.writelines(request.key + "\n" for request in requests)
+        return results
+
+
+RUN_TOY = """
+import sys
+from clstream.core.registry import register
+register("protocol", "toy", "test_toy_protocol:PROTOCOL")
+register("model", "killer", "test_toy_protocol:KillingReader")
+from clstream.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _toy_process(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", RUN_TOY, *argv], capture_output=True,
+                          text=True, timeout=120, cwd=Path(__file__).parent,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]),
+                               **env})
+
+
+def test_the_toy_resumes_after_a_kill_without_asking_anything_twice(
+    toy_registered: None, tmp_path: Path
+) -> None:
+    data, out, log = tmp_path / "counter.json", tmp_path / "runs", tmp_path / "requests.log"
+    assert main(["generate", "toy-counter", "--steps", "8", "--out", str(data)]) == 0
+    argv = ["run", "toy", str(data), "--system", "full", "--model", "killer", "--out", str(out)]
+    killed = _toy_process(argv, {"TOY_LOG": str(log), "TOY_KILL_AFTER": "4"})
+    assert killed.returncode == -signal.SIGKILL
+    resumed = _toy_process(argv, {"TOY_LOG": str(log)})
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed full" in resumed.stderr
+    keys = log.read_text().split()
+    assert sorted(keys) == sorted(f"q@{t}" for t in range(1, 9))  # each probe asked once
+    with ResultsStore(out) as store:
+        (run,) = store.runs()
+        assert store.count(run.run_id, "probe", errors=False) == 8
+
+
+def test_the_toy_has_progress_lines_and_sampling_flags_from_the_driver(
+    toy_registered: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, out = tmp_path / "counter.json", tmp_path / "runs"
+    assert main(["generate", "toy-counter", "--steps", "4", "--out", str(data)]) == 0
+    assert main(["run", "toy", str(data), "--system", "full", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("clstream: no --model given: using the builtin reader")
+    assert "clstream: progress full: 4/4, 0 errors" in err  # stderr is not a terminal here
+    assert re.search(r"^ran full \([0-9a-f]{16}\): 4/4 probes, 0 errors", err, re.M)
+    assert main(["run", "toy", str(data), "--system", "full", "--out", str(out),
+                 "--temperature", "0.2", "--samples", "2", "--no-progress"]) == 0
+    assert "progress" not in capsys.readouterr().err
+    with ResultsStore(out) as store:
+        runs = store.runs()
+    assert len(runs) == 2  # sampling is part of the spec: another run
+    sampling = [RunSpec.model_validate(r.spec).sampling for r in runs]
+    assert [(s.temperature, s.n) for s in sampling] == [(0.7, 1), (0.2, 2)]
+    with pytest.raises(SystemExit):
+        main(["run", "toy", str(data), "--system", "full", "--out", str(out),
+              "--samples", "zero"])
+
+
+def test_failed_requests_end_the_toy_with_exit_3_and_the_resume_line(
+    toy_registered: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, out = tmp_path / "counter.json", tmp_path / "runs"
+    assert main(["generate", "toy-counter", "--steps", "5", "--out", str(data)]) == 0
+    fails = {"on": True}
+
+    def plan(body: dict[str, Any], attempt: int) -> str | None:
+        text = json.dumps(body["messages"])
+        return "400" if fails["on"] and "reads 9" in text else None
+
+    argv = ["run", "toy", str(data), "--system", "window:w=1", "--model", "openai:toy",
+            "--out", str(out), "--max-retries", "0"]
+    with FakeOpenAIServer(plan=plan) as server:
+        argv += ["--base-url", server.base_url]
+        assert main(argv) == 3
+        err = capsys.readouterr().err
+        line = err.strip().splitlines()[-1]
+        assert "run toy ended with 1 failed probe" in line
+        assert line.endswith("resume with: clstream " + " ".join(argv)) or \
+            "resume with: clstream run toy" in line
+        fails["on"] = False
+        assert main(argv) == 0
+        assert "resumed window:w=1" in capsys.readouterr().err
+    with ResultsStore(out) as store:
+        (run,) = store.runs()
+        assert store.count(run.run_id, "probe", errors=False) == 5
+        assert store.count(run.run_id, "probe", errors=True) == 0

@@ -56,9 +56,17 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
 def add_run_arguments(p: argparse.ArgumentParser, system_help: str) -> None:
     """The flags of every ``run`` verb: systems, model, results directory, sampling, backend."""
     p.add_argument("--system", action="append", required=True, help=system_help)
-    p.add_argument("--model", default="builtin",
-                   help="builtin | openai:<model> | hf:<path> | vllm:<path>")
+    p.add_argument("--model", default=None,
+                   help="builtin | openai:<model> | hf:<path> | vllm:<path> (default: builtin, "
+                        "the offline reader for demos and tests, not a language model)")
     p.add_argument("--out", required=True, help="results directory")
+
+
+def add_driver_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags the driver reads in every ``run`` verb: progress, sampling and backend."""
+    p.add_argument("--no-progress", action="store_true")
+    add_sampling_arguments(p)
+    add_backend_arguments(p)
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:

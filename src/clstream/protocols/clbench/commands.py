@@ -13,19 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import SpecError, StoreError
-from clstream.core.specs import RunSpec
-from clstream.driver.components import build_model, parse_components, system_factory
+from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
-from clstream.driver.failures import resume_command
 from clstream.driver.flags import (
-    add_backend_arguments,
+    add_driver_arguments,
     add_run_arguments,
-    add_sampling_arguments,
-    backend_options,
     positive,
-    sampling_from_args,
 )
-from clstream.driver.plan import PlannedRun, RunJob, StoredDataset
+from clstream.driver.plan import RunJob, StoredDataset
 from clstream.protocols.clbench.envs import ENVIRONMENTS
 from clstream.protocols.clbench.envs.base import EnvironmentBase
 from clstream.protocols.clbench.materials import write_materials
@@ -187,9 +182,7 @@ def add_run_clbench_arguments(p: argparse.ArgumentParser) -> None:
                    help="S_ext for the normalized reward: per-task numbers, or the id of a run "
                         "in the same results directory whose stateless arm gives each task's "
                         "(recorded with the run)")
-    p.add_argument("--no-progress", action="store_true")
-    add_sampling_arguments(p)
-    add_backend_arguments(p)
+    add_driver_arguments(p)
 
 
 def _reference_numbers(text: str, tasks: list[str]) -> dict[str, Any]:
@@ -270,35 +263,28 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     positive("--rollouts", args.rollouts)
     positive("--parallel", args.parallel)
     tasks = task_names(args.task)
-    sampling = sampling_from_args(args)
-    model_spec, systems = parse_components(args.model, args.model_args, args.system)
+    basics = run_basics(args)
     envs = {task: make_env(task, args.seed, args.schedule) for task in tasks}
     try:
         view = task_view(envs)
     finally:
         _close(envs)
     reference = parse_reference(args.reference, args.out, tasks, view)
-    params = {"tasks": tasks, "schedule": args.schedule, "rollouts": args.rollouts}
-    stored = StoredDataset(view_hash(view), f"clbench:{','.join(tasks)}", view)
     texts = [t for env in envs.values() for t in (env.instructions, env.action_format)]
     info: dict[str, Any] = {"prompt_template_hash": template_fingerprint(texts),
                             "tasks": tasks, "schedule": args.schedule}
     if reference is not None:
         info["reference"] = reference
-    model = build_model(model_spec, **backend_options(args))
-    runs = []
-    for system in systems:
-        spec = RunSpec(protocol="clbench", dataset_hash=stored.sha256, system=system,
-                       model=model_spec, sampling=sampling, seed=args.seed, params=params)
-        make = system_factory(spec, model)  # validates every system before anything is written
-        runs.append(PlannedRun(
-            spec, make, stored, info, {"instance": "instances"},
-            partial(ClbenchRunner, spec, make_system=make,
-                    make_env=partial(make_env, seed=args.seed, schedule=args.schedule),
-                    tasks=tasks, rollouts=args.rollouts, view=view),
-            error_kinds=("instance",), cells_at_once=args.parallel,
-            before_register=partial(_check_reference, run_id=spec.run_id,
-                                    reference=reference)))
-    return RunJob("clbench", "instance", args.out, model, sampling, systems, runs,
-                  resume_command("clbench", add_run_clbench_arguments, args),
-                  show_progress=not args.no_progress)
+    return plan_job(
+        args, basics, protocol="clbench", unit="instance",
+        add_arguments=add_run_clbench_arguments,
+        dataset=StoredDataset(view_hash(view), f"clbench:{','.join(tasks)}", view),
+        params={"tasks": tasks, "schedule": args.schedule, "rollouts": args.rollouts},
+        info=info, units={"instance": "instances"}, error_kinds=("instance",),
+        cells_at_once=args.parallel,
+        before_register=lambda spec: partial(_check_reference, run_id=spec.run_id,
+                                             reference=reference),
+        open_runner=lambda spec, make: partial(
+            ClbenchRunner, spec, make_system=make,
+            make_env=partial(make_env, seed=args.seed, schedule=args.schedule), tasks=tasks,
+            rollouts=args.rollouts, view=view))

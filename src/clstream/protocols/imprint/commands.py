@@ -19,22 +19,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from clstream.core.contracts import supervision_of
+from clstream.core.contracts import System, supervision_of
 from clstream.core.errors import SpecError
 from clstream.core.files import write_atomic
 from clstream.core.specs import RunSpec
-from clstream.driver.components import build_model, parse_components, system_factory
+from clstream.driver.assemble import plan_job, run_basics
+from clstream.driver.components import build_model, parse_components
 from clstream.driver.execute import drive
-from clstream.driver.failures import resume_command
 from clstream.driver.flags import (
     add_backend_arguments,
+    add_driver_arguments,
     add_run_arguments,
-    add_sampling_arguments,
     backend_options,
     positive,
-    sampling_from_args,
 )
-from clstream.driver.plan import PlannedRun, RunJob, StoredDataset
+from clstream.driver.plan import RunJob, StoredDataset
 from clstream.judges.imprint import LLM_JUDGE_PROMPT_HASH
 from clstream.protocols.imprint.prompts import template_fingerprint
 from clstream.protocols.imprint.runner import ImprintRunner
@@ -97,15 +96,13 @@ def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, default=16, help="items asked per batch (default 16)")
     p.add_argument("--parallel", type=int, default=4, metavar="N",
                    help="batches asked at once (default 4)")
-    p.add_argument("--no-progress", action="store_true")
     j = p.add_argument_group("LLM judge (items judged 'llm')")
     j.add_argument("--judge", default=None, metavar="MODEL",
                    help="model judging answers MATCH / NONMATCH / REFUSAL, e.g. openai:<name>")
     j.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible server")
     j.add_argument("--judge-api-key-env", default=None,
                    help="name of the environment variable holding the judge's API key")
-    add_sampling_arguments(p)
-    add_backend_arguments(p)
+    add_driver_arguments(p)
     p.set_defaults(**PAPER_SAMPLING)
 
 
@@ -121,15 +118,11 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     data = load_dataset(args.data)
     if not data.items:
         raise SpecError(f"{args.data}: the dataset has no items")
-    sampling = sampling_from_args(args)
-    model_spec, systems = parse_components(args.model, args.model_args, args.system)
     llm_items = [i.item_id for i in data.items if i.judge == "llm"]
     if llm_items and args.judge is None:
         raise SpecError(f"{args.data}: item {llm_items[0]!r} is judged 'llm'; give --judge "
                         "MODEL (the model that judges its answers)")
-    digest = dataset_hash(data)
-    params = {"supervision": args.supervision, "setting": data.setting}
-    model = build_model(model_spec, **backend_options(args))
+    basics = run_basics(args)
     judge = None
     if llm_items:
         from clstream.judges.imprint import LLMJudge
@@ -138,30 +131,27 @@ def plan_run(args: argparse.Namespace) -> RunJob:
                                   api_key_env=args.judge_api_key_env)
         judge = LLMJudge(judge_model, Path(args.out) / "judge_cache.jsonl")
     view = dataset_view(data)
-    view["corpus_tokens"] = corpus_tokens(data, model.tokenizer)
-    stored = StoredDataset(digest, str(Path(args.data).resolve()), view)
+    view["corpus_tokens"] = corpus_tokens(data, basics.model.tokenizer)
     info: dict[str, Any] = {"prompt_template_hash": template_fingerprint(),
                             "supervision": args.supervision, "setting": data.setting}
     if judge is not None:
         info["judge"] = {"model": judge.model.describe(), "prompt_hash": LLM_JUDGE_PROMPT_HASH}
-    runs = []
-    for system in systems:
-        spec = RunSpec(protocol="imprint", dataset_hash=digest, system=system,
-                       model=model_spec, sampling=sampling, seed=args.seed, params=params)
-        make = system_factory(spec, model)  # validates every system before anything is written
-        accepted = supervision_of(make())
+
+    def takes_supervision(spec: RunSpec, system: System) -> None:
+        accepted = supervision_of(system)
         if args.supervision not in accepted:
             raise SpecError(f"system {spec.system.label!r} takes supervision "
                             f"{', '.join(accepted)}, not {args.supervision}")
-        runs.append(PlannedRun(
-            spec, make, stored, info, {"item": "items"},
-            partial(ImprintRunner, spec, make_system=make, data=data,
-                    supervision=args.supervision, model=model, batch=args.batch,
-                    parallel=args.parallel, judge=judge),
-            error_kinds=("item", "call", "judgment")))
-    return RunJob("imprint", "item", args.out, model, sampling, systems, runs,
-                  resume_command("imprint", add_run_imprint_arguments, args),
-                  show_progress=not args.no_progress)
+
+    return plan_job(
+        args, basics, protocol="imprint", unit="item", add_arguments=add_run_imprint_arguments,
+        dataset=StoredDataset(dataset_hash(data), str(Path(args.data).resolve()), view),
+        params={"supervision": args.supervision, "setting": data.setting}, info=info,
+        units={"item": "items"}, error_kinds=("item", "call", "judgment"),
+        check_system=takes_supervision,
+        open_runner=lambda spec, make: partial(
+            ImprintRunner, spec, make_system=make, data=data, supervision=args.supervision,
+            model=basics.model, batch=args.batch, parallel=args.parallel, judge=judge))
 
 
 # -- score ----------------------------------------------------------------------------------

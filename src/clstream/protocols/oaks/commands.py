@@ -5,24 +5,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from clstream.core.contracts import System
 from clstream.core.jsonio import gc_paused
 from clstream.core.specs import RunSpec
-from clstream.driver.components import build_model, parse_components, system_factory
+from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
-from clstream.driver.failures import resume_command
 from clstream.driver.flags import (
-    add_backend_arguments,
+    add_driver_arguments,
     add_run_arguments,
-    add_sampling_arguments,
-    backend_options,
     positive,
-    sampling_from_args,
 )
-from clstream.driver.plan import PlannedRun, RunJob, StoredDataset
+from clstream.driver.plan import RunJob, StoredDataset
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.data import gold_view
 from clstream.protocols.oaks.loader import load_oaks
@@ -67,9 +65,7 @@ def add_run_oaks_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-budget-tokens", type=int, default=None, metavar="N",
                    help="prefix-cache size of the server in tokens: run max(1, N // largest "
                         "per-document context) documents at once (replaces --docs-in-flight)")
-    p.add_argument("--no-progress", action="store_true")
-    add_sampling_arguments(p)
-    add_backend_arguments(p)
+    add_driver_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,30 +77,24 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     positive("--docs-in-flight", args.docs_in_flight)
     positive("--cache-budget-tokens", args.cache_budget_tokens)
     dataset = load_oaks(args.data)
-    sampling = sampling_from_args(args)
-    model_spec, systems = parse_components(args.model, args.model_args, args.system)
-    model = build_model(model_spec, **backend_options(args))
-    stored = StoredDataset(dataset.sha256, dataset.path, gold_view(dataset))
-    runs, notes = [], []
-    for system in systems:
-        spec = RunSpec(protocol="oaks", dataset_hash=dataset.sha256, system=system,
-                       model=model_spec, sampling=sampling, seed=args.seed)
-        make = system_factory(spec, model)  # validates every system before anything is written
-        docs = args.docs_in_flight
-        if args.cache_budget_tokens is not None:
-            docs = docs_for_cache_budget(args.cache_budget_tokens, dataset, make(),
-                                         model.tokenizer)
-            notes.append(f"{spec.system.label}: {docs} documents in flight for a cache of "
-                         f"{args.cache_budget_tokens} tokens")
-        runs.append(PlannedRun(
-            spec, make, stored,
-            {"prompt_template_hash": template_fingerprint(), "dataset_path": dataset.path},
-            {"probe": "probes"},
-            partial(OaksRunner, dataset, spec, make_system=make, model=model),
-            error_kinds=("probe",), cells_at_once=docs))
-    return RunJob("oaks", "probe", args.out, model, sampling, systems, runs,
-                  resume_command("oaks", add_run_oaks_arguments, args),
-                  show_progress=not args.no_progress, notes=notes)
+    basics = run_basics(args)
+
+    def docs_in_flight(spec: RunSpec, make: Callable[[], System]) -> int:
+        if args.cache_budget_tokens is None:
+            return int(args.docs_in_flight)
+        docs = docs_for_cache_budget(args.cache_budget_tokens, dataset, make(),
+                                     basics.model.tokenizer)
+        basics.notes.append(f"{spec.system.label}: {docs} documents in flight for a cache of "
+                            f"{args.cache_budget_tokens} tokens")
+        return docs
+
+    return plan_job(
+        args, basics, protocol="oaks", unit="probe", add_arguments=add_run_oaks_arguments,
+        dataset=StoredDataset(dataset.sha256, dataset.path, gold_view(dataset)),
+        info={"prompt_template_hash": template_fingerprint(), "dataset_path": dataset.path},
+        units={"probe": "probes"}, error_kinds=("probe",), cells_at_once=docs_in_flight,
+        open_runner=lambda spec, make: partial(OaksRunner, dataset, spec, make_system=make,
+                                               model=basics.model))
 
 
 # -- score -----------------------------------------------------------------------------------

@@ -14,18 +14,13 @@ from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import atomic_writer
 from clstream.core.jsonio import gc_paused
 from clstream.core.records import RunRow
-from clstream.core.specs import RunSpec
-from clstream.driver.components import build_model, parse_components, system_factory
+from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
-from clstream.driver.failures import resume_command
 from clstream.driver.flags import (
-    add_backend_arguments,
+    add_driver_arguments,
     add_run_arguments,
-    add_sampling_arguments,
-    backend_options,
-    sampling_from_args,
 )
-from clstream.driver.plan import PlannedRun, RunJob, StoredDataset
+from clstream.driver.plan import RunJob, StoredDataset
 from clstream.judges.evaluators import CodeEvaluator
 from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
@@ -115,30 +110,21 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     evaluator = stream.evaluator(**options)
     # Refuses before anything is stored when code would have to run without isolation.
     code_isolation = evaluator.preflight() if isinstance(evaluator, CodeEvaluator) else None
-    sampling = sampling_from_args(args)
-    model_spec, systems = parse_components(args.model, args.model_args, args.system)
+    basics = run_basics(args)
     view = stream_view(stream, args.source)
-    stored = StoredDataset(stream_hash(view), str(view.get("path", "")), view)
-    params = {**plan.as_params(), "source": args.source, "holdout": args.holdout,
-              "holdout_mode": args.holdout_mode, "categories": args.category or [],
-              "reveal_target": bool(args.reveal_target), "evaluator": evaluator.name}
-    model = build_model(model_spec, **backend_options(args))
-    info = {"prompt_template_hash": template_fingerprint(), "dataset_path": stream.source,
-            "evaluator": evaluator.name, "code_isolation": code_isolation}
-    runs = []
-    for system in systems:
-        spec = RunSpec(protocol="seqmem", dataset_hash=stored.sha256, system=system,
-                       model=model_spec, sampling=sampling, seed=args.seed, params=params)
-        make = system_factory(spec, model)  # validates every system before anything is written
-        runs.append(PlannedRun(
-            spec, make, stored, info, {"online": "online", "holdout": "hold-out",
-                                       "retro": "retro"},
-            partial(SeqMemRunner, stream.tasks, stream.holdout, spec, make_system=make,
-                    evaluate=evaluator.evaluate, plan=plan),
-            error_kinds=("online", "holdout", "retro")))
-    return RunJob("seqmem", "record", args.out, model, sampling, systems, runs,
-                  resume_command("seqmem", add_run_seqmem_arguments, args),
-                  show_progress=not args.no_progress)
+    return plan_job(
+        args, basics, protocol="seqmem", unit="record", add_arguments=add_run_seqmem_arguments,
+        dataset=StoredDataset(stream_hash(view), str(view.get("path", "")), view),
+        params={**plan.as_params(), "source": args.source, "holdout": args.holdout,
+                "holdout_mode": args.holdout_mode, "categories": args.category or [],
+                "reveal_target": bool(args.reveal_target), "evaluator": evaluator.name},
+        info={"prompt_template_hash": template_fingerprint(), "dataset_path": stream.source,
+              "evaluator": evaluator.name, "code_isolation": code_isolation},
+        units={"online": "online", "holdout": "hold-out", "retro": "retro"},
+        error_kinds=("online", "holdout", "retro"),
+        open_runner=lambda spec, make: partial(SeqMemRunner, stream.tasks, stream.holdout, spec,
+                                               make_system=make, evaluate=evaluator.evaluate,
+                                               plan=plan))
 
 
 def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:
@@ -165,9 +151,7 @@ def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unsafe-unisolated-code", action="store_true",
                    help="code tasks: where bubblewrap is missing, run model-written code without "
                         "OS isolation instead of refusing (unsafe; recorded in every verdict)")
-    p.add_argument("--no-progress", action="store_true")
-    add_sampling_arguments(p)
-    add_backend_arguments(p)
+    add_driver_arguments(p)
 
 
 # -- score -----------------------------------------------------------------------------------

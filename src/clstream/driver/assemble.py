@@ -1,0 +1,83 @@
+"""From a ``run`` command's flags to a :class:`~clstream.driver.plan.RunJob`: the parts every
+protocol's run shares, so a protocol's command holds only what is its own (its data, params,
+cell runner and flags).
+
+:func:`run_basics` reads the flags every ``run`` verb has (:func:`~clstream.driver.flags.
+add_run_arguments`, :func:`~clstream.driver.flags.add_driver_arguments`): the sampling, the
+canonical model and system specs, and the model backend. :func:`plan_job` then makes one
+:class:`~clstream.driver.plan.PlannedRun` per system, each spec hashed from the protocol's
+name, its dataset, the system, the model, the sampling, the seed and the protocol's params,
+and checks every system's arguments before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from clstream.core.contracts import Model, System
+from clstream.core.specs import ComponentSpec, RunSpec
+from clstream.core.types import SamplingParams
+from clstream.driver.components import build_model, parse_components, system_factory
+from clstream.driver.failures import resume_command
+from clstream.driver.flags import backend_options, sampling_from_args
+from clstream.driver.plan import CellRunner, PlannedRun, RunJob, StoredDataset
+from clstream.store.db import ResultsStore
+
+BUILTIN_NOTE = ("clstream: no --model given: using the builtin reader (offline; for demos and "
+                "tests, not a language model); give --model openai:<name>, hf:<path> or "
+                "vllm:<path> for a real one")
+
+OpenRunner = Callable[[RunSpec, Callable[[], System]], Callable[[ResultsStore], CellRunner]]
+"""Given a run's spec and its system constructor, how to open its cell runner on a store."""
+
+
+@dataclass
+class RunBasics:
+    """What every ``run`` verb's shared flags give: sampling, model and systems."""
+
+    sampling: SamplingParams
+    model_spec: ComponentSpec
+    systems: list[ComponentSpec]
+    model: Model
+    notes: list[str]
+
+
+def run_basics(args: argparse.Namespace) -> RunBasics:
+    """Sampling, canonical specs and the model backend from the flags (one-line errors)."""
+    sampling = sampling_from_args(args)
+    typed = getattr(args, "model", None)
+    model_spec, systems = parse_components(typed or "builtin", args.model_args, args.system)
+    model = build_model(model_spec, **backend_options(args))
+    return RunBasics(sampling, model_spec, systems, model, [] if typed else [BUILTIN_NOTE])
+
+
+def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit: str,
+             add_arguments: Callable[[argparse.ArgumentParser], None],
+             dataset: StoredDataset, info: dict[str, Any], units: Mapping[str, str],
+             open_runner: OpenRunner, error_kinds: tuple[str, ...],
+             params: dict[str, Any] | None = None,
+             cells_at_once: int | Callable[[RunSpec, Callable[[], System]], int] = 1,
+             before_register: Callable[[RunSpec], Callable[[ResultsStore], None]] | None = None,
+             check_system: Callable[[RunSpec, System], None] | None = None) -> RunJob:
+    """One planned run per ``--system`` of ``protocol`` over ``dataset`` (see the module
+    docstring). ``cells_at_once`` may depend on the system (OAKS's cache budget);
+    ``check_system`` refuses a system the protocol cannot run, before anything is written."""
+    runs = []
+    for system in basics.systems:
+        spec = RunSpec(protocol=protocol, dataset_hash=dataset.sha256, system=system,
+                       model=basics.model_spec, sampling=basics.sampling, seed=args.seed,
+                       params=params or {})
+        make = system_factory(spec, basics.model)  # validates the system's arguments
+        if check_system is not None:
+            check_system(spec, make())
+        runs.append(PlannedRun(
+            spec, make, dataset, info, units, open_runner(spec, make), error_kinds=error_kinds,
+            cells_at_once=cells_at_once(spec, make) if callable(cells_at_once)
+            else cells_at_once,
+            before_register=before_register(spec) if before_register is not None else None))
+    return RunJob(protocol, unit, args.out, basics.model, basics.sampling, basics.systems, runs,
+                  resume_command(protocol, add_arguments, args),
+                  show_progress=not args.no_progress, notes=list(basics.notes))
