@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from clstream import __version__
-from clstream.commands import check, listing, results, runs
+from clstream.commands import check, listing, results, runs, specfile
 from clstream.core.errors import ClstreamError
 from clstream.core.files import os_error_cause
 from clstream.core.protocol import Command, StreamProtocol
@@ -62,8 +62,15 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     gen = sub.add_parser("generate", help="write a procedural benchmark stream")
     gsub = gen.add_subparsers(dest="benchmark", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="run systems over a benchmark into a results directory")
-    rsub = run.add_subparsers(dest="protocol", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="run systems over a benchmark into a results directory",
+                         usage="%(prog)s PROTOCOL ... | %(prog)s --spec FILE [--out DIR]")
+    run.add_argument("--spec", default=None, metavar="FILE",
+                     help="a run spec file (TOML) naming runs of any protocols; see "
+                          "docs/design.md")
+    run.add_argument("--out", default=None, metavar="DIR",
+                     help="with --spec: the results directory (instead of the file's)")
+    run.set_defaults(handler=specfile.run_spec)
+    rsub = run.add_subparsers(dest="protocol", required=False, parser_class=_Parser)
     score = sub.add_parser("score", help="score a predictions or records file")
     ssub = score.add_subparsers(dest="protocol", required=True, parser_class=_Parser)
     for protocol in protocols(argv):
@@ -86,7 +93,10 @@ _ENVIRONMENT_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    args = build_parser(argv).parse_args(argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    if args.command == "run" and args.protocol is not None and args.spec is not None:
+        parser.error("run: give a protocol with its flags, or --spec FILE, not both")
     try:
         return int(args.handler(args) or 0)
     except ClstreamError as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from clstream.core.contracts import Model, System
@@ -54,6 +55,31 @@ def run_basics(args: argparse.Namespace) -> RunBasics:
     return RunBasics(sampling, model_spec, systems, model, [] if typed else [BUILTIN_NOTE])
 
 
+# Flags a results directory's spec file does not repeat: per run (--system), where results go,
+# how progress shows.
+_UNRECORDED = frozenset({"help", "system", "out", "no_progress"})
+
+
+def run_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None]
+              ) -> dict[str, Any]:
+    """The run's flags that differ from their defaults, by destination name, plus every
+    positional argument (a path that exists made absolute): recorded with the run, so that
+    ``clstream runs DIR --spec`` writes a spec file that reruns it."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    out: dict[str, Any] = {}
+    for action in parser._actions:
+        if action.dest in _UNRECORDED or not hasattr(args, action.dest):
+            continue
+        value = getattr(args, action.dest)
+        if not action.option_strings:
+            out[action.dest] = (str(Path(value).resolve())
+                                if isinstance(value, str) and Path(value).exists() else value)
+        elif value is not None and value != action.default:
+            out[action.dest] = value
+    return out
+
+
 def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit: str,
              add_arguments: Callable[[argparse.ArgumentParser], None],
              dataset: StoredDataset, info: dict[str, Any], units: Mapping[str, str],
@@ -65,6 +91,7 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
     """One planned run per ``--system`` of ``protocol`` over ``dataset`` (see the module
     docstring). ``cells_at_once`` may depend on the system (OAKS's cache budget);
     ``check_system`` refuses a system the protocol cannot run, before anything is written."""
+    info = {**info, "run_flags": run_flags(args, add_arguments)}
     runs = []
     for system in basics.systems:
         spec = RunSpec(protocol=protocol, dataset_hash=dataset.sha256, system=system,

@@ -209,9 +209,9 @@ def drive(jobs: RunJob | Sequence[RunJob], executor: Executor | None = None,
         check_endpoint(job.model, job.sampling, job.systems)
     failures: list[tuple[RunJob, list[Failure]]] = []
     for job in jobs:
-        for note in job.notes:
-            print(note, file=sys.stderr)
         with ResultsStore(job.out, writer=True) as store:
+            for note in job.notes:  # once the store is open: a failure to open is one line
+                print(note, file=sys.stderr)
             failed = run_job(job, store, executor)
         if failed:
             failures.append((job, failed))

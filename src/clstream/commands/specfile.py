@@ -1,0 +1,258 @@
+"""Run spec files: ``clstream run --spec FILE`` and ``clstream runs DIR --spec``.
+
+A spec file (TOML) names runs the way the command line does, so a run it names gets the same
+run id as the same run given as flags: each ``[[run]]`` entry is turned into the arguments of
+``clstream run PROTOCOL`` and read by that protocol's own parser, then planned by the
+protocol's own planner (its ``run_command.plan``); every entry's runs go through one driver
+into one results directory::
+
+    out = "results"            # the results directory (--out overrides it)
+    seeds = [0, 1]             # optional: every entry once per seed
+
+    [defaults]                 # settings every entry takes unless it gives its own
+    model = "builtin"
+    temperature = 0.7
+
+    [[run]]
+    protocol = "oaks"
+    data = "oaks.json"         # the protocol's positional argument, by its name
+    systems = ["full", "rag:k=4"]
+    docs_in_flight = 2         # any flag of `clstream run oaks`, by its name (- or _)
+
+Paths given relative are taken from the spec file's directory. A malformed file is one line
+naming the file, the entry and the field (exit 2) before anything runs.
+
+``clstream runs DIR --spec`` prints a spec file that reruns every run of a results directory:
+each run records its flags (:func:`clstream.driver.assemble.run_flags`), and runs that differ
+only in their system become one entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Any, NoReturn
+
+from clstream.core.errors import DataError, SpecError
+from clstream.core.protocol import StreamProtocol
+from clstream.core.registry import names, resolve
+from clstream.store.db import ResultsStore
+
+_TOP = frozenset({"out", "seeds", "defaults", "run"})
+
+
+class _Refused(Exception):
+    """argparse's complaint about one argument, caught instead of exiting."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Refused(message)
+
+
+def _protocol_parser(protocol: StreamProtocol) -> argparse.ArgumentParser:
+    parser = _Parser(prog=f"clstream run {protocol.name}", add_help=False)
+    protocol.run_command.add_arguments(parser)
+    return parser
+
+
+def _field_of(message: str, parser: argparse.ArgumentParser) -> str | None:
+    """The setting an argparse message is about (``argument --samples: ...`` -> samples)."""
+    head = message.partition(":")[0].removeprefix("argument ")
+    for action in parser._actions:
+        if head in action.option_strings or head == action.dest or head == action.metavar:
+            return action.dest
+    return None
+
+
+def _absolute(value: Any, base: Path) -> Any:
+    if isinstance(value, str) and value and not Path(value).is_absolute() \
+            and (base / value).exists():
+        return str(base / value)
+    return value
+
+
+def _words(entry: dict[str, Any], parser: argparse.ArgumentParser, path: Path, where: str,
+           base: Path) -> list[str]:
+    """The ``run PROTOCOL`` arguments an entry stands for (its keys checked one by one)."""
+    actions = {a.dest: a for a in parser._actions if a.dest != "help"}
+    positional: list[str] = []
+    flags: list[str] = []
+    for key, value in entry.items():
+        dest = key.replace("-", "_")
+        if dest == "systems":
+            dest = "system"
+        action = actions.get(dest)
+        if action is None:
+            known = ", ".join(sorted({d for d in actions if d != "system"} | {"systems"}))
+            raise DataError(path, where, key, f"not a setting of this protocol's run "
+                                              f"(settings: {known})")
+        if isinstance(value, (dict, list)) and not isinstance(value, list):
+            raise DataError(path, where, key, "expected a value or a list, got a table")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise DataError(path, where, key, f"not a finite number: {value}")
+        if not action.option_strings:
+            if isinstance(value, (list, bool)):
+                raise DataError(path, where, key, "expected one value")
+            positional.append(str(_absolute(value, base)))
+            continue
+        flag = max(action.option_strings, key=len)
+        if action.nargs == 0:  # a switch
+            if not isinstance(value, bool):
+                raise DataError(path, where, key, f"expected true or false, got {value!r}")
+            flags += [flag] if value else []
+            continue
+        values = value if isinstance(value, list) else [value]
+        if isinstance(value, list) and not isinstance(action, argparse._AppendAction):
+            raise DataError(path, where, key, "expected one value, got a list")
+        for item in values:
+            if isinstance(item, (dict, list)):
+                raise DataError(path, where, key, "expected a value")
+            text = json.dumps(item) if isinstance(item, bool) else str(item)
+            flags += [flag, str(_absolute(text, base)) if dest not in ("system", "model")
+                      else text]
+    return positional + flags
+
+
+def _protocol(entry: dict[str, Any], path: Path, where: str) -> StreamProtocol:
+    name = entry.get("protocol")
+    known = names("protocol")
+    if not isinstance(name, str) or name not in known:
+        raise DataError(path, where, "protocol", f"expected one of {', '.join(known)}, "
+                                                 f"got {name!r}")
+    protocol: StreamProtocol = resolve("protocol", name)
+    if getattr(protocol.run_command, "plan", None) is None:
+        raise DataError(path, where, "protocol", f"{name} runs cannot be planned from a "
+                                                 "spec file")
+    return protocol
+
+
+def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProtocol,
+                                                                       argparse.Namespace]]:
+    """Each run entry of a spec file (once per seed) as its protocol and parsed flags."""
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise DataError(path, None, None, f"not a TOML spec file: {exc}") from None
+    except UnicodeDecodeError:
+        raise DataError(path, None, None, "not a TOML spec file (not UTF-8 text)") from None
+    for key in doc:
+        if key not in _TOP:
+            raise DataError(path, None, key, f"not a spec setting (settings: "
+                                             f"{', '.join(sorted(_TOP))})")
+    base = path.resolve().parent
+    target = out if out is not None else doc.get("out")
+    if not isinstance(target, str) or not target:
+        raise DataError(path, None, "out", "give the results directory (out = \"DIR\", or "
+                                           "--out DIR)")
+    if out is None:
+        target = str(base / target)
+    seeds = doc.get("seeds", [None])
+    if not isinstance(seeds, list) or not seeds or not all(
+            s is None or (isinstance(s, int) and not isinstance(s, bool)) for s in seeds):
+        raise DataError(path, None, "seeds", "expected a list of integers, e.g. [0, 1, 2]")
+    defaults = doc.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise DataError(path, None, "defaults", "expected a table of settings")
+    entries = doc.get("run")
+    if not isinstance(entries, list) or not entries:
+        raise DataError(path, None, "run", "expected one or more [[run]] entries")
+    planned = []
+    for number, entry in enumerate(entries, start=1):
+        where = f"run {number}"
+        if not isinstance(entry, dict):
+            raise DataError(path, where, None, "expected a table of settings")
+        protocol = _protocol(entry, path, where)
+        where = f"run {number} ({protocol.name})"
+        settings = {k: v for k, v in {**defaults, **entry}.items() if k != "protocol"}
+        if "systems" not in settings and "system" not in settings:
+            raise DataError(path, where, "systems", "give the systems to run, e.g. "
+                                                    "systems = [\"full\"]")
+        if "out" in settings:
+            raise DataError(path, where, "out", "one results directory per spec file: set "
+                                                "out at the top")
+        parser = _protocol_parser(protocol)
+        for seed in seeds:
+            words = _words(settings if seed is None else {**settings, "seed": seed},
+                           parser, path, where, base) + ["--out", target]
+            try:
+                args = parser.parse_args(words)
+            except _Refused as exc:
+                field = _field_of(str(exc), parser)
+                message = str(exc).partition(": ")[2] if field else str(exc)
+                raise DataError(path, where, field, message) from None
+            planned.append((protocol, args))
+    return planned
+
+
+def run_spec(args: argparse.Namespace) -> int:
+    """``clstream run --spec FILE [--out DIR]``: every run the file names, through one driver."""
+    from clstream.driver.execute import drive
+
+    if args.spec is None:
+        raise SpecError(f"run: give a protocol ({', '.join(names('protocol'))}) or --spec FILE")
+
+    jobs = []
+    for protocol, run_args in load_spec(args.spec, args.out):
+        plan = getattr(protocol.run_command, "plan", None)
+        assert plan is not None  # load_spec refused it otherwise
+        jobs.append(plan(run_args))
+    resume = ["clstream", "run", "--spec", str(args.spec)]
+    if args.out is not None:
+        resume += ["--out", str(args.out)]
+    return drive(jobs, resume=shlex.join(resume))
+
+
+# -- writing a spec file from a results directory ---------------------------------------------
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def spec_text(store: ResultsStore, out: str) -> str:
+    """A spec file that reruns every run of ``store`` (runs recorded before run flags were
+    kept are named in a comment instead)."""
+    entries: dict[str, dict[str, Any]] = {}
+    skipped = []
+    for run in store.runs():
+        flags = run.info.get("run_flags")
+        spec = run.spec if isinstance(run.spec, dict) else json.loads(run.spec)
+        system = spec.get("system") or {}
+        if not isinstance(flags, dict) or not isinstance(system, dict):
+            skipped.append(run)
+            continue
+        key = json.dumps([run.protocol, flags], sort_keys=True)
+        entry = entries.setdefault(key, {"protocol": run.protocol, "systems": [], **flags})
+        entry["systems"].append(_system_text(system))
+    lines = [f"# Reruns (resumes) the runs of {out}: clstream run --spec THIS_FILE",
+             f"out = {_toml_value(out)}"]
+    for run in skipped:
+        lines.append(f"# not included (recorded without its flags): {run.protocol} "
+                     f"{run.system} ({run.run_id})")
+    for entry in entries.values():
+        lines += ["", "[[run]]"]
+        lines += [f"{key} = {_toml_value(value)}" for key, value in entry.items()
+                  if value is not None]
+    return "\n".join(lines) + "\n"
+
+
+def _system_text(system: dict[str, Any]) -> str:
+    """``rag:k=4`` from a stored system spec (every argument, so defaults changed since do
+    not change the run)."""
+    args = system.get("args") or {}
+    if not args:
+        return str(system.get("name"))
+    return f"{system.get('name')}:" + ",".join(
+        f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in sorted(args.items()))
