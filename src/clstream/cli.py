@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = sys.argv[1:]
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    if args.command == "run" and args.protocol is not None and args.spec is not None:
+    if getattr(args, "protocol", None) is not None and getattr(args, "spec", None) is not None:
         parser.error("run: give a protocol with its flags, or --spec FILE, not both")
     try:
         return int(args.handler(args) or 0)

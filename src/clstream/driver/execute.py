@@ -170,15 +170,19 @@ def _failure(store: ResultsStore, plan: PlannedRun, result: RunResult) -> Failur
                    result.stopped or first_error(store, result.run_id, plan.error_kinds))
 
 
-def run_planned(plan: PlannedRun, store: ResultsStore, model: Any, *,
-                executor: Executor | None = None, show_progress: bool = True) -> RunResult:
-    """Store the dataset, register the run (a resume when its id is stored) and run its
-    cells into an open store."""
+def register_planned(plan: PlannedRun, store: ResultsStore, model: Any) -> bool:
+    """Store the dataset and register the run; True when its id was stored (a resume)."""
     store.put_dataset(plan.dataset.sha256, plan.dataset.path, plan.dataset.view)
     if plan.before_register is not None:
         plan.before_register(store)
-    resumed = register_run(store, plan.spec, plan.dataset.sha256,
-                           run_info(model, plan.make_system(), plan.info))
+    return register_run(store, plan.spec, plan.dataset.sha256,
+                        run_info(model, plan.make_system(), plan.info))
+
+
+def run_planned(plan: PlannedRun, store: ResultsStore, model: Any, *,
+                executor: Executor | None = None, show_progress: bool = True) -> RunResult:
+    """Register one planned run and run its cells into an open store."""
+    resumed = register_planned(plan, store, model)
     return run_interruptible(execute_run(plan, plan.open(store), store, model,
                                          executor=executor, show_progress=show_progress,
                                          resumed=resumed))
@@ -187,11 +191,17 @@ def run_planned(plan: PlannedRun, store: ResultsStore, model: Any, *,
 def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None
             ) -> list[Failure]:
     """Every planned run of ``job`` into an open store, with a result line each; returns the
-    failures."""
+    failures. The job's notes come once its first run is registered (a store that cannot be
+    written is one line)."""
     failures: list[Failure] = []
-    for plan in job.runs:
-        result = run_planned(plan, store, job.model, executor=executor,
-                             show_progress=job.show_progress)
+    for index, plan in enumerate(job.runs):
+        resumed = register_planned(plan, store, job.model)
+        if index == 0:
+            for note in job.notes:
+                print(note, file=sys.stderr)
+        result = run_interruptible(execute_run(
+            plan, plan.open(store), store, job.model, executor=executor,
+            show_progress=job.show_progress, resumed=resumed))
         print(result_line(result, dict(plan.units)), file=sys.stderr)
         if not result.complete:
             failures.append(_failure(store, plan, result))
@@ -210,8 +220,6 @@ def drive(jobs: RunJob | Sequence[RunJob], executor: Executor | None = None,
     failures: list[tuple[RunJob, list[Failure]]] = []
     for job in jobs:
         with ResultsStore(job.out, writer=True) as store:
-            for note in job.notes:  # once the store is open: a failure to open is one line
-                print(note, file=sys.stderr)
             failed = run_job(job, store, executor)
         if failed:
             failures.append((job, failed))
