@@ -1,4 +1,5 @@
-"""OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks`` (SPECS §1, §5)."""
+"""OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks`` (SPECS §1, §5); their
+flags are in :mod:`clstream.protocols.oaks.arguments`."""
 
 from __future__ import annotations
 
@@ -11,19 +12,17 @@ from typing import Any
 from clstream.core.jsonio import gc_paused
 from clstream.core.specs import RunSpec
 from clstream.protocols.common import build_model, parse_components, run_info, system_factory
+from clstream.protocols.oaks.arguments import (
+    add_generate_arguments,
+    add_run_oaks_arguments,
+    add_score_arguments,
+)
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.metrics import load_predictions, score_oaks
 from clstream.protocols.oaks.prompts import template_fingerprint
 from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
-from clstream.protocols.options import (
-    add_backend_arguments,
-    add_run_arguments,
-    add_sampling_arguments,
-    backend_options,
-    positive,
-    sampling_from_args,
-)
+from clstream.protocols.options import backend_options, positive, sampling_from_args
 from clstream.protocols.outcome import (
     Failure,
     check_endpoint,
@@ -34,19 +33,11 @@ from clstream.protocols.outcome import (
 )
 from clstream.store.db import ResultsStore
 
+__all__ = ["add_generate_arguments", "add_run_oaks_arguments", "add_score_arguments",
+           "generate", "run", "score"]
+
 
 # -- generate --------------------------------------------------------------------------------
-def add_generate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--docs", type=int, default=2)
-    p.add_argument("--chunks", type=int, default=20)
-    p.add_argument("--chunk-tokens", type=int, default=2000)
-    p.add_argument("--max-questions", type=int, default=None, help="per document")
-    p.add_argument("--haystack", action="append", default=None, metavar="FILE",
-                   help="text file(s) to use as distractor prose instead of generated prose")
-    p.add_argument("--out", required=True)
-
-
 def generate(args: argparse.Namespace) -> int:
     for name, value in (("--docs", args.docs), ("--chunks", args.chunks),
                         ("--chunk-tokens", args.chunk_tokens)):
@@ -64,18 +55,6 @@ def generate(args: argparse.Namespace) -> int:
 
 
 # -- run -------------------------------------------------------------------------------------
-def add_run_oaks_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="OAKS JSON file")
-    add_run_arguments(p, "NAME or NAME:key=value,... (repeatable), e.g. rag:k=8")
-    p.add_argument("--docs-in-flight", type=int, default=1, help="documents processed concurrently")
-    p.add_argument("--cache-budget-tokens", type=int, default=None, metavar="N",
-                   help="prefix-cache size of the server in tokens: run max(1, N // largest "
-                        "per-document context) documents at once (replaces --docs-in-flight)")
-    p.add_argument("--no-progress", action="store_true")
-    add_sampling_arguments(p)
-    add_backend_arguments(p)
-
-
 def run(args: argparse.Namespace) -> int:
     positive("--docs-in-flight", args.docs_in_flight)
     positive("--cache-budget-tokens", args.cache_budget_tokens)
@@ -121,13 +100,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 # -- score -----------------------------------------------------------------------------------
-def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data")
-    p.add_argument("predictions")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--allow-missing", action="store_true")
-
-
 def _fmt(x: float) -> str:
     return f"{x:.4f}"
 
