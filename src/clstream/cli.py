@@ -5,6 +5,12 @@
 ``list`` and ``check`` (an OpenAI-compatible endpoint's readiness) are shared by all. Adding a
 protocol therefore adds its verbs here without an edit.
 
+Building the parser imports no protocol's code: a protocol's verbs are names, one line of help
+and ``"module:name"`` targets (:class:`~clstream.core.protocol.Command`), and a verb's own flags
+are added only when that verb is parsed or its help is shown. ``clstream --version`` and
+``--help`` therefore cost little more than the interpreter, and ``run NAME`` imports its
+runner only when it runs.
+
 Every user error (bad file, record, field, flag or spec) is printed as one line
 ``clstream: error: ...`` with exit status 2 and no traceback; nothing stored is touched.
 """
@@ -15,19 +21,45 @@ import argparse
 import errno
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from clstream import __version__
 from clstream.commands import check, listing, results, runs, specfile
 from clstream.core.errors import ClstreamError
-from clstream.core.files import os_error_cause
 from clstream.core.protocol import Command, StreamProtocol
 from clstream.core.registry import names, resolve
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line naming the flag, and exit status 2."""
+    """argparse, but a usage error is one line naming the flag, and exit status 2; and the
+    arguments of a sub-command may be deferred (:meth:`defer`): they are added the first time
+    this parser parses or formats its usage or help, so a verb nobody typed costs nothing."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deferred: list[Callable[[argparse.ArgumentParser], None]] = []
+
+    def defer(self, add_arguments: Callable[[argparse.ArgumentParser], None]) -> None:
+        self._deferred.append(add_arguments)
+
+    def _complete(self) -> None:
+        while self._deferred:
+            self._deferred.pop(0)(self)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        self._complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._complete()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._complete()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         print(f"clstream: error: {self.prog}: {message}", file=sys.stderr)
@@ -35,18 +67,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add(group: Any, command: Command) -> None:
-    p = group.add_parser(command.name, help=command.help)
-    command.add_arguments(p)
-    p.set_defaults(handler=command.handler)
+    """Sub-command ``command`` of ``group``; its arguments (and so its module) are loaded only
+    when it is the one parsed."""
+    p: _Parser = group.add_parser(command.name, help=command.help)
+    p.set_defaults(handler=command.run)
+    p.defer(command.add_to)
 
 
 def protocols(argv: Sequence[str] | None = None) -> list[StreamProtocol]:
     """The registered protocols the command line needs, in the registry's order.
 
-    ``run NAME`` and ``score NAME`` need only protocol NAME, so only it is imported: a
-    protocol package imports its metrics, environments and renderer names, and loading all of
-    them would be most of a scoring command's start-up. Anything else (``generate``, whose
-    generator names are the protocols' own, ``--help``, a misspelt name) loads every one.
+    ``run NAME`` and ``score NAME`` need only protocol NAME, so only it is imported (the builtin
+    protocols' packages are cheap to import, a protocol registered from elsewhere need not be).
+    Anything else (``generate``, whose generator names are the protocols' own, ``--help``, a
+    misspelt name) loads every one.
     """
     known = names("protocol")
     words = [a for a in (argv or ()) if not a.startswith("-")][:2]
@@ -108,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         if not isinstance(exc, FileNotFoundError) and exc.errno not in _ENVIRONMENT_ERRNOS:
             raise
+        from clstream.core.files import os_error_cause
+
         cause = "no such file" if isinstance(exc, FileNotFoundError) else os_error_cause(exc)
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"clstream: error: {where}{cause}", file=sys.stderr)

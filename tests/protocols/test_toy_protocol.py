@@ -31,7 +31,7 @@ from clstream.core.types import GenerationRequest, GenerationResult, Query
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
 from clstream.driver.flags import add_driver_arguments, add_run_arguments
-from clstream.driver.plan import Cell, Progress, StoredDataset
+from clstream.driver.plan import Cell, Progress, RunJob, StoredDataset
 from clstream.models.builtin import BuiltinReader
 from clstream.render.base import Cell as TableCell
 from clstream.render.base import Column, Section, Table
@@ -101,8 +101,12 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    return drive(_plan(args))
+
+
+def _plan(args: argparse.Namespace) -> RunJob:
     readings = _load(args.data)
-    return drive(plan_job(
+    return (plan_job(
         args, run_basics(args), protocol="toy", unit="probe", add_arguments=_add_run_arguments,
         dataset=StoredDataset(sha256_file(args.data), args.data, {"readings": readings}),
         info={}, units={"probe": "probes"}, error_kinds=("probe",),
@@ -126,7 +130,7 @@ class ToyProtocol:
     name = "toy"
     title = "Counter stream"
     summary = "a counter changes; the system is asked its reading after every step"
-    run_command = Command("toy", "counter stream", _add_run_arguments, _run)
+    run_command = Command("toy", "counter stream", _add_run_arguments, _run, plan=_plan)
     score_command = Command("toy", "score counter predictions", lambda p: (
         p.add_argument("data"), p.add_argument("predictions")), _score)
     generators = (Command("toy-counter", "a counter stream", lambda p: (

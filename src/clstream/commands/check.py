@@ -8,18 +8,16 @@ served models, context length, sequence slots), then sends a few tiny requests a
 line per finding, and the concurrency a run would start with
 (:mod:`clstream.models.concurrency`). A dead port or an unknown model is one line and exit 2,
 as ``run`` would fail. The HTTP client is imported when the command runs, not when the
-command line is built.
+command line is built, and so are asyncio and the sampling model (pydantic).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from clstream.core.types import SamplingParams
 from clstream.driver.flags import OPENAI_DEFAULT_BASE_URL
 
 if TYPE_CHECKING:
@@ -114,6 +112,7 @@ def _echoes(prompt: str, text: str) -> bool:
 
 async def check(model: OpenAICompatModel) -> dict[str, Any]:
     """Every finding of the check, as the ``--json`` output prints it."""
+    from clstream.core.types import SamplingParams
     from clstream.models.openai_compat import EndpointError, _redact
 
     notes = await model.preflight(SamplingParams(temperature=0.0, max_tokens=1))
@@ -206,6 +205,8 @@ def lines(found: dict[str, Any]) -> list[str]:
 
 
 def handler(args: argparse.Namespace) -> int:
+    import asyncio
+
     import httpx
     import orjson
 

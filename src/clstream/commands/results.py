@@ -1,7 +1,10 @@
 """The verbs that read a results directory, whatever protocols it holds: ``summary``,
 ``report`` and ``export``. Each dispatches per run to the run's protocol (SPECS §5 formats,
 protocol-specific metrics and report sections); a protocol this release does not know still
-gets a plain summary and report section, never a failure."""
+gets a plain summary and report section, never a failure.
+
+The store, summary and report are imported when a verb runs, not when the command line is
+built: every other verb would pay for them otherwise."""
 
 from __future__ import annotations
 
@@ -13,19 +16,28 @@ from typing import Any
 
 from clstream.core.errors import StoreError
 from clstream.core.registry import names, resolve
-from clstream.models.pricing import load_prices
-from clstream.report.html import render_report
-from clstream.report.summary import summarize
-from clstream.store.db import ResultsStore
-from clstream.store.export import select_run
 
 
 def _prices(path: str | None) -> dict[str, dict[str, float]] | None:
+    from clstream.models.pricing import load_prices
+
     return None if path is None else load_prices(path)
+
+
+def _summarize(directory: str, prices: str | None) -> dict[str, Any]:
+    """The summary of every run in ``directory`` (what ``summary --json`` prints)."""
+    from clstream.report.summary import summarize
+    from clstream.store.db import ResultsStore
+
+    with ResultsStore(directory) as store:
+        return summarize(store, _prices(prices))
 
 
 # -- export ----------------------------------------------------------------------------------
 def export(args: argparse.Namespace) -> int:
+    from clstream.store.db import ResultsStore
+    from clstream.store.export import select_run
+
     with ResultsStore(args.dir) as store:
         run = select_run(store, args.system, args.model)
         if run.protocol not in names("protocol"):
@@ -48,8 +60,7 @@ def _generic_lines(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def summary(args: argparse.Namespace) -> int:
-    with ResultsStore(args.dir) as store:
-        result = summarize(store, _prices(args.prices))
+    result = _summarize(args.dir, args.prices)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -74,8 +85,9 @@ def summary(args: argparse.Namespace) -> int:
 
 # -- report ----------------------------------------------------------------------------------
 def report(args: argparse.Namespace) -> int:
-    with ResultsStore(args.dir) as store:
-        result = summarize(store, _prices(args.prices))
+    from clstream.report.html import render_report
+
+    result = _summarize(args.dir, args.prices)
     out = Path(args.out) if args.out else Path(args.dir) / "report.html"
     path = render_report(result, out)
     print(path.resolve())

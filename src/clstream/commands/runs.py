@@ -8,7 +8,8 @@ always takes three words.
 
 Listing opens the database read-only (no lock, works while a run is writing, reads any older
 schema). Deleting takes the writer lock, so it fails in one line instead of racing a run that
-is writing to the same directory.
+is writing to the same directory. The store is imported when the verb runs, not when the
+command line is built.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import SpecError, StoreError
-from clstream.store.db import DB_NAME, ResultsStore, results_db_exists
+
+if TYPE_CHECKING:
+    from clstream.store.db import ResultsStore
 
 _USAGE = "%(prog)s DIR [--json]\n       %(prog)s rm DIR RUN_ID"
 
@@ -78,6 +81,8 @@ def _listing(store: ResultsStore) -> list[dict[str, Any]]:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
+    from clstream.store.db import ResultsStore
+
     with ResultsStore(args.dir) as store:
         runs = _listing(store)
     if args.json:
@@ -101,6 +106,8 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 def cmd_runs_rm(args: argparse.Namespace) -> int:
     if args.json:
         raise SpecError("flag --json: only the listing (runs DIR) prints JSON")
+    from clstream.store.db import DB_NAME, ResultsStore, results_db_exists
+
     if not results_db_exists(args.dir):
         raise StoreError(f"{args.dir}: no results database ({DB_NAME}) in this directory")
     with ResultsStore(args.dir, writer=True) as store:

@@ -33,14 +33,15 @@ import argparse
 import json
 import math
 import shlex
-import tomllib
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from clstream.core.errors import DataError, SpecError
 from clstream.core.protocol import StreamProtocol
 from clstream.core.registry import names, resolve
-from clstream.store.db import ResultsStore
+
+if TYPE_CHECKING:
+    from clstream.store.db import ResultsStore
 
 _TOP = frozenset({"out", "seeds", "defaults", "run"})
 
@@ -56,7 +57,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _protocol_parser(protocol: StreamProtocol) -> argparse.ArgumentParser:
     parser = _Parser(prog=f"clstream run {protocol.name}", add_help=False)
-    protocol.run_command.add_arguments(parser)
+    protocol.run_command.add_to(parser)
     return parser
 
 
@@ -134,6 +135,8 @@ def _protocol(entry: dict[str, Any], path: Path, where: str) -> StreamProtocol:
 def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProtocol,
                                                                        argparse.Namespace]]:
     """Each run entry of a spec file (once per seed) as its protocol and parsed flags."""
+    import tomllib
+
     path = Path(path)
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -199,9 +202,7 @@ def run_spec(args: argparse.Namespace) -> int:
 
     jobs = []
     for protocol, run_args in load_spec(args.spec, args.out):
-        plan = getattr(protocol.run_command, "plan", None)
-        assert plan is not None  # load_spec refused it otherwise
-        jobs.append(plan(run_args))
+        jobs.append(protocol.run_command.planned(run_args))
     resume = ["clstream", "run", "--spec", str(args.spec)]
     if args.out is not None:
         resume += ["--out", str(args.out)]

@@ -24,22 +24,53 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from clstream.core.records import RunRow
+if TYPE_CHECKING:
+    from clstream.core.records import RunRow
 
 Handler = Callable[[argparse.Namespace], int]
+AddArguments = Callable[[argparse.ArgumentParser], None]
 
 
 @dataclass(frozen=True)
 class Command:
     """One sub-command: ``name`` (``oaks``, ``oaks-babi``), one line of help, a function adding
-    its arguments to an argparse parser, and the handler that runs it (returns the exit status)."""
+    its arguments to an argparse parser, and the handler that runs it (returns the exit status).
+
+    Either function may be given as a ``"package.module:name"`` target, imported only when the
+    command's parser is built (:meth:`add_to`) or the command runs (:meth:`run`). The builtin
+    protocols name theirs this way, so that ``clstream --help`` lists every verb and
+    ``clstream run NAME --help`` shows its flags without importing any protocol's runner,
+    models or numeric libraries (DESIGN.md, "Anchors for style": a lazy registry).
+    """
 
     name: str
     help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    handler: Handler
+    add_arguments: AddArguments | str
+    handler: Handler | str
+    plan: Callable[[argparse.Namespace], Any] | str | None = None
+    """For a ``run`` verb: its parsed flags to a run job (a ``clstream.driver.plan.RunJob``),
+    so that a spec file can gather runs of several protocols into one driver."""
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        """Add this command's arguments to ``parser``."""
+        add: AddArguments = (load_target(self.add_arguments)
+                             if isinstance(self.add_arguments, str) else self.add_arguments)
+        add(parser)
+
+    def planned(self, args: argparse.Namespace) -> Any:
+        """The run job of parsed ``args`` (only for commands that have a ``plan``)."""
+        plan = load_target(self.plan) if isinstance(self.plan, str) else self.plan
+        if plan is None:
+            raise TypeError(f"command {self.name!r} has no run plan")
+        return plan(args)
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Run the command on parsed ``args``; returns the exit status."""
+        handler: Handler = (load_target(self.handler) if isinstance(self.handler, str)
+                            else self.handler)
+        return handler(args)
 
 
 @runtime_checkable
@@ -94,7 +125,8 @@ def load_target(target: str) -> Any:
     """The object named by ``"package.module:name"``, imported on first use.
 
     Report sections draw with matplotlib, which costs half a second to import; a protocol
-    names its renderer this way so that ``run`` and ``score`` never pay for it.
+    names its renderer this way so that ``run`` and ``score`` never pay for it, and its verbs,
+    summary and export likewise, so that building the command line imports none of them.
     """
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)

@@ -13,6 +13,10 @@ Components declare ``summary`` (one line) and ``params`` (:class:`~clstream.core
 by name) as class attributes. :func:`describe` reads them without instantiating anything, and
 :func:`canonical_component` fills a spec with every declared default, so that ``rag`` and
 ``rag:k=8`` are the same spec and the same run id.
+
+Importing this module imports no pydantic model (:mod:`clstream.core.specs` is imported where a
+spec is made or a name checked): the command line reads the registry to build its parser, and
+that must stay cheap.
 """
 
 from __future__ import annotations
@@ -25,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, overload
 
 from clstream.core.errors import SpecError
 from clstream.core.params import Param, check_args
-from clstream.core.specs import NAME_PATTERN, ComponentSpec, RunSpec
 
 if TYPE_CHECKING:
     from clstream.core.contracts import Model, System
     from clstream.core.protocol import StreamProtocol
+    from clstream.core.specs import ComponentSpec, RunSpec
     from clstream.core.types import SamplingParams
 
 Kind = Literal["protocol", "system", "model", "judge", "policy"]
@@ -149,6 +153,8 @@ def register(kind: str, name: str, target: str, summary: str = "", *,
     Registering a name again with the same target is a no-op; with another target it is an
     error unless ``replace=True`` (meant for tests).
     """
+    from clstream.core.specs import NAME_PATTERN  # pydantic: not on the command line's path
+
     k = _kind(kind)
     module, sep, attr = target.partition(":") if isinstance(target, str) else ("", "", "")
     if not sep or not module.strip() or not attr.strip() or ":" in attr:
@@ -334,6 +340,8 @@ def canonical_component(kind: str, spec: ComponentSpec) -> ComponentSpec:
     ``params`` is returned unchanged (its constructor checks its arguments). An unknown name,
     argument, type or value is a :class:`SpecError` naming the component.
     """
+    from clstream.core.specs import ComponentSpec
+
     e = entry(kind, spec.name)
     obj = _load(e)
     owner = f"{kind} {spec.name!r}"

@@ -9,12 +9,12 @@ concurrency, retries, cache) are not, except ``--model-args``, which the spec in
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import SpecError
-from clstream.core.types import SamplingParams
+
+if TYPE_CHECKING:
+    from clstream.core.types import SamplingParams
 
 # The openai backend's default endpoint (clstream.models.openai_compat.DEFAULT_BASE_URL, not
 # imported here so that building the command line does not load the HTTP client).
@@ -70,6 +70,11 @@ def add_driver_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
+    # Imported here: the option groups above build parsers, which must not load pydantic.
+    from pydantic import ValidationError
+
+    from clstream.core.types import SamplingParams
+
     try:
         return SamplingParams(
             temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, min_p=args.min_p,

@@ -8,18 +8,27 @@ environments, ``policies`` their builtin (non-LLM) policies, ``runner`` plays sy
 them, ``records`` reads the SPECS §5 records file, ``metrics`` holds the paper's metrics as
 pure functions and the ``score clbench`` JSON, ``summary`` and ``report`` present a stored run,
 ``materials`` writes what ``generate clbench`` shows, and ``commands`` the command-line verbs.
+
+This module imports none of them: the verbs (their flags in ``arguments``), summary, export
+and report are named as ``"module:name"`` targets and imported when used, so that building the
+command line (every ``--help``, ``--version``) costs nothing of this protocol's code (DESIGN.md,
+"Anchors for style": a lazy registry).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clstream.core.protocol import Command, load_target
-from clstream.core.records import RunRow
 from clstream.core.registry import names
-from clstream.protocols.clbench import commands
-from clstream.protocols.clbench.summary import export_clbench, summarize_clbench_run, text_rows
+
+if TYPE_CHECKING:
+    from clstream.core.records import RunRow
+
+_ARGUMENTS = "clstream.protocols.clbench.arguments"
+_COMMANDS = "clstream.protocols.clbench.commands"
+_SUMMARY = "clstream.protocols.clbench.summary"
 
 
 class ClbenchProtocol:
@@ -28,21 +37,22 @@ class ClbenchProtocol:
     summary = ("instances in drifting environments, stateful against stateless; normalized "
                "gain, stability and plasticity")
     run_command = Command("clbench", "stateful environments, stateful and stateless arms "
-                          "(CL-Bench)", commands.add_run_clbench_arguments, commands.run)
+                          "(CL-Bench)", f"{_ARGUMENTS}:add_run_clbench_arguments",
+                          f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
     score_command = Command("clbench", "score CL-Bench records (SPECS 5)",
-                            commands.add_score_arguments, commands.score)
+                            f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
     generators = (Command("clbench", "write a CL-Bench environment's materials for inspection "
                           "(schedule, first observations, data files)",
-                          commands.add_generate_arguments, commands.generate),)
+                          f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
-        return summarize_clbench_run(store, run)
+        return load_target(f"{_SUMMARY}:summarize_clbench_run")(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return text_rows(runs)
+        return load_target(f"{_SUMMARY}:text_rows")(runs)
 
     def export_run(self, store: Any, run: RunRow, out: Path) -> int:
-        return export_clbench(store, run, out)
+        return load_target(f"{_SUMMARY}:export_clbench")(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
         return load_target("clstream.protocols.clbench.report:render_clbench_section")(

@@ -1,5 +1,6 @@
 """CL-Bench verbs: ``generate clbench``, ``run clbench`` and ``score clbench`` over a SPECS §5
-records file (SPECS §3, §5)."""
+records file (SPECS §3, §5); the verbs' flags are in
+:mod:`clstream.protocols.clbench.arguments`."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from clstream.core.errors import SpecError, StoreError
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
 from clstream.driver.flags import (
-    add_driver_arguments,
-    add_run_arguments,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
+from clstream.protocols.clbench.arguments import (
+    add_generate_arguments,
+    add_run_clbench_arguments,
+    add_score_arguments,
+)
 from clstream.protocols.clbench.envs import ENVIRONMENTS
 from clstream.protocols.clbench.envs.base import EnvironmentBase
 from clstream.protocols.clbench.materials import write_materials
@@ -34,18 +38,6 @@ __all__ = ["add_generate_arguments", "add_run_clbench_arguments", "add_score_arg
            "generate", "run", "score"]
 
 TASKS = tuple(sorted(ENVIRONMENTS))
-SCHEDULES = ("default", "short")
-
-
-def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("records", help="JSONL of task and instance records (SPECS 5)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--allow-missing", action="store_true",
-                   help="leave out (of both arms) an instance missing from an arm or rollout, "
-                        "instead of failing; the count is printed on stderr")
-    p.add_argument("--t-multiplier", action="store_true",
-                   help="95%% intervals with the t quantile for R - 1 degrees of freedom "
-                        "(R: the fewest rollouts of any task) instead of the paper's 1.96")
 
 
 def _missing_note(records: ClbenchRecords) -> str | None:
@@ -146,14 +138,6 @@ def _close(envs: dict[str, EnvironmentBase]) -> None:
 
 
 # -- generate ---------------------------------------------------------------------------------
-def add_generate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", action="append", default=None, metavar="NAME|all",
-                   help=f"task (repeatable; default all): {', '.join(TASKS)}")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--schedule", choices=SCHEDULES, default="default")
-    p.add_argument("--out", required=True, help="directory; one subdirectory per task")
-
-
 def generate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     for task in task_names(args.task):
@@ -168,23 +152,6 @@ def generate(args: argparse.Namespace) -> int:
 
 
 # -- run --------------------------------------------------------------------------------------
-def add_run_clbench_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", action="append", default=None, metavar="NAME|all",
-                   help=f"task (repeatable; default all): {', '.join(TASKS)}")
-    add_run_arguments(p, "memory method NAME or NAME:key=value,... (repeatable), e.g. full")
-    p.add_argument("--rollouts", type=int, default=5,
-                   help="stateful rollouts R per task (default 5; the stateless arm runs once)")
-    p.add_argument("--schedule", choices=SCHEDULES, default="default",
-                   help="the paper's schedules, or short ones for tests and demos")
-    p.add_argument("--parallel", type=int, default=4, metavar="N",
-                   help="rollouts (and stateless arms) played at once (default 4)")
-    p.add_argument("--reference", default=None, metavar="TASK=NUMBER,...|RUN_ID",
-                   help="S_ext for the normalized reward: per-task numbers, or the id of a run "
-                        "in the same results directory whose stateless arm gives each task's "
-                        "(recorded with the run)")
-    add_driver_arguments(p)
-
-
 def _reference_numbers(text: str, tasks: list[str]) -> dict[str, Any]:
     s_ext: dict[str, float] = {}
     for part in text.split(","):

@@ -10,17 +10,26 @@ filters, ``prompts`` how an item is asked, ``runner`` plays methods over a datas
 ``judging`` holds the judges, ``metrics`` the estimators as pure functions, ``scoring`` the
 ``score imprint`` JSON, ``summary`` and ``report`` present a stored run, and ``commands`` the
 command-line verbs.
+
+This module imports none of them: the verbs (their flags in ``arguments``), summary, export
+and report are named as ``"module:name"`` targets and imported when used, so that building the
+command line (every ``--help``, ``--version``) costs nothing of this protocol's code (DESIGN.md,
+"Anchors for style": a lazy registry).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clstream.core.protocol import Command, load_target
-from clstream.core.records import RunRow
-from clstream.protocols.imprint import commands
-from clstream.protocols.imprint.summary import export_imprint, summarize_imprint_run, text_rows
+
+if TYPE_CHECKING:
+    from clstream.core.records import RunRow
+
+_ARGUMENTS = "clstream.protocols.imprint.arguments"
+_COMMANDS = "clstream.protocols.imprint.commands"
+_SUMMARY = "clstream.protocols.imprint.summary"
 
 
 class ImprintProtocol:
@@ -29,21 +38,22 @@ class ImprintProtocol:
     summary = ("a corpus taken in, then held-out questions in six families; Pass@1, Pass@k, "
                "AllCorrect@k and compression")
     run_command = Command("imprint", "corpus internalization: methods over a dataset "
-                          "(ImprintBench)", commands.add_run_imprint_arguments, commands.run)
+                          "(ImprintBench)", f"{_ARGUMENTS}:add_run_imprint_arguments",
+                          f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
     score_command = Command("imprint", "score ImprintBench predictions (SPECS 5)",
-                            commands.add_score_arguments, commands.score)
+                            f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
     generators = (Command("imprint", "write an ImprintBench dataset: news, code or persona, "
                           "procedural or from your own files",
-                          commands.add_generate_arguments, commands.generate),)
+                          f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
-        return summarize_imprint_run(store, run)
+        return load_target(f"{_SUMMARY}:summarize_imprint_run")(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return text_rows(runs)
+        return load_target(f"{_SUMMARY}:text_rows")(runs)
 
     def export_run(self, store: Any, run: RunRow, out: Path) -> int:
-        return export_imprint(store, run, out)
+        return load_target(f"{_SUMMARY}:export_imprint")(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
         return load_target("clstream.protocols.imprint.report:render_imprint_section")(

@@ -5,7 +5,8 @@
 own files (a JSONL of articles, two wheels of a package, PersonaMem or HorizonBench exports),
 optionally passed through the no-context and with-context filters with a model.
 ``run imprint DATA`` runs methods over it; ``score imprint ITEMS PREDICTIONS`` scores a user's
-own predictions in the SPECS §5 format.
+own predictions in the SPECS §5 format. The verbs' flags are in
+:mod:`clstream.protocols.imprint.arguments`.
 """
 
 from __future__ import annotations
@@ -27,18 +28,19 @@ from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.components import build_model, parse_components
 from clstream.driver.execute import drive
 from clstream.driver.flags import (
-    add_backend_arguments,
-    add_driver_arguments,
-    add_run_arguments,
     backend_options,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
 from clstream.judges.imprint import LLM_JUDGE_PROMPT_HASH
+from clstream.protocols.imprint.arguments import (
+    add_generate_arguments,
+    add_run_imprint_arguments,
+    add_score_arguments,
+)
 from clstream.protocols.imprint.prompts import template_fingerprint
 from clstream.protocols.imprint.runner import ImprintRunner
 from clstream.protocols.imprint.schema import (
-    SUPERVISIONS,
     Dataset,
     load_dataset,
     load_items,
@@ -47,10 +49,6 @@ from clstream.protocols.imprint.schema import (
 
 __all__ = ["add_generate_arguments", "add_run_imprint_arguments", "add_score_arguments",
            "generate", "run", "score"]
-
-# ImprintBench App. C.3: 8 samples, temperature 0.7, top-p 0.95, top-k 20, 4096 new tokens.
-PAPER_SAMPLING = {"temperature": 0.7, "top_p": 0.95, "top_k": 20, "max_tokens": 4096,
-                  "samples": 8}
 
 
 # -- the dataset a run reads ----------------------------------------------------------------
@@ -88,24 +86,6 @@ def corpus_tokens(data: Dataset, tokenizer: Any) -> dict[str, int]:
 
 
 # -- run ------------------------------------------------------------------------------------
-def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="dataset directory written by 'clstream generate imprint'")
-    add_run_arguments(p, "method NAME or NAME:key=value,... (repeatable), e.g. rag:k=5")
-    p.add_argument("--supervision", choices=SUPERVISIONS, default="C",
-                   help="what the method takes in: the corpus C, the training pairs Q, or both")
-    p.add_argument("--batch", type=int, default=16, help="items asked per batch (default 16)")
-    p.add_argument("--parallel", type=int, default=4, metavar="N",
-                   help="batches asked at once (default 4)")
-    j = p.add_argument_group("LLM judge (items judged 'llm')")
-    j.add_argument("--judge", default=None, metavar="MODEL",
-                   help="model judging answers MATCH / NONMATCH / REFUSAL, e.g. openai:<name>")
-    j.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible server")
-    j.add_argument("--judge-api-key-env", default=None,
-                   help="name of the environment variable holding the judge's API key")
-    add_driver_arguments(p)
-    p.set_defaults(**PAPER_SAMPLING)
-
-
 def run(args: argparse.Namespace) -> int:
     return drive(plan_run(args))
 
@@ -155,22 +135,6 @@ def plan_run(args: argparse.Namespace) -> RunJob:
 
 
 # -- score ----------------------------------------------------------------------------------
-def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("items", help="items JSONL (SPECS 5)")
-    p.add_argument("predictions", help='predictions JSONL: {"item_id", "samples": [...]}')
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--k", default=None, metavar="K,...",
-                   help="k values of Pass@k and AllCorrect@k (default: 1 and n)")
-    p.add_argument("--allow-missing", action="store_true",
-                   help="leave out items with no prediction (counted on stderr) instead of "
-                        "failing")
-    p.add_argument("--judge", default=None, metavar="MODEL",
-                   help="model for items judged 'llm' (e.g. openai:gpt-4.1-mini)")
-    p.add_argument("--judge-cache", default=None, metavar="FILE",
-                   help="verdict cache of the LLM judge (default: next to PREDICTIONS)")
-    add_backend_arguments(p)
-
-
 def _ks(text: str | None) -> tuple[int, ...] | None:
     if text is None:
         return None
@@ -217,41 +181,6 @@ def score(args: argparse.Namespace) -> int:
 
 
 # -- generate -------------------------------------------------------------------------------
-def add_generate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--setting", choices=("news", "code", "persona"), required=True)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="dataset directory to write")
-    p.add_argument("--size", choices=("small", "default"), default="default",
-                   help="procedural world size (small: for tests and demos)")
-    g = p.add_argument_group("from your own files (instead of a procedural world)")
-    g.add_argument("--articles", default=None, metavar="JSONL",
-                   help="news: a JSONL of dated articles {id, date, title, text}; needs "
-                        "--model to write questions")
-    g.add_argument("--old-wheel", default=None, metavar="WHL", help="code: the older wheel")
-    g.add_argument("--new-wheel", default=None, metavar="WHL", help="code: the newer wheel")
-    g.add_argument("--package", default=None, help="code: the top-level package name")
-    g.add_argument("--usage-dir", default=None, help="code: client scripts using the package")
-    g.add_argument("--personamem", default=None, metavar="DIR",
-                   help="persona: a PersonaMem directory (questions_*.csv, "
-                        "shared_contexts_*.jsonl)")
-    g.add_argument("--horizon", default=None, metavar="JSONL",
-                   help="persona: a HorizonBench-style export")
-    f = p.add_argument_group("filters (with a model; recorded on every kept item)")
-    f.add_argument("--model", default=None,
-                   help="model that writes questions (--articles) and answers the filters")
-    f.add_argument("--filter", action="store_true",
-                   help="drop items the model answers without the source, and items it cannot "
-                        "answer with it")
-    f.add_argument("--filter-samples", type=int, default=8)
-    f.add_argument("--blind-max-open", type=int, default=0,
-                   help="open items: dropped when more than this many blind samples are correct")
-    f.add_argument("--blind-max-binary", type=int, default=6,
-                   help="yes/no and choice items: dropped when more than this many are correct")
-    f.add_argument("--ctx-min", type=int, default=1,
-                   help="kept only when at least this many with-context samples are correct")
-    add_backend_arguments(p)
-
-
 def _build(args: argparse.Namespace) -> Dataset:
     small = args.size == "small"
     if args.setting == "news":

@@ -6,39 +6,47 @@ distraction susceptibility, phase miss and transition behaviours.
 and loader (``data``, ``loader``), the OAKS-BABI generator (``babi*``, ``haystack``), answer
 judging and metrics (``answers``, ``metrics``), the runner, summary, report section, export and
 command-line verbs.
+
+This module imports none of them: the verbs (their flags in ``arguments``), summary, export
+and report are named as ``"module:name"`` targets and imported when used, so that building the
+command line (every ``--help``, ``--version``) costs nothing of this protocol's code (DESIGN.md,
+"Anchors for style": a lazy registry).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clstream.core.protocol import Command, load_target
-from clstream.core.records import RunRow
-from clstream.protocols.oaks import commands
-from clstream.protocols.oaks.export import export_oaks
-from clstream.protocols.oaks.summary import summarize_oaks_run, text_rows
+
+if TYPE_CHECKING:
+    from clstream.core.records import RunRow
+
+_ARGUMENTS = "clstream.protocols.oaks.arguments"
+_COMMANDS = "clstream.protocols.oaks.commands"
 
 
 class OaksProtocol:
     name = "oaks"
     title = "Streaming knowledge (OAKS)"
     summary = "chunks arrive in order; the same questions are asked after every chunk"
-    run_command = Command("oaks", "streaming knowledge (OAKS)", commands.add_run_oaks_arguments,
-                          commands.run)
+    run_command = Command("oaks", "streaming knowledge (OAKS)",
+                          f"{_ARGUMENTS}:add_run_oaks_arguments",
+                          f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
     score_command = Command("oaks", "score OAKS predictions (SPECS 5)",
-                            commands.add_score_arguments, commands.score)
+                            f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
     generators = (Command("oaks-babi", "bAbI-style OAKS stream (SPECS 1.5)",
-                          commands.add_generate_arguments, commands.generate),)
+                          f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
-        return summarize_oaks_run(store, run)
+        return load_target("clstream.protocols.oaks.summary:summarize_oaks_run")(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return text_rows(runs)
+        return load_target("clstream.protocols.oaks.summary:text_rows")(runs)
 
     def export_run(self, store: Any, run: RunRow, out: Path) -> int:
-        return export_oaks(store, run, out)
+        return load_target("clstream.protocols.oaks.export:export_oaks")(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
         return load_target("clstream.protocols.oaks.report:render_oaks_section")(

@@ -1,4 +1,5 @@
-"""OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks`` (SPECS §1, §5)."""
+"""OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks`` (SPECS §1, §5); their
+flags are in :mod:`clstream.protocols.oaks.arguments`."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
 from clstream.driver.flags import (
-    add_driver_arguments,
-    add_run_arguments,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
+from clstream.protocols.oaks.arguments import (
+    add_generate_arguments,
+    add_run_oaks_arguments,
+    add_score_arguments,
+)
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.data import gold_view
 from clstream.protocols.oaks.loader import load_oaks
@@ -28,19 +32,11 @@ from clstream.protocols.oaks.metrics import load_predictions, score_oaks
 from clstream.protocols.oaks.prompts import template_fingerprint
 from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
 
+__all__ = ["add_generate_arguments", "add_run_oaks_arguments", "add_score_arguments",
+           "generate", "run", "score"]
+
 
 # -- generate --------------------------------------------------------------------------------
-def add_generate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--docs", type=int, default=2)
-    p.add_argument("--chunks", type=int, default=20)
-    p.add_argument("--chunk-tokens", type=int, default=2000)
-    p.add_argument("--max-questions", type=int, default=None, help="per document")
-    p.add_argument("--haystack", action="append", default=None, metavar="FILE",
-                   help="text file(s) to use as distractor prose instead of generated prose")
-    p.add_argument("--out", required=True)
-
-
 def generate(args: argparse.Namespace) -> int:
     for name, value in (("--docs", args.docs), ("--chunks", args.chunks),
                         ("--chunk-tokens", args.chunk_tokens)):
@@ -58,16 +54,6 @@ def generate(args: argparse.Namespace) -> int:
 
 
 # -- run -------------------------------------------------------------------------------------
-def add_run_oaks_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="OAKS JSON file")
-    add_run_arguments(p, "NAME or NAME:key=value,... (repeatable), e.g. rag:k=8")
-    p.add_argument("--docs-in-flight", type=int, default=1, help="documents processed concurrently")
-    p.add_argument("--cache-budget-tokens", type=int, default=None, metavar="N",
-                   help="prefix-cache size of the server in tokens: run max(1, N // largest "
-                        "per-document context) documents at once (replaces --docs-in-flight)")
-    add_driver_arguments(p)
-
-
 def run(args: argparse.Namespace) -> int:
     return drive(plan_run(args))
 
@@ -98,13 +84,6 @@ def plan_run(args: argparse.Namespace) -> RunJob:
 
 
 # -- score -----------------------------------------------------------------------------------
-def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data")
-    p.add_argument("predictions")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--allow-missing", action="store_true")
-
-
 def _fmt(x: float) -> str:
     return f"{x:.4f}"
 

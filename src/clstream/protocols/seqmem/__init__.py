@@ -5,17 +5,25 @@ tasks at checkpoints and past tasks at later horizons measure generalization and
 :data:`PROTOCOL` is what the registry names ``seqmem``; the package's modules hold the task
 loaders and synthetic stream (``tasks``, ``synthetic``), the run plan and runner, metrics,
 summary, report section, export and command-line verbs.
+
+This module imports none of them: the verbs (their flags in ``arguments``), summary, export
+and report are named as ``"module:name"`` targets and imported when used, so that building the
+command line (every ``--help``, ``--version``) costs nothing of this protocol's code (DESIGN.md,
+"Anchors for style": a lazy registry).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clstream.core.protocol import Command, load_target
-from clstream.core.records import RunRow
-from clstream.protocols.seqmem import commands
-from clstream.protocols.seqmem.summary import summarize_seqmem_run, text_rows
+
+if TYPE_CHECKING:
+    from clstream.core.records import RunRow
+
+_ARGUMENTS = "clstream.protocols.seqmem.arguments"
+_COMMANDS = "clstream.protocols.seqmem.commands"
 
 
 class SeqMemProtocol:
@@ -23,21 +31,22 @@ class SeqMemProtocol:
     title = "Sequential task streams (SeqMem-Eval)"
     summary = "tasks with feedback update a memory; online, hold-out and backward transfer"
     run_command = Command("seqmem", "sequential task stream with evolving memory (SeqMem-Eval)",
-                          commands.add_run_seqmem_arguments, commands.run)
+                          f"{_ARGUMENTS}:add_run_seqmem_arguments",
+                          f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
     score_command = Command("seqmem", "score SeqMem records (SPECS 5)",
-                            commands.add_score_arguments, commands.score)
+                            f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
     generators = (Command("seqmem-synthetic",
                           "procedural SeqMem task stream in which feedback reveals hidden rules",
-                          commands.add_generate_arguments, commands.generate),)
+                          f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
-        return summarize_seqmem_run(store, run)
+        return load_target("clstream.protocols.seqmem.summary:summarize_seqmem_run")(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return text_rows(runs)
+        return load_target("clstream.protocols.seqmem.summary:text_rows")(runs)
 
     def export_run(self, store: Any, run: RunRow, out: Path) -> int:
-        return commands.export_seqmem(store, run, out)
+        return load_target(f"{_COMMANDS}:export_seqmem")(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
         return load_target("clstream.protocols.seqmem.report:render_seqmem_section")(

@@ -1,5 +1,6 @@
 """SeqMem-Eval verbs: ``run seqmem``, ``score seqmem``, ``generate seqmem-synthetic``, and the
-SPECS §5 records export (SPECS §2, §5)."""
+SPECS §5 records export (SPECS §2, §5); the verbs' flags are in
+:mod:`clstream.protocols.seqmem.arguments`."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from clstream.core.jsonio import gc_paused
 from clstream.core.records import RunRow
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
-from clstream.driver.flags import (
-    add_driver_arguments,
-    add_run_arguments,
-)
 from clstream.driver.plan import RunJob, StoredDataset
 from clstream.judges.evaluators import CodeEvaluator
+from clstream.protocols.seqmem.arguments import (
+    add_generate_arguments,
+    add_run_seqmem_arguments,
+    add_score_arguments,
+)
 from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.protocols.seqmem.prompts import template_fingerprint
@@ -31,7 +33,8 @@ from clstream.protocols.seqmem.summary import seqmem_rows
 from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, write_seqmem_synthetic
 from clstream.store.db import ResultsStore
 
-SOURCES = ("synthetic", "humaneval", "math500", "mmlu-pro", "apibench", "apibench-hf")
+__all__ = ["add_generate_arguments", "add_run_seqmem_arguments", "add_score_arguments",
+           "export_seqmem", "generate", "run", "score"]
 
 
 def _int_list(flag: str, text: str | None) -> list[int] | None:
@@ -127,33 +130,6 @@ def plan_run(args: argparse.Namespace) -> RunJob:
                                                plan=plan))
 
 
-def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="synthetic stream JSON, or a task file (see --source)")
-    p.add_argument("--source", choices=SOURCES, default="synthetic",
-                   help="what DATA holds (default: synthetic)")
-    add_run_arguments(p, "memory method NAME or NAME:key=value,... (repeatable), e.g. exp-rag:k=3")
-    p.add_argument("--checkpoints", default=None,
-                   help="hold-out checkpoints, tasks processed, e.g. 0,10,20 "
-                        "(default: 0 and round(i*T/9), i=1..9)")
-    p.add_argument("--horizons", default=None,
-                   help="re-evaluation horizons, e.g. 1,2,4 (default: powers of two below T)")
-    p.add_argument("--retro-sample", type=float, default=1.0, metavar="F",
-                   help="fraction of tasks re-evaluated at each horizon (seeded; default 1)")
-    p.add_argument("--holdout", type=int, default=None, metavar="N",
-                   help="task files: the last N tasks (or a sample, --holdout-mode) are hold-out")
-    p.add_argument("--holdout-mode", choices=("last", "sample"), default="last")
-    p.add_argument("--holdout-file", default=None, help="task files: hold-out tasks from a file")
-    p.add_argument("--api-pool", default=None, help="APIBench API pool (with --source apibench)")
-    p.add_argument("--category", action="append", default=None,
-                   help="MMLU-Pro category to keep (repeatable)")
-    p.add_argument("--reveal-target", action="store_true",
-                   help="dataset evaluators add the reference answer to failure feedback")
-    p.add_argument("--unsafe-unisolated-code", action="store_true",
-                   help="code tasks: where bubblewrap is missing, run model-written code without "
-                        "OS isolation instead of refusing (unsafe; recorded in every verdict)")
-    add_driver_arguments(p)
-
-
 # -- score -----------------------------------------------------------------------------------
 def score(args: argparse.Namespace) -> int:
     with gc_paused():  # many small acyclic objects: nothing for the cyclic collector to find
@@ -170,23 +146,11 @@ def score(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("records", help="JSONL of online / holdout / retro records")
-    p.add_argument("--json", action="store_true")
-
-
 # -- generate --------------------------------------------------------------------------------
 def generate(args: argparse.Namespace) -> int:
     data = generate_seqmem_synthetic(seed=args.seed, tasks=args.tasks, holdout=args.holdout)
     print(write_seqmem_synthetic(data, args.out))
     return 0
-
-
-def add_generate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tasks", type=int, default=200, help="stream length T")
-    p.add_argument("--holdout", type=int, default=40, help="hold-out tasks")
-    p.add_argument("--out", required=True)
 
 
 # -- export ----------------------------------------------------------------------------------

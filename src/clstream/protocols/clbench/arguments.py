@@ -1,0 +1,59 @@
+"""The flags of the CL-Bench verbs: ``generate clbench``, ``run clbench`` and ``score clbench``
+(SPECS §3, §5).
+
+They live apart from the verbs themselves (:mod:`clstream.protocols.clbench.commands`) so that
+building a verb's parser, for ``--help`` or before it runs, imports only argparse and the shared
+option groups, not the environments (numpy, their data generators), runner or store. The task
+names shown in the help are therefore written out here; a test checks them against
+:data:`clstream.protocols.clbench.envs.ENVIRONMENTS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from clstream.driver.flags import (
+    add_driver_arguments,
+    add_run_arguments,
+)
+
+# The environments' task names, sorted (the keys of ENVIRONMENTS).
+TASKS = ("blind_spectrum_monitoring", "database_exploration", "sales_prediction")
+SCHEDULES = ("default", "short")
+
+
+def add_score_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("records", help="JSONL of task and instance records (SPECS 5)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="leave out (of both arms) an instance missing from an arm or rollout, "
+                        "instead of failing; the count is printed on stderr")
+    p.add_argument("--t-multiplier", action="store_true",
+                   help="95%% intervals with the t quantile for R - 1 degrees of freedom "
+                        "(R: the fewest rollouts of any task) instead of the paper's 1.96")
+
+
+def add_generate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", action="append", default=None, metavar="NAME|all",
+                   help=f"task (repeatable; default all): {', '.join(TASKS)}")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--schedule", choices=SCHEDULES, default="default")
+    p.add_argument("--out", required=True, help="directory; one subdirectory per task")
+
+
+def add_run_clbench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", action="append", default=None, metavar="NAME|all",
+                   help=f"task (repeatable; default all): {', '.join(TASKS)}")
+    add_run_arguments(p, "memory method NAME or NAME:key=value,... (repeatable), e.g. full")
+    p.add_argument("--rollouts", type=int, default=5,
+                   help="stateful rollouts R per task (default 5; the stateless arm runs once)")
+    p.add_argument("--schedule", choices=SCHEDULES, default="default",
+                   help="the paper's schedules, or short ones for tests and demos")
+    p.add_argument("--parallel", type=int, default=4, metavar="N",
+                   help="rollouts (and stateless arms) played at once (default 4)")
+    p.add_argument("--reference", default=None, metavar="TASK=NUMBER,...|RUN_ID",
+                   help="S_ext for the normalized reward: per-task numbers, or the id of a run "
+                        "in the same results directory whose stateless arm gives each task's "
+                        "(recorded with the run)")
+    add_driver_arguments(p)
+

@@ -1,0 +1,96 @@
+"""The flags of the ImprintBench verbs: ``generate imprint``, ``run imprint`` and ``score
+imprint`` (SPECS §4, §5).
+
+They live apart from the verbs themselves (:mod:`clstream.protocols.imprint.commands`) so that
+building a verb's parser, for ``--help`` or before it runs, imports only argparse and the shared
+option groups, not the dataset schema (pydantic), judges, runner or store. The supervision
+choices are therefore written out here; a test checks them against
+:data:`clstream.protocols.imprint.schema.SUPERVISIONS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from clstream.driver.flags import (
+    add_backend_arguments,
+    add_driver_arguments,
+    add_run_arguments,
+)
+
+# What a method takes in (SPECS §4): the corpus C, the training pairs Q, or both.
+SUPERVISIONS: tuple[str, ...] = ("C", "Q", "C+Q")
+
+# ImprintBench App. C.3: 8 samples, temperature 0.7, top-p 0.95, top-k 20, 4096 new tokens.
+PAPER_SAMPLING = {"temperature": 0.7, "top_p": 0.95, "top_k": 20, "max_tokens": 4096,
+                  "samples": 8}
+
+
+def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", help="dataset directory written by 'clstream generate imprint'")
+    add_run_arguments(p, "method NAME or NAME:key=value,... (repeatable), e.g. rag:k=5")
+    p.add_argument("--supervision", choices=SUPERVISIONS, default="C",
+                   help="what the method takes in: the corpus C, the training pairs Q, or both")
+    p.add_argument("--batch", type=int, default=16, help="items asked per batch (default 16)")
+    p.add_argument("--parallel", type=int, default=4, metavar="N",
+                   help="batches asked at once (default 4)")
+    j = p.add_argument_group("LLM judge (items judged 'llm')")
+    j.add_argument("--judge", default=None, metavar="MODEL",
+                   help="model judging answers MATCH / NONMATCH / REFUSAL, e.g. openai:<name>")
+    j.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible server")
+    j.add_argument("--judge-api-key-env", default=None,
+                   help="name of the environment variable holding the judge's API key")
+    add_driver_arguments(p)
+    p.set_defaults(**PAPER_SAMPLING)
+
+
+def add_score_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("items", help="items JSONL (SPECS 5)")
+    p.add_argument("predictions", help='predictions JSONL: {"item_id", "samples": [...]}')
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--k", default=None, metavar="K,...",
+                   help="k values of Pass@k and AllCorrect@k (default: 1 and n)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="leave out items with no prediction (counted on stderr) instead of "
+                        "failing")
+    p.add_argument("--judge", default=None, metavar="MODEL",
+                   help="model for items judged 'llm' (e.g. openai:gpt-4.1-mini)")
+    p.add_argument("--judge-cache", default=None, metavar="FILE",
+                   help="verdict cache of the LLM judge (default: next to PREDICTIONS)")
+    add_backend_arguments(p)
+
+
+def add_generate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--setting", choices=("news", "code", "persona"), required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="dataset directory to write")
+    p.add_argument("--size", choices=("small", "default"), default="default",
+                   help="procedural world size (small: for tests and demos)")
+    g = p.add_argument_group("from your own files (instead of a procedural world)")
+    g.add_argument("--articles", default=None, metavar="JSONL",
+                   help="news: a JSONL of dated articles {id, date, title, text}; needs "
+                        "--model to write questions")
+    g.add_argument("--old-wheel", default=None, metavar="WHL", help="code: the older wheel")
+    g.add_argument("--new-wheel", default=None, metavar="WHL", help="code: the newer wheel")
+    g.add_argument("--package", default=None, help="code: the top-level package name")
+    g.add_argument("--usage-dir", default=None, help="code: client scripts using the package")
+    g.add_argument("--personamem", default=None, metavar="DIR",
+                   help="persona: a PersonaMem directory (questions_*.csv, "
+                        "shared_contexts_*.jsonl)")
+    g.add_argument("--horizon", default=None, metavar="JSONL",
+                   help="persona: a HorizonBench-style export")
+    f = p.add_argument_group("filters (with a model; recorded on every kept item)")
+    f.add_argument("--model", default=None,
+                   help="model that writes questions (--articles) and answers the filters")
+    f.add_argument("--filter", action="store_true",
+                   help="drop items the model answers without the source, and items it cannot "
+                        "answer with it")
+    f.add_argument("--filter-samples", type=int, default=8)
+    f.add_argument("--blind-max-open", type=int, default=0,
+                   help="open items: dropped when more than this many blind samples are correct")
+    f.add_argument("--blind-max-binary", type=int, default=6,
+                   help="yes/no and choice items: dropped when more than this many are correct")
+    f.add_argument("--ctx-min", type=int, default=1,
+                   help="kept only when at least this many with-context samples are correct")
+    add_backend_arguments(p)
+
