@@ -1,4 +1,4 @@
-"""How a ``run`` command starts and ends (DESIGN.md, "Trust": a run that failed exits non-zero
+"""How a ``run`` command starts and ends (docs/design.md §7: a run that failed exits non-zero
 and says why in one line).
 
 Before anything is written, :func:`check_endpoint` asks the model to check its endpoint (the

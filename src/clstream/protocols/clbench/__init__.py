@@ -1,11 +1,11 @@
-"""Stateful environments (CL-Bench; SPECS §3): a system works through a schedule of task
+"""Stateful environments (CL-Bench; docs/clbench.md §2): a system works through a schedule of task
 instances whose environment drifts between stages, once statefully (one system across the whole
 schedule, several rollouts in permuted orders) and once statelessly (a fresh system per
 instance); the difference between the two arms, paired by instance, is what the system learned.
 
 :data:`PROTOCOL` is what the registry names ``clbench``. The package's ``envs`` hold the
 environments, ``policies`` their builtin (non-LLM) policies, ``runner`` plays systems through
-them, ``records`` reads the SPECS §5 records file, ``metrics`` holds the paper's metrics as
+them, ``records`` reads the docs/clbench.md §3.1 records file, ``metrics`` holds the paper's metrics as
 pure functions and the ``score clbench`` JSON, ``summary`` and ``report`` present a stored run,
 ``materials`` writes what ``generate clbench`` shows, and ``commands`` the command-line verbs.
 """
@@ -29,7 +29,7 @@ class ClbenchProtocol:
                "gain, stability and plasticity")
     run_command = Command("clbench", "stateful environments, stateful and stateless arms "
                           "(CL-Bench)", commands.add_run_clbench_arguments, commands.run)
-    score_command = Command("clbench", "score CL-Bench records (SPECS 5)",
+    score_command = Command("clbench", "score CL-Bench records (docs/clbench.md §3.1)",
                             commands.add_score_arguments, commands.score)
     generators = (Command("clbench", "write a CL-Bench environment's materials for inspection "
                           "(schedule, first observations, data files)",

@@ -1,5 +1,5 @@
-"""CL-Bench verbs: ``generate clbench``, ``run clbench`` and ``score clbench`` over a SPECS §5
-records file (SPECS §3, §5)."""
+"""CL-Bench verbs: ``generate clbench``, ``run clbench`` and ``score clbench`` over a docs/clbench.md §3.1
+records file (docs/clbench.md §2, §3)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ SCHEDULES = ("default", "short")
 
 
 def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("records", help="JSONL of task and instance records (SPECS 5)")
+    p.add_argument("records", help="JSONL of task and instance records (docs/clbench.md §3.1)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--allow-missing", action="store_true",
                    help="leave out (of both arms) an instance missing from an arm or rollout, "

@@ -1,4 +1,4 @@
-"""Corpus internalization (ImprintBench; SPECS §4): a method takes in a corpus of new
+"""Corpus internalization (ImprintBench; docs/imprint.md §2): a method takes in a corpus of new
 knowledge -- and optionally training QA pairs distilled from it -- then answers held-out
 questions in six capability families, n samples each, scored by Pass@1, Pass@k and
 AllCorrect@k.
@@ -30,7 +30,7 @@ class ImprintProtocol:
                "AllCorrect@k and compression")
     run_command = Command("imprint", "corpus internalization: methods over a dataset "
                           "(ImprintBench)", commands.add_run_imprint_arguments, commands.run)
-    score_command = Command("imprint", "score ImprintBench predictions (SPECS 5)",
+    score_command = Command("imprint", "score ImprintBench predictions (docs/imprint.md §3.3)",
                             commands.add_score_arguments, commands.score)
     generators = (Command("imprint", "write an ImprintBench dataset: news, code or persona, "
                           "procedural or from your own files",

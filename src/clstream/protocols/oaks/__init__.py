@@ -1,4 +1,4 @@
-"""Streaming knowledge (OAKS; SPECS §1): chunks arrive one by one and the same questions are
+"""Streaming knowledge (OAKS; docs/oaks.md): chunks arrive one by one and the same questions are
 asked after every chunk; answers are scored per interval for accuracy, acquisition latency,
 distraction susceptibility, phase miss and transition behaviours.
 
@@ -26,9 +26,9 @@ class OaksProtocol:
     summary = "chunks arrive in order; the same questions are asked after every chunk"
     run_command = Command("oaks", "streaming knowledge (OAKS)", commands.add_run_oaks_arguments,
                           commands.run)
-    score_command = Command("oaks", "score OAKS predictions (SPECS 5)",
+    score_command = Command("oaks", "score OAKS predictions (docs/oaks.md §3.2)",
                             commands.add_score_arguments, commands.score)
-    generators = (Command("oaks-babi", "bAbI-style OAKS stream (SPECS 1.5)",
+    generators = (Command("oaks-babi", "bAbI-style OAKS stream (docs/oaks.md §6)",
                           commands.add_generate_arguments, commands.generate),)
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:

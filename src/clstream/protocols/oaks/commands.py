@@ -1,4 +1,4 @@
-"""OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks`` (SPECS §1, §5)."""
+"""OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks`` (docs/oaks.md §2, §3, §6)."""
 
 from __future__ import annotations
 

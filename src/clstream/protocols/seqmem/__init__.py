@@ -1,4 +1,4 @@
-"""Sequential task streams with evolving memory (SeqMem-Eval; SPECS §2): a system answers each
+"""Sequential task streams with evolving memory (SeqMem-Eval; docs/seqmem.md): a system answers each
 task with its current memory, gets the evaluator's feedback and updates its memory; hold-out
 tasks at checkpoints and past tasks at later horizons measure generalization and forgetting.
 
@@ -24,7 +24,7 @@ class SeqMemProtocol:
     summary = "tasks with feedback update a memory; online, hold-out and backward transfer"
     run_command = Command("seqmem", "sequential task stream with evolving memory (SeqMem-Eval)",
                           commands.add_run_seqmem_arguments, commands.run)
-    score_command = Command("seqmem", "score SeqMem records (SPECS 5)",
+    score_command = Command("seqmem", "score SeqMem records (docs/seqmem.md §3.1)",
                             commands.add_score_arguments, commands.score)
     generators = (Command("seqmem-synthetic",
                           "procedural SeqMem task stream in which feedback reveals hidden rules",

@@ -1,5 +1,5 @@
 """SeqMem-Eval verbs: ``run seqmem``, ``score seqmem``, ``generate seqmem-synthetic``, and the
-SPECS §5 records export (SPECS §2, §5)."""
+docs/seqmem.md §3.1 records export (docs/seqmem.md §2, §3)."""
 
 from __future__ import annotations
 
@@ -239,7 +239,7 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
 
 # -- export ----------------------------------------------------------------------------------
 def export_seqmem(store: ResultsStore, run: RunRow, out: str | Path) -> int:
-    """Write the run's records exactly as SPECS §5 defines them (JSONL), atomically."""
+    """Write the run's records exactly as docs/seqmem.md §3.1 defines them (JSONL), atomically."""
     if run.protocol != "seqmem":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not seqmem")
     rows = seqmem_rows(store, run)
