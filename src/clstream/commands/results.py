@@ -1,5 +1,5 @@
 """The verbs that read a results directory, whatever protocols it holds: ``summary``,
-``report`` and ``export``. Each dispatches per run to the run's protocol (SPECS §5 formats,
+``report`` and ``export``. Each dispatches per run to the run's protocol (docs/formats.md §3 formats,
 protocol-specific metrics and report sections); a protocol this release does not know still
 gets a plain summary and report section, never a failure.
 
@@ -96,7 +96,7 @@ def report(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: Any) -> None:
     """``export``, ``summary`` and ``report`` on the top-level sub-parsers."""
-    exp = sub.add_parser("export", help="write a run's predictions or records file (SPECS 5)")
+    exp = sub.add_parser("export", help="write a run's predictions or records file (docs/formats.md §3)")
     exp.add_argument("dir")
     exp.add_argument("--system", required=True, help="system label or run id")
     exp.add_argument("--model", default=None, help="model label, when a system ran with several")

@@ -1,4 +1,4 @@
-"""The two contracts everything else is built on (DESIGN.md, "The one idea").
+"""The two contracts everything else is built on (docs/design.md §3).
 
 A :class:`System` is the thing under test: a memory method over a model. A :class:`Model`
 turns requests into completions. Both are async because model calls are.
@@ -205,7 +205,7 @@ class Preflight(Protocol):
 
 @runtime_checkable
 class Finalizing(Protocol):
-    """A system that builds its memory once the corpus is complete (ImprintBench, SPECS §4:
+    """A system that builds its memory once the corpus is complete (ImprintBench, docs/imprint.md §2:
     chunked summaries, memory scaffolds and training runs are built after ingestion)."""
 
     async def finalize(self) -> list[GenerationResult]:
@@ -215,7 +215,7 @@ class Finalizing(Protocol):
 
 @runtime_checkable
 class Supervised(Protocol):
-    """A system that declares the supervision it can consume (SPECS §4: ``"C"`` the corpus,
+    """A system that declares the supervision it can consume (docs/imprint.md §2: ``"C"`` the corpus,
     ``"Q"`` the training QA pairs, ``"C+Q"`` both). Systems without the declaration take any:
     a memory keeps a training pair as it keeps any other document; a method that needs one
     kind (a recipe defined on QA pairs) declares it."""

@@ -1,4 +1,4 @@
-"""The contract of a stateful environment (SPECS §3) and of a builtin policy that acts in one.
+"""The contract of a stateful environment (docs/clbench.md §2) and of a builtin policy that acts in one.
 
 A *task* is an ordered sequence of instances; an instance has up to ``max_steps`` steps and
 yields one reward; a *stage* is a contiguous run of instances sharing one variant (variants may
@@ -118,7 +118,7 @@ class Schedule:
 
 
 class OrderPolicy(enum.StrEnum):
-    """How the stateful rollouts of a task order its instances (SPECS §3)."""
+    """How the stateful rollouts of a task order its instances (docs/clbench.md §2.3)."""
 
     STAGE_PERMUTE = "stage_permute"
     """Rollout 0 canonical; rollout r > 0 shuffles within each stage with Random(seed + r)."""
@@ -226,7 +226,7 @@ class StepResult:
 
 @runtime_checkable
 class Environment(Protocol):
-    """A stateful task: yields queries, takes actions, scores instances (SPECS §3)."""
+    """A stateful task: yields queries, takes actions, scores instances (docs/clbench.md §2.4)."""
 
     @property
     def name(self) -> str: ...

@@ -12,7 +12,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Chunk:
-    """Chunk ``index`` (0-based) of stream ``stream_id``; interval t = index + 1 (SPECS §1.1)."""
+    """Chunk ``index`` (0-based) of stream ``stream_id``; interval t = index + 1 (docs/oaks.md §2.1)."""
 
     stream_id: str
     index: int
@@ -28,7 +28,7 @@ class Document:
 
 @dataclass(frozen=True)
 class Feedback:
-    """The evaluator's verdict on a system's answer to a task (SPECS §2.1)."""
+    """The evaluator's verdict on a system's answer to a task (docs/seqmem.md §2.1)."""
 
     query_id: str
     query_text: str
@@ -45,7 +45,7 @@ class Feedback:
 
 @dataclass(frozen=True)
 class Observation:
-    """The result of an action in a stateful environment (SPECS §3).
+    """The result of an action in a stateful environment (docs/clbench.md §2.4).
 
     ``text`` is the environment's feedback on the action. A runner also fills ``query`` (the
     observation the action answered) and ``action`` (the action taken, as text), so a memory

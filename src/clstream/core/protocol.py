@@ -1,4 +1,4 @@
-"""The contract a measurement protocol fulfils (DESIGN.md, "A layout that shows this").
+"""The contract a measurement protocol fulfils (docs/design.md §3.3).
 
 A protocol (OAKS, SeqMem-Eval, CL-Bench, ImprintBench) is one package under
 ``clstream/protocols/`` that exposes one object satisfying :class:`StreamProtocol`, registered
@@ -10,7 +10,7 @@ per-protocol branch and adding a protocol edits no shared file except one regist
   ``clstream generate GENERATOR`` (:class:`Command`: arguments and handler);
 * how it summarizes a stored run (metrics from records, never from callbacks), the text rows of
   ``clstream summary`` and its section of the HTML report;
-* how it exports a run to its public file format (SPECS §5);
+* how it exports a run to its public file format (docs/formats.md §3);
 * a brief demonstration run, so ``make demo`` shows every protocol.
 
 Results stores and report sections are passed as opaque objects (``Any``) because ``core``
@@ -42,7 +42,7 @@ class Command:
     command's parser is built (:meth:`add_to`) or the command runs (:meth:`run`). The builtin
     protocols name theirs this way, so that ``clstream --help`` lists every verb and
     ``clstream run NAME --help`` shows its flags without importing any protocol's runner,
-    models or numeric libraries (DESIGN.md, "Anchors for style": a lazy registry).
+    models or numeric libraries (docs/design.md §2.2: a lazy registry).
     """
 
     name: str
@@ -90,7 +90,7 @@ class StreamProtocol(Protocol):
 
     @property
     def score_command(self) -> Command:
-        """``clstream score NAME``: score a user's own file in the SPECS §5 format."""
+        """``clstream score NAME``: score a user's own file in the format docs/formats.md §3 points to."""
         ...
 
     @property

@@ -1,7 +1,7 @@
 """A lazy, typed registry: names map to ``"module:object"`` strings, imported on first use.
 
 Optional backends (torch, vllm, sentence-transformers) therefore cost nothing at import time
-(the lesson of lm-evaluation-harness's registry, DESIGN.md), and ``core`` imports nothing else
+(the lesson of lm-evaluation-harness's registry, docs/design.md §2.2), and ``core`` imports nothing else
 of clstream: everything it names is reached through those strings.
 
 Kinds are a closed set (:data:`KINDS`). The registry refuses mistakes instead of hiding them:
@@ -135,7 +135,7 @@ _REGISTRY: dict[Kind, dict[str, Entry]] = _builtin_entries()
 # Other names a component is known by on the command line. A spec naming an alias is made
 # canonical under the entry's own name, so both spellings are one run.
 ALIASES: dict[str, dict[str, str]] = {
-    # ImprintBench's "Base Model" row (SPECS §4) is the memory-free baseline.
+    # ImprintBench's "Base Model" row (docs/imprint.md §8) is the memory-free baseline.
     "system": {"base": "memory-free"},
 }
 

@@ -1,6 +1,6 @@
 """Secret values that must never be written anywhere: API keys, tokens, passwords.
 
-DESIGN.md ("Trust"): a results directory is shared, copied and published, so nothing in it may
+docs/design.md §7: a results directory is shared, copied and published, so nothing in it may
 carry a credential. A server that echoes request headers in an error body would otherwise put
 the API key into every stored error. The known secrets are:
 

@@ -1,4 +1,4 @@
-"""Frozen, serializable run specs; a run's id is a hash of its spec (DESIGN.md, after HELM).
+"""Frozen, serializable run specs; a run's id is a hash of its spec (docs/design.md §4, after HELM).
 
 Components (systems, models, judges) are written on the command line as ``NAME`` or
 ``NAME:key=value,...``; values are parsed as int, float, bool or string, in that order.

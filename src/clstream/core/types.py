@@ -1,8 +1,8 @@
 """Value types passed between protocols, systems and models.
 
 Requests carry a stable ``key`` (their identity in the run) so that decoding seeds and cache
-keys derive from *what* is asked, never from batch position or arrival order (DESIGN.md,
-"Results must not change with batch size or concurrency").
+keys derive from *what* is asked, never from batch position or arrival order (docs/design.md §8,
+results must not change with batch size or concurrency).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class GenerationResult(BaseModel):
 class Query:
     """Something a protocol asks a system: a question, a task or an environment query.
 
-    The protocol owns the asking, the system owns memory (DESIGN.md, "The one idea"):
+    The protocol owns the asking, the system owns memory (docs/design.md §1):
     ``instructions`` are the protocol's rules, sent as the system message, and ``prompt`` is
     the protocol's rendered question block (question, lettered options, answer format), sent
     last in the user message after whatever memory the system shows. ``text`` stays the bare

@@ -107,7 +107,7 @@ def system_factory(run: RunSpec, model: Model) -> Callable[[], System]:
 
 
 def run_info(model: Model, system: System, extra: dict[str, Any]) -> dict[str, Any]:
-    """What every run records so numbers can be compared later (DESIGN.md, "Lessons")."""
+    """What every run records so numbers can be compared later (docs/design.md §4.3)."""
     tok = model.tokenizer
     return {
         "clstream_version": clstream.__version__,

@@ -1,4 +1,4 @@
-"""APIBench (HuggingFace subset) call matching by AST against an API pool (SPECS §2.3).
+"""APIBench (HuggingFace subset) call matching by AST against an API pool (docs/seqmem.md §4.4).
 
 The SeqMem-Eval paper does not spell out how APIBench answers are judged; its released code
 keeps the Gorilla APIBench rule for the HF subset, and this module takes the same reading:

@@ -1,6 +1,6 @@
 """Scoring a model-written function against a task's tests so that the verdict cannot be forged.
 
-SPECS §2.3 runs the task's tests against the program in a sandbox; DESIGN "Trust" asks that
+docs/seqmem.md §4.1 runs the task's tests against the program in a sandbox; docs/design.md §7 asks that
 the verdict cannot be forged from inside. Running the tests in the same interpreter as the
 candidate cannot give that: whatever the harness leaves in that process (exit codes, globals,
 frames, a secret token, an HMAC key) the candidate can read or rebind, down to its own memory

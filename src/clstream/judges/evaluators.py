@@ -1,7 +1,7 @@
-"""Task evaluators for SeqMem-Eval streams: a score in {0, 1} plus feedback (SPECS §2.1, §2.3).
+"""Task evaluators for SeqMem-Eval streams: a score in {0, 1} plus feedback (docs/seqmem.md §2.1, §4).
 
 After each online task the evaluator's verdict goes back to the system under test as
-feedback. ``score`` alone decides success (SPECS §2.3: never match a feedback string); the
+feedback. ``score`` alone decides success (docs/seqmem.md §2.1: never match a feedback string); the
 feedback text is for the memory method to learn from, and ``detail`` is for the run record.
 
 - :class:`CodeEvaluator`: HumanEval style. Code comes from the last fenced Python block that

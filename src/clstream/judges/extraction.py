@@ -1,4 +1,4 @@
-"""What a SeqMem-Eval answer says: its code or its option letter (SPECS §2.3).
+"""What a SeqMem-Eval answer says: its code or its option letter (docs/seqmem.md §4.1, §4.3).
 
 Extraction must never let formatting decide correctness: a correct program or letter written in
 an unexpected but readable form is found, and text that states no answer yields none.

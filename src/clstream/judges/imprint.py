@@ -1,4 +1,4 @@
-"""ImprintBench judges: is one sampled answer to a held-out item correct (SPECS §4; brief §5)?
+"""ImprintBench judges: is one sampled answer to a held-out item correct (docs/imprint.md §6)?
 
 Every judge is a pure function ``(item, output, ...) -> Verdict``; the LLM judge
 (:class:`LLMJudge`) is the one that calls a model, and it caches every verdict.
@@ -259,7 +259,7 @@ def leaf(identifier: str) -> str:
 
 
 def identifiers_agree(answer: str, gold: str) -> bool:
-    """Equal, or the same trailing dotted component (SPECS §4, App. D.2)."""
+    """Equal, or the same trailing dotted component (docs/imprint.md §6.4, App. D.2)."""
     a, g = normalize_identifier(answer), normalize_identifier(gold)
     return bool(a) and (a == g or leaf(a) == leaf(g))
 
@@ -425,7 +425,7 @@ def judge_exact(item: ImprintItem, output: str) -> Verdict:
 
 def is_stale(item: ImprintItem, output: str) -> bool:
     """The answer states a ``gold_before`` value and not the gold: the stale-answer error of
-    the report (HorizonBench's "originally stated value"; brief §9)."""
+    the report (HorizonBench's "originally stated value"; docs/imprint.md §6.9)."""
     if not item.stale_golds:
         return False
     said = normalize_text(answer_text(output))

@@ -1,7 +1,7 @@
-"""A small LaTeX math parser for answer equivalence (SPECS §2.3, math evaluator).
+"""A small LaTeX math parser for answer equivalence (docs/seqmem.md §4.2, math evaluator).
 
 MATH-style answers are short LaTeX expressions (``\\frac{\\sqrt{3}}{2}``, ``2x^2+1``,
-``3\\pi``). SPECS asks for symbolic equivalence where available; sympy's own LaTeX parser
+``3\\pi``). docs/seqmem.md §4.2 asks for symbolic equivalence where available; sympy's own LaTeX parser
 needs an ANTLR runtime that is rarely installed, so this module parses the common subset
 itself into a tiny expression tree, which can then be
 

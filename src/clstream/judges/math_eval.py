@@ -1,4 +1,4 @@
-"""MATH-style answer checking: last \\boxed{...}, normalization, equivalence (SPECS §2.3).
+"""MATH-style answer checking: last \\boxed{...}, normalization, equivalence (docs/seqmem.md §4.2).
 
 SeqMem-Eval asks models to put the final MATH500 answer in the last ``\\boxed{}`` (paper,
 Appendix E) and scores it against the reference answer. Checking, in order:

@@ -1,4 +1,4 @@
-"""Run untrusted Python (model-written code) in an OS-level sandbox (SPECS §2.3; DESIGN "Trust").
+"""Run untrusted Python (model-written code) in an OS-level sandbox (docs/seqmem.md §4.6; docs/design.md §7).
 
 Two layers, the outer one being the security boundary:
 

@@ -2,7 +2,7 @@
 
 OAKS reports one run per model (OAKS (Kim et al.), Appendix B.2.3) and leans on the number of
 questions for reliability; a bootstrap over questions makes that reliability visible. Questions
-are the resampling unit because the paper's metrics average per question first (SPECS §1.4).
+are the resampling unit because the paper's metrics average per question first (docs/oaks.md §5).
 The resampling is seeded, so a report shows the same interval every time it is rebuilt, and
 ``ci_for_metrics`` draws the same resamples for every key (paired intervals).
 """

@@ -1,4 +1,4 @@
-"""The builtin offline reader: a deterministic, labelled baseline model (DESIGN.md, "Offline").
+"""The builtin offline reader: a deterministic, labelled baseline model (docs/design.md §9).
 
 It answers from the prompt text alone, read in the one prompt structure every system sends
 (:mod:`clstream.core.layout`): memory first -- tagged passages, past-experience blocks -- then

@@ -1,4 +1,4 @@
-"""Answering questions from the events the builtin reader found (SPECS §1.2, §1.5 question kinds).
+"""Answering questions from the events the builtin reader found (docs/oaks.md §2, §6 question kinds).
 
 :mod:`clstream.models.builtin_reader` turns passages into sentences and events; this module
 reads a question (the people, objects and places it names, the action it asks about) and

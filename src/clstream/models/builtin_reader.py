@@ -1,6 +1,6 @@
 """What the builtin baseline reads: sentences and the state-changing events they state.
 
-The builtin model answers OAKS questions from the prompt text alone (SPECS §1.2). Reading
+The builtin model answers OAKS questions from the prompt text alone (docs/oaks.md §2). Reading
 splits passages into sentences, keeps their order (chunk index first, then position), and
 recognises four kinds of events with a small lexicon of common English verbs -- moving to a
 place, taking an object, putting an object down, handing an object to someone. The subject is

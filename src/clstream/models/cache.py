@@ -1,6 +1,6 @@
 """A response cache for remote model calls: the same request body is never paid for twice.
 
-DESIGN.md: "one cache keyed by a hash of the request" (after lm-evaluation-harness) and "one
+docs/design.md §8, §5: "one cache keyed by a hash of the request" (after lm-evaluation-harness) and "one
 writer per results database, WAL mode". The key is the sha256 of the backend name and the full
 request body as canonical JSON (sorted keys). The body already holds everything that shapes the
 output (model, messages, every sampling parameter, the per-request seed, extra fields), so no

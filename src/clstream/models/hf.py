@@ -1,6 +1,6 @@
 """``hf:<path>``: a causal language model run in-process with transformers, from local files only.
 
-DESIGN.md asks that results never change with batch size or concurrency ("decoding seeds per
+docs/design.md §8 asks that results never change with batch size or concurrency ("decoding seeds per
 request"). ``model.generate`` draws every row from the global torch RNG, so a sample would depend
 on what else shared its batch; this backend therefore runs its own decoding loop, in which
 every sample owns a ``torch.Generator`` seeded from the request seed and the sample index.
@@ -14,7 +14,7 @@ left-padded pass (positions from the attention mask): faster on a GPU, but then 
 text may change with its batch companions, so it is off by default.
 
 Prompt: the tokenizer's chat template when it has one (``enable_thinking`` is passed to it when a
-request sets ``thinking``), else :func:`render_plain`. Sampling (SPECS §1.2 parameters): a
+request sets ``thinking``), else :func:`render_plain`. Sampling (docs/oaks.md §2.3 parameters): a
 temperature of 0 is greedy (the lowest token id wins a tie); otherwise logits / temperature,
 then top-k, top-p (always keeping the best token), min-p (relative to the best probability),
 and a draw from the sample's generator on the CPU. A sample ends with "stop" at an

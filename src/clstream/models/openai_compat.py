@@ -1,6 +1,6 @@
 """A Model backed by any OpenAI-compatible chat server (vLLM, SGLang, hosted APIs).
 
-DESIGN.md: "talk to model servers (vLLM, SGLang) over the OpenAI-compatible API" and "caching,
+docs/design.md §3.2: "talk to model servers (vLLM, SGLang) over the OpenAI-compatible API" and "caching,
 retries, concurrency limits and cost accounting wrap any backend". This backend adds:
 
 - a bound on requests in flight shared by all ``generate`` calls of the model on one event

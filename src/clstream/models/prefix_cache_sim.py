@@ -3,7 +3,7 @@
 Serving engines such as vLLM keep the attention keys and values of earlier prompts in fixed-size
 blocks and reuse them when a new prompt starts with the same tokens (automatic prefix caching).
 How much prefill work a run costs therefore depends on the *order* in which prompts arrive, not
-only on the prompts. DESIGN.md asks that systems talk to such servers; SPECS §1.2 has every
+only on the prompts. docs/design.md §3.2 asks that systems talk to such servers; docs/oaks.md §2 has every
 question of a document asked at every interval, so the same long context recurs many times and
 the harness should send it in an order the cache can exploit. This module replays an arrival
 order through a model of that cache and reports the prefill work, so the order can be measured

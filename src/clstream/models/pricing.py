@@ -1,5 +1,5 @@
 """Dollar cost of model calls from token usage (CL-Bench reports cost per run and Pareto views
-of reward against cost, SPECS section 3; SeqMem-Eval reports total tokens, SPECS section 2.2).
+of reward against cost, docs/clbench.md §5.8; SeqMem-Eval reports total tokens, docs/seqmem.md §5.11).
 
 A prices file maps model names (as a run records them, e.g. ``openai:my-model``) to dollars per
 million tokens, in JSON or TOML (chosen by the ``.toml`` suffix)::

@@ -1,7 +1,7 @@
 """When a failed call to a remote model server is worth another attempt, and how long to wait.
 
 Remote servers fail transiently: rate limits (429), restarts and overload (5xx), dropped
-connections, stalls and truncated bodies. DESIGN.md ("Caching, retries, concurrency limits")
+connections, stalls and truncated bodies. docs/design.md §3.2 (caching, retries, concurrency limits)
 asks that such faults never become answers: a request is retried with exponential backoff and
 full jitter, and one that still fails is reported as an error result.
 

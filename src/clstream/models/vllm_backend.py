@@ -1,6 +1,6 @@
 """``vllm:<path>``: vLLM's offline engine in-process, from a local model directory.
 
-DESIGN.md recommends talking to model servers over the OpenAI-compatible API
+docs/design.md §3.2 recommends talking to model servers over the OpenAI-compatible API
 (:mod:`clstream.models.openai_compat`) for scale; this backend is for one machine with a GPU
 and no server: ``LLM.chat`` renders each request with the model's chat template and the
 engine batches everything it is given, with prefix caching on so the questions of one interval

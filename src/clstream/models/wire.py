@@ -6,7 +6,7 @@ of the body, which is where vLLM and SGLang read them, and thinking is switched 
 ``chat_template_kwargs.enable_thinking`` (the Qwen3-style chat-template switch both servers
 forward).
 
-Seeds (DESIGN.md, "decoding seeds per request"): the wire seed is ``params.seed`` as the caller
+Seeds (docs/design.md §8, decoding seeds per request): the wire seed is ``params.seed`` as the caller
 gave it (callers derive it from the run seed and request key); when absent it is derived from
 the key with run seed 0, so a request's output never depends on which batch it travelled in.
 

@@ -1,7 +1,7 @@
 """Columns every protocol's run table shares: status, probes, errors, tokens, wall time, cost.
 
 Kept apart from the protocol sections so each of them reports effort the same way (token usage
-and time are part of every result, DESIGN.md "Efficiency"; SPECS §2.2 and §3 ask for cost).
+and time are part of every result, docs/design.md §10; docs/seqmem.md §5.11 and docs/clbench.md §5.8 ask for cost).
 """
 
 from __future__ import annotations

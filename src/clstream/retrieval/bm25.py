@@ -1,4 +1,4 @@
-"""An Okapi BM25 index that grows one document at a time (SPECS §1.2, RAG(k) context strategy).
+"""An Okapi BM25 index that grows one document at a time (docs/oaks.md §2.2, RAG(k) context strategy).
 
 Streams add a chunk per interval and retrieve after each one, so rebuilding an index per
 interval would cost O(T^2) over a stream. Here ``add`` only touches the postings of the new

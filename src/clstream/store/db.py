@@ -1,6 +1,6 @@
 """The results database of a run directory: SQLite in WAL mode with exactly one writer.
 
-Why this shape (DESIGN.md, "Lessons"): every answer is committed as it is produced, so a run
+Why this shape (docs/design.md §5, §6): every answer is committed as it is produced, so a run
 killed at any point (even SIGKILL) loses at most the answers of the batch in flight; rerunning
 the same spec finds what is done by primary key and never redoes or duplicates it. One writer
 per directory is enforced with an advisory file lock, so two processes can never interleave
@@ -29,7 +29,7 @@ the version 2 shape (missing coordinates read as NULL); every query, including o
 run on :attr:`ResultsStore.conn`, then sees one shape whichever version is on disk. A database
 from a newer release is refused, naming both versions, rather than misread.
 
-Secrets and text safety (DESIGN.md, "Trust"): every string the store writes (record payloads at
+Secrets and text safety (docs/design.md §5, §7): every string the store writes (record payloads at
 any depth, error text, keys, run specs and info, dataset views, memory snapshots) passes through
 a :class:`~clstream.core.secrets.Scrubber` first: each known secret value (the ``secrets`` given
 to the store, values registered with :func:`clstream.core.secrets.register_secret`, and the

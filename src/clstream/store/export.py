@@ -1,4 +1,4 @@
-"""Choosing the run an ``export`` means; each protocol writes its own format (SPECS §5)."""
+"""Choosing the run an ``export`` means; each protocol writes its own format (docs/formats.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""An ACE-style playbook (SPECS §3 "Systems"; Agentic Context Engineering, as CL-Bench runs it:
+"""An ACE-style playbook (docs/clbench.md §6; Agentic Context Engineering, as CL-Bench runs it:
 reflector and curator after each instance, delta updates).
 
 Memory: a playbook of bullets -- id (``b1``, ``b2``, ...), text, helpful and harmful counts --

@@ -1,4 +1,4 @@
-"""Agentic RAG (ImprintBench §3.1, Tables 1-4; brief §7 "Agentic RAG"): the model searches the
+"""Agentic RAG (ImprintBench §3.1, Tables 1-4; docs/imprint.md §8 "Agentic RAG"): the model searches the
 corpus itself, up to ``k`` times, then answers.
 
 Memory is every observed text as a tagged passage (:mod:`clstream.systems.passages`: documents,

@@ -1,4 +1,4 @@
-"""Context strategies as systems (SPECS §1.2): full, window, rag, rag+window.
+"""Context strategies as systems (docs/oaks.md §2.2): full, window, rag, rag+window.
 
 Memory is the list of passages observed so far, in arrival order: a chunk as it came, and a
 document, an observation or task feedback as a further passage with a running index
@@ -19,7 +19,7 @@ Arguments (written ``rag:k=30`` on the command line):
   which keeps the context identical for every question of an interval whatever the batch.
 * window: ``w`` -- the w most recent passages.
 * rag: ``k`` -- top-k over all passages seen (chunk index <= t), shown in chunk order.
-  SPECS includes the current chunk (the paper's appendix retrieves from earlier intervals).
+  docs/oaks.md §2.2 includes the current chunk (the paper's appendix retrieves from earlier intervals).
   ``dedupe`` (0 = off): a candidate whose word-set Jaccard similarity with a passage already
   chosen is at least ``dedupe`` is skipped and the next best taken, so near-copies of one
   passage (a stream that repeats itself) do not fill all k places.

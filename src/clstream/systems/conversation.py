@@ -1,4 +1,4 @@
-"""What the conversation-style memory methods share (SPECS §3 "Systems": ``icl``, ``notepad``,
+"""What the conversation-style memory methods share (docs/clbench.md §6: ``icl``, ``notepad``,
 ``mem0``, ``ace``): a transcript of turns, the scratch that carries an answer from ``respond`` to
 the ``observe`` of its outcome, request assembly under a token budget, model calls with
 per-request seeds, stage tags and timings, and JSON snapshots.

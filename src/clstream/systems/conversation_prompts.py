@@ -1,5 +1,5 @@
-"""Prompts, headers and reply formats of the conversation-style memory methods (SPECS §3
-"Systems"): ``icl``, ``notepad``, ``mem0`` and ``ace``.
+"""Prompts, headers and reply formats of the conversation-style memory methods (docs/clbench.md
+§6): ``icl``, ``notepad``, ``mem0`` and ``ace``.
 
 All wording is this project's own. The query -- the protocol's rules and its question or step
 block -- comes from the protocol; a method adds what its memory shows (a transcript of earlier

@@ -1,5 +1,5 @@
 """Structured memories built by extra model calls: DC-RS and AWM (SeqMem-Eval App. D, Alg. 1-2;
-SPECS §2.3).
+docs/seqmem.md §6).
 
 ``dc-rs`` (k=3), Dynamic Cheatsheet, retrieval-and-synthesis variant. Before answering x_i it
 retrieves the k past records most similar to x_i, a curator call (stage ``update``) rewrites
@@ -7,8 +7,8 @@ the cheatsheet from the current one, those records and x_i, and the generator an
 new cheatsheet. Memory is the cheatsheet plus the history of records. Because the curator runs
 inside ``respond``, its cheatsheet is held aside and becomes memory only when ``observe``
 receives the feedback of that same query, so probes (hold-out, re-evaluation) leave memory
-unchanged. When the curator reply holds no cheatsheet, the retrieved records stand in (SPECS
-§2.3) next to the previous cheatsheet, which memory keeps. Reading taken: the history keeps the
+unchanged. When the curator reply holds no cheatsheet, the retrieved records stand in (docs/seqmem.md
+§6) next to the previous cheatsheet, which memory keeps. Reading taken: the history keeps the
 feedback with each (task, answer) pair, since the SeqMem protocol hands feedback to every
 update (paper eq. 1), and the curator sees it.
 

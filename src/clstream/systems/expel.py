@@ -1,5 +1,5 @@
 """ExpeL refactored for sequential memory: single-try and multi-try (SeqMem-Eval App. D,
-Alg. 3-4; SPECS §2.3).
+Alg. 3-4; docs/seqmem.md §6).
 
 Memory: a pool of solved tasks, the solved tasks since the last rule update, and at most
 ``max_rules`` (20) numbered rules with importance counts. Answers show the rules and the k (3)

@@ -1,4 +1,4 @@
-"""Instance-level experience memory (SeqMem-Eval App. A.3 (1)-(2); SPECS §2.3), and the base
+"""Instance-level experience memory (SeqMem-Eval App. A.3 (1)-(2); docs/seqmem.md §6), and the base
 class every experience method builds on.
 
 * ``memory-free``: answers with no memory at all (the baseline); it ignores every event.

@@ -1,5 +1,5 @@
 """G-Memory for a single solver: an experience graph plus scored insights (SeqMem-Eval App. D,
-Alg. 5; SPECS §2.3).
+Alg. 5; docs/seqmem.md §6).
 
 The paper's G-Memory serves a multi-agent system; here the "system" is one solver, so the
 per-role memories of Alg. 5 collapse into one prompt. Memory:

@@ -1,4 +1,4 @@
-"""Full-context in-context learning (SPECS §3 "Systems", the CL-Bench ``icl`` baseline).
+"""Full-context in-context learning (docs/clbench.md §6, the CL-Bench ``icl`` baseline).
 
 Memory is the whole run as one conversation (the turns of :mod:`clstream.systems.conversation`):
 every step's request, the system's reply and what came back -- an environment's observation,

@@ -1,5 +1,5 @@
 """Prompts and reply parsing of the ImprintBench in-context methods (ImprintBench §3.1,
-App. C, Table 12; brief §7): the chunked summary, the memory scaffold and agentic RAG.
+App. C, Table 12; docs/imprint.md §8): the chunked summary, the memory scaffold and agentic RAG.
 
 All wording is this project's own; the paper describes these prompts only by intent. The query
 itself -- the protocol's rules and question block -- comes from the protocol; these methods add

@@ -1,4 +1,4 @@
-"""A Mem0-style fact memory (SPECS §3 "Systems"; Mem0, Chhikara et al. 2025, as CL-Bench runs
+"""A Mem0-style fact memory (docs/clbench.md §6; Mem0, Chhikara et al. 2025, as CL-Bench runs
 it: extraction after every step, top-10 retrieval before every step).
 
 Memory: a list of short facts, each with a stable id, searched by the project's retrievers

@@ -1,5 +1,5 @@
 """The memory methods' own prompts and headers (the methods of SeqMem-Eval App. A.3 and D;
-SPECS §2.3): what each method shows, and the update calls that build its memory.
+docs/seqmem.md §6): what each method shows, and the update calls that build its memory.
 
 All wording is this project's own. The query -- the rules and the question block -- comes
 from the protocol; a method adds memory sections in the layout of :mod:`clstream.core.layout`

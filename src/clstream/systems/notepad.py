@@ -1,4 +1,4 @@
-"""In-context learning with a notepad (SPECS §3 "Systems", the CL-Bench ``notepad`` system).
+"""In-context learning with a notepad (docs/clbench.md §6, the CL-Bench ``notepad`` system).
 
 Memory: a notepad (free text the model writes), the feedback that closed the last instance,
 and the conversation of the instance in progress (turns as in

@@ -1,9 +1,9 @@
-"""Oracle RAG (ImprintBench §3.1, Tables 1-3; brief §7 "Oracle RAG"), and the request plumbing
+"""Oracle RAG (ImprintBench §3.1, Tables 1-3; docs/imprint.md §8 "Oracle RAG"), and the request plumbing
 the in-context ImprintBench methods share.
 
 The oracle keeps every observed document by its id and, for each question, shows the documents
 the item was written from -- the ids the protocol passes in ``query.meta["source_doc_ids"]``
-(SPECS §4 protocol; only this method reads them) -- as tagged passages in corpus order. It is
+(docs/imprint.md §2; only this method reads them) -- as tagged passages in corpus order. It is
 the upper bound of retrieval: the right context, and only it.
 
 Readings taken here (the paper says only "the exact context used to generate the item"):
@@ -53,7 +53,7 @@ class MethodBase:
     name: ClassVar[str]
     summary: ClassVar[str]
     params: ClassVar[dict[str, Param]]
-    # ImprintBench supervision (SPECS §4): every in-context method can read C, Q or both.
+    # ImprintBench supervision (docs/imprint.md §2): every in-context method can read C, Q or both.
     supervisions: ClassVar[tuple[str, ...]] = ALL_SUPERVISIONS
 
     def __init__(

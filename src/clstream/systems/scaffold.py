@@ -1,4 +1,4 @@
-"""Memory scaffold (ImprintBench §3.1 "Memory", Tables 1-3, 12; brief §7 "Memory Scaffold"): a
+"""Memory scaffold (ImprintBench §3.1 "Memory", Tables 1-3, 12; docs/imprint.md §8 "Memory Scaffold"): a
 MemGPT-style core memory with three sections -- Active, Superseded, Uncertain -- that the model
 rewrites after every document, under a token budget; questions are answered from it alone.
 

@@ -1,4 +1,4 @@
-"""Chunked summary (ImprintBench §3.1 "Summarization", Tables 1-3, 12, 13; brief §7 "Chunked
+"""Chunked summary (ImprintBench §3.1 "Summarization", Tables 1-3, 12, 13; docs/imprint.md §8 "Chunked
 Summary"): the corpus is packed into chunks, each chunk summarised once, and the summaries,
 oldest first, are the memory shown before every question.
 

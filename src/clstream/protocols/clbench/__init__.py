@@ -1,18 +1,18 @@
-"""Stateful environments (CL-Bench; SPECS §3): a system works through a schedule of task
+"""Stateful environments (CL-Bench; docs/clbench.md §2): a system works through a schedule of task
 instances whose environment drifts between stages, once statefully (one system across the whole
 schedule, several rollouts in permuted orders) and once statelessly (a fresh system per
 instance); the difference between the two arms, paired by instance, is what the system learned.
 
 :data:`PROTOCOL` is what the registry names ``clbench``. The package's ``envs`` hold the
 environments, ``policies`` their builtin (non-LLM) policies, ``runner`` plays systems through
-them, ``records`` reads the SPECS §5 records file, ``metrics`` holds the paper's metrics as
+them, ``records`` reads the docs/clbench.md §3.1 records file, ``metrics`` holds the paper's metrics as
 pure functions and the ``score clbench`` JSON, ``summary`` and ``report`` present a stored run,
 ``materials`` writes what ``generate clbench`` shows, and ``commands`` the command-line verbs.
 
 This module imports none of them: the verbs (their flags in ``arguments``), summary, export
 and report are named as ``"module:name"`` targets and imported when used, so that building the
-command line (every ``--help``, ``--version``) costs nothing of this protocol's code (DESIGN.md,
-"Anchors for style": a lazy registry).
+command line (every ``--help``, ``--version``) costs nothing of this protocol's code (docs/design.md
+§2.2: a lazy registry).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class ClbenchProtocol:
     run_command = Command("clbench", "stateful environments, stateful and stateless arms "
                           "(CL-Bench)", f"{_ARGUMENTS}:add_run_clbench_arguments",
                           f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
-    score_command = Command("clbench", "score CL-Bench records (SPECS 5)",
+    score_command = Command("clbench", "score CL-Bench records (docs/clbench.md §3.1)",
                             f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
     generators = (Command("clbench", "write a CL-Bench environment's materials for inspection "
                           "(schedule, first observations, data files)",

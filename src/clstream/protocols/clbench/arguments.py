@@ -1,5 +1,5 @@
 """The flags of the CL-Bench verbs: ``generate clbench``, ``run clbench`` and ``score clbench``
-(SPECS §3, §5).
+(docs/clbench.md §2, §3).
 
 They live apart from the verbs themselves (:mod:`clstream.protocols.clbench.commands`) so that
 building a verb's parser, for ``--help`` or before it runs, imports only argparse and the shared
@@ -23,7 +23,7 @@ SCHEDULES = ("default", "short")
 
 
 def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("records", help="JSONL of task and instance records (SPECS 5)")
+    p.add_argument("records", help="JSONL of task and instance records (docs/clbench.md §3.1)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--allow-missing", action="store_true",
                    help="leave out (of both arms) an instance missing from an arm or rollout, "

@@ -1,5 +1,5 @@
-"""CL-Bench verbs: ``generate clbench``, ``run clbench`` and ``score clbench`` over a SPECS §5
-records file (SPECS §3, §5); the verbs' flags are in
+"""CL-Bench verbs: ``generate clbench``, ``run clbench`` and ``score clbench`` over a docs/clbench.md §3.1
+records file (docs/clbench.md §2, §3); the verbs' flags are in
 :mod:`clstream.protocols.clbench.arguments`."""
 
 from __future__ import annotations

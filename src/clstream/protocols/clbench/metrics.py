@@ -1,6 +1,6 @@
-"""CL-Bench metrics as pure functions over stored rewards (SPECS §3 and §5; paper §4, App. C).
+"""CL-Bench metrics as pure functions over stored rewards (docs/clbench.md §5, §3.2; paper §4, App. C).
 
-Notation per task (SPECS §3): N instances, r_max the per-instance maximum reward; in stateful
+Notation per task (docs/clbench.md §5): N instances, r_max the per-instance maximum reward; in stateful
 rollout rho the instances come in some order t = 1..N with rewards r_t^sf; the stateless arm
 (run once) gives r_i^sl for each instance id i, and i(t) is the instance at position t. Rewards
 of the two arms are always paired by instance id, never by position: rollouts permute the
@@ -277,7 +277,7 @@ def aggregate_ci(
 
 
 def rollout_cost(costs: Sequence[float] | FloatArray) -> float:
-    """One rollout's cost: the sum of its call costs, or of its tokens offline (SPECS §3).
+    """One rollout's cost: the sum of its call costs, or of its tokens offline (docs/clbench.md §5.8).
 
     A task's cost is the mean over its rollouts (:func:`mean_se`); the paper's Table 1 cost of
     a system is the sum of those over tasks (:func:`system_cost`).
@@ -355,7 +355,7 @@ def _s_ext(task: TaskRecords) -> float | None:
 
 
 def rollout_metrics(task: TaskRecords) -> list[RolloutMetrics]:
-    """The per-rollout metrics of one task, rollouts in increasing number (SPECS §3)."""
+    """The per-rollout metrics of one task, rollouts in increasing number (docs/clbench.md §5)."""
     n = task.n_instances
     s_sl = cumulative([task.stateless[i] for i in sorted(task.stateless)])
     s_ext = _s_ext(task)
@@ -433,7 +433,7 @@ def score_clbench(
     allow_missing: bool = False,
     t_multiplier: bool = False,
 ) -> dict[str, Any]:
-    """The JSON ``clstream score clbench RECORDS --json`` prints (SPECS §5).
+    """The JSON ``clstream score clbench RECORDS --json`` prints (docs/clbench.md §3.2).
 
     Per task: n_instances (scored), rollouts (R), reward and gain (cumulative, mean and SE
     over rollouts), stateless_reward (S_sl), normalized_gain, normalized_reward (when the task

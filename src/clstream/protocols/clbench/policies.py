@@ -4,7 +4,7 @@ Each policy is a pure function of (turns seen, current observation) over the env
 *texts* only (observations, its own JSON actions, feedback), so the builtin model can run it
 from a prompt later. The stateful arm hands a policy the whole run's turns; the stateless arm
 only the current instance's turns: the same code with its memory wiped, which is all that
-separates the two (SPECS §3: each task has a stateful builtin policy that learns the latent
+separates the two (docs/clbench.md §6: each task has a stateful builtin policy that learns the latent
 structure and a stateless one that cannot).
 
 * :class:`SpectrumRegistry` -- keeps a registry of transmitters seen across scans (running

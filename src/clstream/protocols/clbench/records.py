@@ -1,4 +1,4 @@
-"""The CL-Bench records file that ``clstream score clbench`` reads (SPECS §3 and §5).
+"""The CL-Bench records file that ``clstream score clbench`` reads (docs/clbench.md §3.1).
 
 JSON lines in any order: one ``task`` line per task and one ``instance`` line per instance, arm
 and rollout::
@@ -330,7 +330,7 @@ def _build_task(source: str, task: _Task, rows: list[_Instance], allow_missing: 
 def _costs(source: str, name: str, orders: dict[int, list[str]],
            stateful: dict[int, dict[str, _Instance]]
            ) -> tuple[str | None, dict[int, dict[str, float]]]:
-    """The cost of each scored stateful instance (SPECS §3: call costs, tokens offline).
+    """The cost of each scored stateful instance (docs/clbench.md §5.8: call costs, tokens offline).
 
     A task's unit is "cost" when every scored stateful record carries ``cost``, else "tokens"
     when every one carries ``tokens``, else None when none carries either; anything in between
@@ -352,6 +352,6 @@ def _costs(source: str, name: str, orders: dict[int, list[str]],
 
 
 def load_clbench_records(path: str | Path, *, allow_missing: bool = False) -> ClbenchRecords:
-    """Read and validate a CL-Bench records file (JSONL, SPECS §5)."""
+    """Read and validate a CL-Bench records file (JSONL, docs/clbench.md §3.1)."""
     p = Path(path)
     return records_from_rows(iter_json_lines(str(p)), source=str(p), allow_missing=allow_missing)

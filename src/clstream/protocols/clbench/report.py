@@ -1,6 +1,6 @@
 """The CL-Bench section of the report: stateful environments, one colour per run (system).
 
-Shows what ``clstream summary`` computes for a CL-Bench run (SPECS §3 and §5): per task the
+Shows what ``clstream summary`` computes for a CL-Bench run (docs/clbench.md §5, §3.2): per task the
 cumulative reward of the stateful arm (mean ± SE over rollouts) against the stateless arm, the
 gain and normalized gain, stability and plasticity, and the cost in tokens; over tasks the
 normalized gain with its 95% interval. Figures: the cumulative reward by position in the

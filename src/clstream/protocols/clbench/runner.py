@@ -1,4 +1,4 @@
-"""The CL-Bench runner: a system through stateful environments, in two arms (SPECS §3).
+"""The CL-Bench runner: a system through stateful environments, in two arms (docs/clbench.md §2).
 
 For each task of a run (one run is one system with one model over a set of tasks):
 
@@ -15,7 +15,7 @@ the JSON object its reply holds (:func:`~clstream.core.environment.parse_action`
 holding none gets one repair request: the same query with a short note after the prompt saying
 the reply was not a JSON action and quoting the action's schema (a read-only ``respond``, like
 any other). If that reply holds none either, its raw text goes to the environment, which counts
-it as a malformed action (capped per instance, SPECS §3). The system then observes the result
+it as a malformed action (capped per instance, docs/clbench.md §2.4). The system then observes the result
 (:meth:`~clstream.core.environment.StepResult.to_event`, carrying the observation acted on and
 the action as text, so a memory can keep the whole step).
 
@@ -33,7 +33,7 @@ calls), with a ``call`` record for every other model call (memory updates);
 each finished instance an ``instance`` record (``score`` = reward, ``t`` = position in the
 arm's order; payload: position, instance id, stage, steps, tokens). The tokens of an instance
 are those of every call made for it, so a rollout's cost is the sum over its instances
-(SPECS §3: tokens offline).
+(docs/clbench.md §5.8: tokens offline).
 
 Resume: the simplest correct scheme. An instance is the unit of work: its step records, its
 instance record and, in a stateful rollout, the snapshot ``{"system", "env"}`` taken after it

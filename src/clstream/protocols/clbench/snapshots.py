@@ -1,4 +1,4 @@
-"""Snapshots of a stateful rollout, stored compactly (SPECS §3; the runner resumes from them).
+"""Snapshots of a stateful rollout, stored compactly (docs/clbench.md §2.5; the runner resumes from them).
 
 After every instance of a stateful rollout the runner stores the system's memory and the
 environment's state, ``{"system": ..., "env": ...}``, under the rollout's stream with t = the

@@ -1,12 +1,12 @@
-"""Summary and export of a CL-Bench run, computed from stored records (SPECS §3, §5).
+"""Summary and export of a CL-Bench run, computed from stored records (docs/clbench.md §5, §3).
 
 Nothing comes from the run's own progress: the instance records the store holds are turned
-into the SPECS §5 records and scored by :func:`~clstream.protocols.clbench.metrics.score_clbench`,
+into the docs/clbench.md §3.1 records and scored by :func:`~clstream.protocols.clbench.metrics.score_clbench`,
 so a finished, resumed or partial run summarizes the same way, and ``export`` then
 ``score clbench`` gives exactly the summary's metrics.
 
-Coverage. An error is never a reward and a missing instance is never a zero (DESIGN.md,
-"Trust"). An arm counts only when it is complete: the stateless arm of a task with every one of
+Coverage. An error is never a reward and a missing instance is never a zero (docs/design.md §7,
+docs/clbench.md §5.11). An arm counts only when it is complete: the stateless arm of a task with every one of
 its N instances stored without error, a stateful rollout likewise. A task is scored over its
 complete rollouts, provided its stateless arm is complete and at least one rollout is; otherwise
 it is withheld. The aggregate averages the scored tasks. ``coverage`` says how many instances
@@ -14,7 +14,7 @@ that is (``scored`` of ``total`` instances planned, over both arms and every rol
 task, which rollouts were scored; ``status.complete`` is true only when everything planned is
 scored. The export writes exactly the scored records, so it never holds a partial arm.
 
-Cost is tokens (offline, SPECS §3): each instance record carries the tokens of every model call
+Cost is tokens (offline, docs/clbench.md §5.8): each instance record carries the tokens of every model call
 made for it, a rollout's cost is their sum and a task's the mean over its scored rollouts.
 
 :func:`text_rows` lays out the CL-Bench lines of ``clstream summary``.
@@ -53,7 +53,7 @@ def _planned_rollouts(run: RunRow) -> int:
 
 
 def instance_rows(store: ResultsStore, run: RunRow) -> dict[str, dict[tuple[str, int], list[Row]]]:
-    """Successful instance records as SPECS §5 rows: task -> (arm, rollout) -> rows by pos."""
+    """Successful instance records as docs/clbench.md §3.1 rows: task -> (arm, rollout) -> rows by pos."""
     out: dict[str, dict[tuple[str, int], list[Row]]] = {}
     for rec in store.read_records(run.run_id, "instance", errors=False):
         p = rec.payload
@@ -102,7 +102,7 @@ def stateless_sums(store: ResultsStore, run: RunRow) -> dict[str, float]:
 def scored_records(view: dict[str, Any], rows: dict[str, dict[tuple[str, int], list[Row]]],
                    rollouts: int, s_ext: dict[str, float] | None = None
                    ) -> tuple[list[Row], dict[str, Any]]:
-    """The SPECS §5 records the run is scored on (complete arms of scorable tasks, in task
+    """The docs/clbench.md §3.1 records the run is scored on (complete arms of scorable tasks, in task
     order, a task line carrying its S_ext when ``s_ext`` gives one) and the per-task
     coverage."""
     out: list[Row] = []
@@ -136,7 +136,7 @@ def export_rows(store: ResultsStore, run: RunRow) -> list[Row]:
 
 
 def export_clbench(store: ResultsStore, run: RunRow, out: Any) -> int:
-    """Write the run's scored records in the SPECS §5 form (JSONL), atomically."""
+    """Write the run's scored records in the docs/clbench.md §3.1 form (JSONL), atomically."""
     if run.protocol != "clbench":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not clbench")
     rows = export_rows(store, run)

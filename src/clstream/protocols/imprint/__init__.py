@@ -1,4 +1,4 @@
-"""Corpus internalization (ImprintBench; SPECS §4): a method takes in a corpus of new
+"""Corpus internalization (ImprintBench; docs/imprint.md §2): a method takes in a corpus of new
 knowledge -- and optionally training QA pairs distilled from it -- then answers held-out
 questions in six capability families, n samples each, scored by Pass@1, Pass@k and
 AllCorrect@k.
@@ -13,8 +13,8 @@ command-line verbs.
 
 This module imports none of them: the verbs (their flags in ``arguments``), summary, export
 and report are named as ``"module:name"`` targets and imported when used, so that building the
-command line (every ``--help``, ``--version``) costs nothing of this protocol's code (DESIGN.md,
-"Anchors for style": a lazy registry).
+command line (every ``--help``, ``--version``) costs nothing of this protocol's code (docs/design.md
+§2.2: a lazy registry).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class ImprintProtocol:
     run_command = Command("imprint", "corpus internalization: methods over a dataset "
                           "(ImprintBench)", f"{_ARGUMENTS}:add_run_imprint_arguments",
                           f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
-    score_command = Command("imprint", "score ImprintBench predictions (SPECS 5)",
+    score_command = Command("imprint", "score ImprintBench predictions (docs/imprint.md §3.3)",
                             f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
     generators = (Command("imprint", "write an ImprintBench dataset: news, code or persona, "
                           "procedural or from your own files",

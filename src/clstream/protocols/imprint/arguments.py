@@ -1,5 +1,5 @@
 """The flags of the ImprintBench verbs: ``generate imprint``, ``run imprint`` and ``score
-imprint`` (SPECS §4, §5).
+imprint`` (docs/imprint.md §2, §3).
 
 They live apart from the verbs themselves (:mod:`clstream.protocols.imprint.commands`) so that
 building a verb's parser, for ``--help`` or before it runs, imports only argparse and the shared
@@ -18,7 +18,7 @@ from clstream.driver.flags import (
     add_run_arguments,
 )
 
-# What a method takes in (SPECS §4): the corpus C, the training pairs Q, or both.
+# What a method takes in (docs/imprint.md §2): the corpus C, the training pairs Q, or both.
 SUPERVISIONS: tuple[str, ...] = ("C", "Q", "C+Q")
 
 # ImprintBench App. C.3: 8 samples, temperature 0.7, top-p 0.95, top-k 20, 4096 new tokens.
@@ -45,7 +45,7 @@ def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("items", help="items JSONL (SPECS 5)")
+    p.add_argument("items", help="items JSONL (docs/imprint.md §3.2)")
     p.add_argument("predictions", help='predictions JSONL: {"item_id", "samples": [...]}')
     p.add_argument("--json", action="store_true")
     p.add_argument("--k", default=None, metavar="K,...",

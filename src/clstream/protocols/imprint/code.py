@@ -1,4 +1,4 @@
-"""The ImprintBench code-changelog dataset built from two local wheels (brief §3.2(b) steps 7-9).
+"""The ImprintBench code-changelog dataset built from two local wheels (docs/imprint.md §4.3).
 
 The paper (ImprintBench App. D.2) turns release-note bullets into features with LLM judges and
 finds usage on GitHub; clstream takes the features from :func:`wheels.diff_surfaces` and the

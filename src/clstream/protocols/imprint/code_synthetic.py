@@ -1,4 +1,4 @@
-"""A fictional Python library written as two real wheels with a known changelog (brief §3.2(a)).
+"""A fictional Python library written as two real wheels with a known changelog (docs/imprint.md §4.4).
 
 The code setting's pipeline (:mod:`clstream.protocols.imprint.wheels`, then
 :mod:`clstream.protocols.imprint.code`) must find exactly the new public API between two
@@ -98,7 +98,7 @@ CONVENTIONAL_ALIAS = "qk"
 
 @dataclass(frozen=True)
 class CodeWorldConfig:
-    """Sizes of the fictional library (brief §3.2(a)); every count is what release 2 changes."""
+    """Sizes of the fictional library (docs/imprint.md §4.4); every count is what release 2 changes."""
 
     seed: int = 0
     package: str = "quillkit"

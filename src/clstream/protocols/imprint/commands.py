@@ -1,11 +1,11 @@
-"""ImprintBench verbs: ``generate imprint``, ``run imprint`` and ``score imprint`` (SPECS §4, §5).
+"""ImprintBench verbs: ``generate imprint``, ``run imprint`` and ``score imprint`` (docs/imprint.md §2, §3).
 
 ``generate imprint --setting news|code|persona`` writes a dataset directory
 (:mod:`clstream.protocols.imprint.schema`) from a seeded procedural world, or from the user's
 own files (a JSONL of articles, two wheels of a package, PersonaMem or HorizonBench exports),
 optionally passed through the no-context and with-context filters with a model.
 ``run imprint DATA`` runs methods over it; ``score imprint ITEMS PREDICTIONS`` scores a user's
-own predictions in the SPECS §5 format. The verbs' flags are in
+own predictions in the docs/imprint.md §3.3 format. The verbs' flags are in
 :mod:`clstream.protocols.imprint.arguments`.
 """
 
@@ -78,7 +78,7 @@ def dataset_hash(data: Dataset) -> str:
 
 
 def corpus_tokens(data: Dataset, tokenizer: Any) -> dict[str, int]:
-    """Tokens of C per instance with the evaluated model's tokenizer (SPECS §4)."""
+    """Tokens of C per instance with the evaluated model's tokenizer (docs/imprint.md §7.9)."""
     out: dict[str, int] = {}
     for doc in data.corpus:
         out[doc.instance_id] = out.get(doc.instance_id, 0) + int(tokenizer.count(doc.text))

@@ -1,4 +1,4 @@
-"""The no-context (blind) and with-context filters over generated items (brief §3.4).
+"""The no-context (blind) and with-context filters over generated items (docs/imprint.md §4.7).
 
 ImprintBench keeps a question only when the backbone cannot already answer it without the new
 corpus and can answer it with its source (App. D.1 for world news: a blind judge, then a
@@ -8,7 +8,7 @@ under test), answers every item n times twice -- once with no documents, once wi
 source documents -- as ONE request of ``n`` samples each, and the deterministic judges of
 :mod:`clstream.judges.imprint` count the correct samples.
 
-Thresholds (project readings, configurable; brief §3.4):
+Thresholds (project readings, configurable; docs/imprint.md §4.7):
 
 * blind: an open-answer item is dropped when more than ``blind_max_open`` samples are correct
   (default 0: the paper's 0/8 rule); a binary item (judge ``yesno`` or ``choice``, where

@@ -1,7 +1,7 @@
 """ImprintBench metrics: per-item estimators, family aggregation, uncertainty, compression.
 
 Pure functions over counts: an item answered ``n`` times with ``c`` correct samples
-(ImprintBench App. C.3; SPECS §4; brief §6). Estimators are the unbiased ones of Chen et al.
+(ImprintBench App. C.3; docs/imprint.md §7). Estimators are the unbiased ones of Chen et al.
 (2021); families are micro averages over items (news, code) or macro averages over personas
 (personalization, App. D.3); "Avg" is the plain mean of the families present; error bars are
 +-1 SE (Fig. 5) and 95 % percentile bootstrap intervals come from
@@ -47,7 +47,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def all_correct_at_k(n: int, c: int, k: int) -> float:
     """Unbiased AllCorrect@k = C(c, k) / C(n, k) = prod_{i=0}^{k-1} (c-i)/(n-i), the chance
-    that k samples drawn without replacement are all correct; 0 when c < k (brief §1 item 11:
+    that k samples drawn without replacement are all correct; 0 when c < k (docs/imprint.md §7.3:
     the paper tabulates k = n only, AllCorrect@8 with n = 8; k < n is a clstream extension)."""
     _check(n, c, k)
     if c < k:
@@ -64,7 +64,7 @@ def se_of_mean(values: Sequence[float]) -> float | None:
 
 
 def se_of_proportion(p: float, count: int) -> float | None:
-    """sqrt(p (1 - p) / N), the SE brief §6.3 gives for AllCorrect; None for N = 0."""
+    """sqrt(p (1 - p) / N), the SE docs/imprint.md §7.6 gives for AllCorrect; None for N = 0."""
     if count < 1:
         return None
     return math.sqrt(max(p * (1.0 - p), 0.0) / count)
@@ -138,22 +138,22 @@ def by_family(rows: Iterable[ItemCounts], ks: Sequence[int],
 
 
 def average(values: Iterable[float]) -> float | None:
-    """The setting's "Avg": plain unweighted mean over the families shown (SPECS §4, brief
-    §1 item 12); None when no family is shown."""
+    """The setting's "Avg": plain unweighted mean over the families shown (docs/imprint.md
+    §7.5); None when no family is shown."""
     data = list(values)
     return float(np.mean(data)) if data else None
 
 
 def bootstrap_family_ci(rows: Sequence[ItemCounts], n_boot: int = 1000, alpha: float = 0.05,
                         seed: int = 0) -> tuple[float, float]:
-    """95 % percentile bootstrap interval of a family's Pass@1 (brief §6.3): items are
+    """95 % percentile bootstrap interval of a family's Pass@1 (docs/imprint.md §7.7): items are
     resampled, or personas when the rows carry them (a cluster bootstrap: the family score is
     the mean of persona means, so resampling personas resamples those means)."""
     return bootstrap_ci(unit_values(rows, "pass_at_1"), n_boot=n_boot, alpha=alpha, seed=seed)
 
 
 def tokens_in_context(per_item_tokens: Sequence[int | float]) -> float:
-    """Mean tokens a method puts in context per question (brief §6.4, Fig. 11); parametric
+    """Mean tokens a method puts in context per question (docs/imprint.md §7.8, Fig. 11); parametric
     methods put 0."""
     if not per_item_tokens:
         raise ValueError("no questions to average tokens in context over")
@@ -162,8 +162,8 @@ def tokens_in_context(per_item_tokens: Sequence[int | float]) -> float:
 
 def compression_ratio(corpus_tokens: int | float, mean_tokens_in_context: float
                       ) -> float | None:
-    """Effective compression = corpus tokens / mean tokens in context (SPECS §4, clstream's
-    reading; the paper gives no formula, brief §1 item 13); None ("-") when nothing is put
+    """Effective compression = corpus tokens / mean tokens in context (docs/imprint.md §7.9, clstream's
+    reading; the paper gives no formula); None ("-") when nothing is put
     in context (parametric methods)."""
     if mean_tokens_in_context <= 0:
         return None

@@ -1,4 +1,4 @@
-"""ImprintBench "world news" setting, generated offline from a seed (brief §3.1(a); SPECS §4).
+"""ImprintBench "world news" setting, generated offline from a seed (docs/imprint.md §4.1).
 
 The paper builds its news corpus from real articles and grounds entities in an encyclopedia
 graph (ImprintBench §2, App. D.1). Offline, clstream invents a small world instead, so that
@@ -27,9 +27,9 @@ every gold answer is known exactly:
   CompRel hop chains (``hop2``-``hop4``; kinds chain, counterfactual, temporal, alias); ImpRel
   one per arc with the arc's salience; BoundAbs from the largest arcs with the four absence
   strategies (actor-action, sub-event, quote, consequence) and a BM25 difficulty count.
-  Deterministic judges throughout (SPECS §4: the default for generated data).
+  Deterministic judges throughout (docs/imprint.md §6: the default for generated data).
 * **Q.** Training pairs over each article's fact sentences, from templates that differ from the
-  evaluation templates, and never about an absent (BoundAbs) predicate (SPECS §4: Q and the test
+  evaluation templates, and never about an absent (BoundAbs) predicate (docs/imprint.md §3.1: Q and the test
   set are disjoint).
 
 Sentences are written so that :func:`clstream.models.builtin_reader.split_sentences` splits
@@ -67,7 +67,7 @@ GENERATOR = "imprint.news-world-v1"
 
 @dataclass(frozen=True)
 class NewsConfig:
-    """Size and shape of the invented world (brief §3.1(a), scaled down so a default world
+    """Size and shape of the invented world (docs/imprint.md §4.1, scaled down so a default world
     generates in well under a second: about 60 articles and 200-300 items).
 
     ``n_roles`` leadership posts are tracked and each changes hands once in the window (the

@@ -1,4 +1,4 @@
-"""ImprintBench "world news" items from a user's own articles (brief §3.1(b); SPECS §4).
+"""ImprintBench "world news" items from a user's own articles (docs/imprint.md §4.2).
 
 The paper's news pipeline cleans fetched articles with a model, de-duplicates them, grounds
 entities in an encyclopedia graph and has a model write the questions of each family
@@ -26,7 +26,7 @@ articles ``{id, date, title, text, url?, tags?}``:
    no article; difficulty = top-5 BM25 articles naming one of the question's entities.
 
 Model replies are cached in a JSON file keyed by a hash of (model name, messages, decoding
-parameters), so a second run with the same inputs makes no model call. The filters of brief §3.4
+parameters), so a second run with the same inputs makes no model call. The filters of docs/imprint.md §4.7
 (blind and with-context judges) are not applied here; items carry empty ``filters``.
 """
 

@@ -1,7 +1,7 @@
 """ImprintBench personalization, procedural: seeded personas, their chats, ledger and items.
 
 The paper builds its personalization setting from PersonaMem-v2 and HorizonBench histories
-(ImprintBench App. D.3; brief §3.3). This module is the offline, seeded counterpart (SPECS §4
+(ImprintBench App. D.3; docs/imprint.md §4.5). This module is the offline, seeded counterpart (docs/imprint.md §4.5
 "personalization ... personas whose dated chats state, paraphrase, imply or merely mention
 preferences that change; a ledger of current values"):
 
@@ -12,14 +12,14 @@ preferences that change; a ledger of current values"):
   ``direct``, ``paraphrase`` (a synonym and a roundabout phrase), ``implicit`` (a request that
   presumes the preference) -- and mention other people's preferences (``nearby``), which are
   never the user's facts; updates and life events change values;
-* every statement is a ledger entry (brief §3.3 "Ledger"); :func:`state_at`, :func:`history`
+* every statement is a ledger entry (docs/imprint.md §4.5); :func:`state_at`, :func:`history`
   and :func:`visible` read the ledger, and every gold is re-derived from ``state_at(end)``;
 * sessions are packed into ``chunks`` dated documents per persona (kind ``"chunk"``); the chats
   that state *withheld* facts are left out of the corpus (the training view) and those facts
   become BoundAbs items, as do attributes never mentioned or mentioned only about someone else;
 * items: TempUpd (``new_info`` / ``changed_info``), RefRes, CompRel (truth-table multiple
   choice), ImpRel (recommendation choice), BoundAbs, and DirAcq only on request (the paper
-  generates it but does not report it, brief §1 item 5); training pairs Q use their own
+  generates it but does not report it, docs/imprint.md §5); training pairs Q use their own
   templates (:func:`~clstream.protocols.imprint.schema.check_disjoint` holds).
 
 Every template here is written for this project. Output is byte-identical for one config.
@@ -70,7 +70,7 @@ class Value:
 
 @dataclass(frozen=True)
 class Attribute:
-    """A tracked preference with its semantic frame (brief §3.3 step 2).
+    """A tracked preference with its semantic frame (docs/imprint.md §4.5).
 
     ``noun`` is how the user names it directly (and the word a direct question uses); ``alias``
     is the roundabout phrase paraphrases and implicit requests use (and RefRes asks with);
@@ -497,7 +497,7 @@ _FIRST_NAMES = ("Ava", "Bruno", "Chiara", "Dmitri", "Esme", "Farid", "Greta", "H
 
 
 def generate_persona(config: PersonaConfig | None = None) -> Dataset:
-    """The personalization dataset for ``config``: one instance per persona (SPECS §4)."""
+    """The personalization dataset for ``config``: one instance per persona (docs/imprint.md §2)."""
     config = config or PersonaConfig()
     config.check()
     corpus: list[CorpusDoc] = []

@@ -1,4 +1,4 @@
-"""ImprintBench personalization from files a user already has (brief §3.3(b), §9).
+"""ImprintBench personalization from files a user already has (docs/imprint.md §4.6).
 
 The paper's persona histories come from PersonaMem and HorizonBench (ImprintBench App. D.3,
 Tables 5 and 8). Nothing is downloaded here: the user points at local copies and the adapters

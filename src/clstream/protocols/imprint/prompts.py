@@ -1,4 +1,4 @@
-"""How an ImprintBench item is asked (SPECS §4), in the one prompt structure of
+"""How an ImprintBench item is asked (docs/imprint.md §2), in the one prompt structure of
 :mod:`clstream.core.layout`.
 
 The paper asks the bare question and judges the whole reply (ImprintBench App. C.3, E); the

@@ -1,6 +1,6 @@
 """The ImprintBench section of the report: corpus internalization, one row per run.
 
-Shows what ``clstream summary`` computes for an ImprintBench run (SPECS §4, §5): per setting a
+Shows what ``clstream summary`` computes for an ImprintBench run (docs/imprint.md §7, §3.4): per setting a
 table of Pass@1 ± 1 SE and AllCorrect@n by family with the plain-mean Avg, like the paper's
 Tables 1–3 ("Pass@1 / AllCorrect@8"); tokens in context and the compression ratio per run;
 Pass@1 by family as bars; Avg Pass@1 against the compression ratio (the paper's Fig. 3, with

@@ -1,5 +1,5 @@
 """The ImprintBench runner: a method takes in a corpus, then answers held-out items, n samples
-each (SPECS §4; ImprintBench §2, App. C.3).
+each (docs/imprint.md §2; ImprintBench §2, App. C.3).
 
 One run is one system with one model over one dataset and one supervision. Per instance (news
 and code: the one corpus; personalization: each persona):
@@ -35,7 +35,7 @@ documents after it (documents that call no model are replayed, which costs no ca
 answers only the items with no successful record. A failed item is stored as an error record
 (never as a wrong answer) and retried by the next run.
 
-Tokens in context (brief §6.4, the project's reading of SPECS §4): the prompt tokens of the
+Tokens in context (docs/imprint.md §7.8, the project's reading of the paper): the prompt tokens of the
 answering request minus those of the same question sent with no memory at all, counted with the
 model's tokenizer; the compression ratio divides the instance's corpus tokens by their mean.
 """

@@ -1,4 +1,4 @@
-"""The ImprintBench data a generator writes and a run reads (SPECS §4, §5).
+"""The ImprintBench data a generator writes and a run reads (docs/imprint.md §3).
 
 A dataset is one directory:
 
@@ -7,12 +7,12 @@ A dataset is one directory:
   a method ingests it (chronological within an instance);
 * ``qa.jsonl`` -- the training QA pairs Q (:class:`QAPair`), distilled from C; never a test
   question (:func:`check_disjoint`);
-* ``items.jsonl`` -- the held-out test items (:class:`Item`), in the SPECS §5 item format plus
+* ``items.jsonl`` -- the held-out test items (:class:`Item`), in the docs/imprint.md §3.2 item format plus
   the fields a run needs (instance, source documents, the stale answer, options);
 * ``ledger.jsonl`` -- optional: the setting's ledger, one entry per line, from which every gold
   was derived (kept so a reader can re-derive and audit the golds).
 
-One *instance* is one corpus a method is built on (SPECS §4): news and code have one instance
+One *instance* is one corpus a method is built on (docs/imprint.md §2): news and code have one instance
 (``"all"``); personalization has one per persona (the instance id is the persona id).
 """
 
@@ -41,7 +41,7 @@ JudgeName = Literal["yesno", "abstain", "identifier", "choice", "exact", "llm"]
 SETTINGS: tuple[str, ...] = ("news", "code", "persona")
 FAMILIES: tuple[str, ...] = ("DirAcq", "TempUpd", "RefRes", "CompRel", "ImpRel", "BoundAbs")
 JUDGES: tuple[str, ...] = ("yesno", "abstain", "identifier", "choice", "exact", "llm")
-# The families each setting's tables report (SPECS §4; brief §6.2): its "Avg" averages these.
+# The families each setting's tables report (docs/imprint.md §5, §7.5): its "Avg" averages these.
 REPORTED_FAMILIES: dict[str, tuple[str, ...]] = {
     "news": ("DirAcq", "TempUpd", "CompRel", "ImpRel", "BoundAbs"),
     "code": ("DirAcq", "RefRes", "CompRel", "ImpRel"),
@@ -79,7 +79,7 @@ class QAPair(_Strict):
 
 
 class Item(_Strict):
-    """One held-out test item (SPECS §5, with the fields a run and a judge need).
+    """One held-out test item (docs/imprint.md §3.2, with the fields a run and a judge need).
 
     ``gold`` is the answer (a list: any of them is accepted, the first is the canonical one).
     ``axis`` is the family's sub-type (news TempUpd ``forward``/``negation``/``prior``/
@@ -254,7 +254,7 @@ def question_key(text: str) -> str:
 
 def check_disjoint(qa: Sequence[QAPair], items: Sequence[Item],
                    where: str | Path = "dataset") -> None:
-    """Q and the test set are disjoint (SPECS §4): no training question equals a test
+    """Q and the test set are disjoint (docs/imprint.md §3.1): no training question equals a test
     question up to case, accents, punctuation and spacing."""
     tests = {question_key(i.question): i.item_id for i in items}
     for pair in qa:
@@ -268,7 +268,7 @@ def _jsonl(records: Iterable[BaseModel | dict[str, Any]]) -> Iterable[str]:
     for r in records:
         value = r.model_dump(exclude_defaults=True) if isinstance(r, BaseModel) else r
         if isinstance(r, Item | QAPair | CorpusDoc):
-            # Keys SPECS §5 and the loaders need are written even at their default.
+            # Keys docs/imprint.md §3.2 and the loaders need are written even at their default.
             value = {**_required(r), **value}
         yield json.dumps(value, ensure_ascii=False, sort_keys=False) + "\n"
 

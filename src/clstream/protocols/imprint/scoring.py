@@ -1,12 +1,12 @@
-"""``clstream score imprint``: predictions against items, to the SPECS §5 JSON.
+"""``clstream score imprint``: predictions against items, to the docs/imprint.md §3.4 JSON.
 
-Predictions are JSON Lines, one ``{"item_id", "samples": [...]}`` per item (SPECS §5), every
+Predictions are JSON Lines, one ``{"item_id", "samples": [...]}`` per item (docs/imprint.md §3.3), every
 item with the same number n of samples (ImprintBench App. C.3 samples n = 8 per question).
 Each sample is judged by the item's judge (:mod:`clstream.judges.imprint`); an item then has
 n samples, c correct, and :mod:`clstream.protocols.imprint.metrics` aggregates them per family
 (per persona first in the personalization setting, App. D.3).
 
-:func:`score_imprint` returns exactly the SPECS §5 JSON; :func:`score_details` returns the
+:func:`score_imprint` returns exactly the docs/imprint.md §3.4 JSON; :func:`score_details` returns the
 tables the run summary and report add (sub-type axes, stale answers, personas, the Avg over
 the setting's reported families, bootstrap intervals), which are not part of that contract.
 """
@@ -148,7 +148,7 @@ def score_imprint(items: Sequence[Item], predictions: Predictions, *,
                   ks: Sequence[int] | None = None, allow_missing: bool = False,
                   llm: LLMJudge | None = None,
                   verdicts: Verdicts | None = None) -> dict[str, Any]:
-    """The SPECS §5 ImprintBench JSON: ``{"n_items", "n_samples", "by_family": {family:
+    """The docs/imprint.md §3.4 ImprintBench JSON: ``{"n_items", "n_samples", "by_family": {family:
     {"n_items", "pass_at_1", "pass_at_k": {k}, "all_correct_at_k": {k}, "se"}}, "avg":
     {"pass_at_1", "all_correct_at_n"}}``.
 
@@ -166,7 +166,7 @@ def score_imprint(items: Sequence[Item], predictions: Predictions, *,
 
 def _contract(n_items: int, n: int, cells: dict[str, dict[str, Any]],
               ks: Sequence[int]) -> dict[str, Any]:
-    """The SPECS §5 keys, in order; cells hold k = n for the Avg even where ``ks`` omits it."""
+    """The docs/imprint.md §3.4 keys, in order; cells hold k = n for the Avg even where ``ks`` omits it."""
     keep = [str(k) for k in ks]
     return {
         "n_items": n_items,
@@ -189,17 +189,17 @@ def score_details(items: Sequence[Item], predictions: Predictions, *,
                   ks: Sequence[int] | None = None, allow_missing: bool = False,
                   llm: LLMJudge | None = None, verdicts: Verdicts | None = None,
                   n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """The tables beyond the SPECS JSON, for the run summary and the report:
+    """The tables beyond the docs/imprint.md §3.4 JSON, for the run summary and the report:
 
     * ``reported_avg`` -- Avg over the families the setting's paper table reports (persona
-      DirAcq and code BoundAbs are generated but not reported, brief §1 items 5, 10);
+      DirAcq and code BoundAbs are generated but not reported, docs/imprint.md §5);
     * ``by_axis`` -- ``{family: {axis: {n_items, pass_at_1, all_correct_at_n}}}`` (news
       TempUpd axes, CompRel hops, persona TempUpd kinds; Fig. 6);
     * ``stale`` -- per family, over the items that have a ``gold_before``: the fraction of
       samples that state the old value and not the new (:func:`is_stale`);
     * ``by_persona`` -- ``{persona: {family: {n_items, pass_at_1}}}`` (personalization);
     * ``ci95_pass_at_1`` -- seeded percentile bootstrap per family (personas resampled);
-    * ``se_all_correct_at_n`` -- sqrt(p(1-p)/N) per family (brief §6.3);
+    * ``se_all_correct_at_n`` -- sqrt(p(1-p)/N) per family (docs/imprint.md §7.6);
     * ``llm_judged_items`` -- per family, how many items the LLM judge decided;
     * ``missing`` -- the items without a prediction.
     """

@@ -1,13 +1,13 @@
-"""Summary and export of an ImprintBench run, computed from stored records (SPECS §4, §5).
+"""Summary and export of an ImprintBench run, computed from stored records (docs/imprint.md §7, §3).
 
 The items a run answered are judged here, from their stored samples, by the same judges and
 estimators ``score imprint`` uses (items judged ``llm`` by the verdicts the run stored), so
 ``export`` then ``score imprint`` gives exactly the summary's numbers. An item that failed, or was never answered, is left out and counted in
-``coverage`` -- never scored as wrong (DESIGN.md, "Trust").
+``coverage`` -- never scored as wrong (docs/design.md §7, docs/imprint.md §7.10).
 
-Besides the SPECS §5 JSON (``metrics``), the summary carries what the report draws: Pass@1 by
+Besides the docs/imprint.md §3.4 JSON (``metrics``), the summary carries what the report draws: Pass@1 by
 sub-axis, the stale-answer rate (samples asserting the answer from before an update),
-per-persona means, tokens in context and the compression ratio (brief §6.4: corpus tokens of
+per-persona means, tokens in context and the compression ratio (docs/imprint.md §7.9: corpus tokens of
 the instance over the mean tokens the method put in context), and the length of the answers.
 """
 
@@ -128,7 +128,7 @@ def summarize_imprint_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
 
 
 def export_rows(store: ResultsStore, run: RunRow) -> list[dict[str, Any]]:
-    """The run's answered items as SPECS §5 prediction lines."""
+    """The run's answered items as docs/imprint.md §3.3 prediction lines."""
     samples, _ = answered(store, run)
     order = [i.item_id for i in stored_items(run_view(store, run))]
     return [{"item_id": key, "samples": samples[key]} for key in order

@@ -1,8 +1,8 @@
 """The public API of a Python package read from a wheel, and the difference between two wheels.
 
-ImprintBench's code setting turns new public APIs into questions (brief §3.2; ImprintBench
+ImprintBench's code setting turns new public APIs into questions (docs/imprint.md §4.3; ImprintBench
 App. D.2). The paper finds them in release notes and confirms them with LLM judges; clstream
-reads them from two local wheels instead (brief §3.2(b), a project reading): every ``.py`` and
+reads them from two local wheels instead (docs/imprint.md §4.3, a project reading): every ``.py`` and
 ``.pyi`` file of the package is parsed with :mod:`ast` -- nothing in a wheel is ever imported
 or executed, so any platform tag works and a module whose top level would fail or write files
 is read like any other.
@@ -24,7 +24,7 @@ Reading (:func:`read_wheel`):
   then the alphabetical first: ``numpy.cumulative_sum``, not ``numpy._core.fromnumeric.…``.
 
 Diffing (:func:`diff_surfaces`, :func:`diff_wheels`) applies the deterministic stand-ins for the
-paper's judges (brief §3.2(b) step 6): public-namespace rule with a deny list, callable filter
+paper's judges (docs/imprint.md §4.3): public-namespace rule with a deny list, callable filter
 (SCREAMING_CASE functions and parameters dropped), docstring required, *leaf novelty* (the
 defined name -- ``Class.name`` for methods -- is defined nowhere in the old wheel, private
 modules included, so moves, re-exports and aliases of old code are rejected) and version
@@ -685,7 +685,7 @@ def _evidence(note: str | None, old: str, new: str) -> tuple[str, str]:
 
 def diff_surfaces(old: WheelSurface, new: WheelSurface, *,
                   allow: Sequence[str] | None = None) -> WheelDiff:
-    """New public callables and parameters of ``new`` relative to ``old`` (brief §3.2(b)
+    """New public callables and parameters of ``new`` relative to ``old`` (docs/imprint.md §4.3
     steps 5-6). ``allow`` (dotted prefixes), when given, keeps only paths under one of them."""
     features: list[Feature] = []
     rejected: list[Rejection] = []

@@ -1,4 +1,4 @@
-"""Streaming knowledge (OAKS; SPECS §1): chunks arrive one by one and the same questions are
+"""Streaming knowledge (OAKS; docs/oaks.md): chunks arrive one by one and the same questions are
 asked after every chunk; answers are scored per interval for accuracy, acquisition latency,
 distraction susceptibility, phase miss and transition behaviours.
 
@@ -9,8 +9,8 @@ command-line verbs.
 
 This module imports none of them: the verbs (their flags in ``arguments``), summary, export
 and report are named as ``"module:name"`` targets and imported when used, so that building the
-command line (every ``--help``, ``--version``) costs nothing of this protocol's code (DESIGN.md,
-"Anchors for style": a lazy registry).
+command line (every ``--help``, ``--version``) costs nothing of this protocol's code (docs/design.md
+§2.2: a lazy registry).
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ class OaksProtocol:
     run_command = Command("oaks", "streaming knowledge (OAKS)",
                           f"{_ARGUMENTS}:add_run_oaks_arguments",
                           f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
-    score_command = Command("oaks", "score OAKS predictions (SPECS 5)",
+    score_command = Command("oaks", "score OAKS predictions (docs/oaks.md §3.2)",
                             f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
-    generators = (Command("oaks-babi", "bAbI-style OAKS stream (SPECS 1.5)",
+    generators = (Command("oaks-babi", "bAbI-style OAKS stream (docs/oaks.md §6)",
                           f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Answer extraction and exact-match judging for OAKS (SPECS §1.3; OAKS (Kim et al.), App. B.2.1).
+"""Answer extraction and exact-match judging for OAKS (docs/oaks.md §4; OAKS (Kim et al.), App. B.2.1).
 
 Models reason freely and finish with an answer marker ("## Answer: kitchen"). Scoring needs
 one short string per output, so this module pulls it out, normalizes it, folds the counting
@@ -13,7 +13,7 @@ The paper's equivalences (App. B.2.1) hold only for the question types it names:
 - counting, before the counted event first happens: "Unknown" and "0" are both correct;
 - comparison, before evidence exists: "Unknown" and "Same" are both correct.
 
-Readings chosen here where SPECS leaves room:
+Readings chosen here where the paper leaves room (docs/oaks.md §7):
 - the extracted span is the first non-empty line after the last marker (reasoning that follows
   on later lines is not part of the answer);
 - punctuation is deleted, not replaced by a space ("twenty-one" -> "twentyone", which the
@@ -64,7 +64,7 @@ _EARLY_EQUIVALENTS = {
 
 
 def extract_answer(output: str, mc: bool) -> str:
-    """The answer part of a raw model output (SPECS §1.3).
+    """The answer part of a raw model output (docs/oaks.md §4.1).
 
     The span starts after the last answer marker ("## Answer:", "**Answer**:", "\"answer\":",
     "Answer:"; case-insensitive) and ends at the end of the first non-empty line after it;

@@ -1,5 +1,5 @@
 """The flags of the OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks``
-(SPECS §1, §5).
+(docs/oaks.md §2, §3).
 
 They live apart from the verbs themselves (:mod:`clstream.protocols.oaks.commands`) so that
 building a verb's parser, for ``--help`` or before it runs, imports only argparse and the shared

@@ -1,4 +1,4 @@
-"""OAKS-BABI: procedural generation of streaming-knowledge documents (SPECS §1.5).
+"""OAKS-BABI: procedural generation of streaming-knowledge documents (docs/oaks.md §6).
 
 Why: the paper's OAKS-B (Appendix B.1.2, Algorithm 1) interleaves bAbI world facts into long
 distractor text, cuts it into 2k-token chunks and asks, at every chunk, questions whose answers
@@ -62,7 +62,7 @@ from clstream.protocols.oaks.haystack import (
 from clstream.protocols.oaks.loader import write_oaks_json
 
 MIN_CHUNK_TOKENS = 64  # room for three fact sentences and some distractor text
-MIN_PHASES = 2  # keep questions whose answer changes at least once (SPECS §1.5)
+MIN_PHASES = 2  # keep questions whose answer changes at least once (docs/oaks.md §6)
 DENSER_PLANS = 6  # fact plans tried after the paper's density when a family is missing
 _FACT_TOKENS = 21  # a fact sentence costs at most about this many approx-v1 tokens
 _SKIP_TRIES = 8  # fresh grammar sentences tried when the next one does not fit
@@ -107,7 +107,7 @@ def _interleave(lists: Sequence[Sequence[Any]]) -> list[Any]:
 
 
 def _change_bin(golds: list[Gold]) -> int:
-    """SPECS §1.4 OAKS-B subsets by phases: 0 = sparse (<= 3), 1 = moderate (4-5), 2 = frequent."""
+    """docs/oaks.md §5.7 OAKS-B subsets by phases: 0 = sparse (<= 3), 1 = moderate (4-5), 2 = frequent."""
     phases = count_phases(golds)
     return 0 if phases <= 3 else 1 if phases <= 5 else 2
 
@@ -289,7 +289,7 @@ def missing_families(documents: Sequence[Mapping[str, Any]], available: set[str]
 def generate_oaks_babi(seed: int, docs: int = 2, chunks: int = 20, chunk_tokens: int = 2000,
                        haystack_files: Sequence[str | Path] | None = None,
                        max_questions: int = 40) -> list[dict[str, Any]]:
-    """OAKS-BABI documents in the published JSON shape (SPECS §1.1), reproducible from ``seed``.
+    """OAKS-BABI documents in the published JSON shape (docs/oaks.md §3.1), reproducible from ``seed``.
 
     ``haystack_files``: UTF-8 text files whose sentences replace the procedural distractor
     prose, used in order across all documents and cycled when exhausted.

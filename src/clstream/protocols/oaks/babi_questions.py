@@ -1,11 +1,11 @@
 """OAKS-BABI questions: the paper's Table 8 templates and their gold answer after any prefix.
 
 Why: an OAKS question is asked at every interval, so its gold must be known after every chunk
-(SPECS §1.5, paper Algorithm 1 "GenerateTimeline"). A :class:`Ledger` folds the facts seen so
+(docs/oaks.md §6, paper Algorithm 1 "GenerateTimeline"). A :class:`Ledger` folds the facts seen so
 far into the aggregates every template reads (places, holders, counts, the last direct trip
 between two places, ...), so the gold of each question at each interval is one lookup.
 
-Gold conventions (consistent with SPECS §1.3 equivalences):
+Gold conventions (consistent with docs/oaks.md §4.3 equivalences):
 - nothing relevant seen yet: "Unknown" (tracking, bridge, comparison) or "0" (counting; the
   scorer also accepts "Unknown" then);
 - comparison: the greater name or place, "Same" when equal once either side has evidence
@@ -308,7 +308,7 @@ def timelines(questions: Sequence[Question], events_by_chunk: Sequence[Sequence[
 
 
 def count_changes(golds: Sequence[Gold]) -> int:
-    """Intervals t = 2..C whose gold differs from the one before (SPECS §1.4)."""
+    """Intervals t = 2..C whose gold differs from the one before (docs/oaks.md §5.7)."""
     return sum(1 for prev, cur in zip(golds, golds[1:], strict=False) if prev != cur)
 
 
@@ -316,6 +316,6 @@ def count_phases(golds: Sequence[Gold]) -> int:
     """Maximal runs of equal gold: 1 + :func:`count_changes` (an initial Unknown run counts).
 
     This is the paper's count of "answer changes" (App. B: 2-20 per question) and what the
-    subsets bin on (SPECS §1.4, §1.5); 0 for an empty timeline.
+    subsets bin on (docs/oaks.md §5.7, §6); 0 for an empty timeline.
     """
     return count_changes(golds) + 1 if golds else 0

@@ -1,6 +1,6 @@
 """The OAKS-BABI world: invented names, valid action sampling, fact sentences and their parser.
 
-Why: OAKS-BABI (SPECS §1.5; paper Appendix B.1.2, Algorithm 1) needs a bAbI-style stream of
+Why: OAKS-BABI (docs/oaks.md §6; paper Appendix B.1.2, Algorithm 1) needs a bAbI-style stream of
 facts whose world state is always consistent, so that a gold answer exists at every interval.
 Here actions are sampled only when valid in the current state (take an object lying where
 the actor stands; drop or give only what the actor holds; give only to someone in the same

@@ -1,4 +1,4 @@
-"""OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks`` (SPECS §1, §5); their
+"""OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks`` (docs/oaks.md §2, §3); their
 flags are in :mod:`clstream.protocols.oaks.arguments`."""
 
 from __future__ import annotations

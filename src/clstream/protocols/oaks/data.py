@@ -1,4 +1,4 @@
-"""In-memory form of an OAKS dataset (SPECS §1.1), shared by loader, generator, runner, scorer.
+"""In-memory form of an OAKS dataset (docs/oaks.md §3.1), shared by loader, generator, runner, scorer.
 
 Golds are stored per chunk (index 0 = interval 1). Open-ended golds are tuples of accepted
 strings; a multiple-choice gold is a 1-tuple holding the option text, and its expected letter

@@ -1,4 +1,4 @@
-"""OAKS predictions out of the store, in the public format of SPECS §5."""
+"""OAKS predictions out of the store, in the public format of docs/oaks.md §3.2."""
 
 from __future__ import annotations
 

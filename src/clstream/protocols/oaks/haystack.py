@@ -1,7 +1,7 @@
 """Distractor prose for OAKS-BABI: a procedural narrative grammar, or the user's own text files.
 
 Why: OAKS-BABI hides a few world facts per chunk inside long stretches of unrelated prose
-(SPECS §1.5; paper Appendix B.1.2, where BABILong used PG-19 novels as the haystack). Shipping
+(docs/oaks.md §6; paper Appendix B.1.2, where BABILong used PG-19 novels as the haystack). Shipping
 novels is not possible offline, so the default haystack is written by a small grammar: templates
 with nested slots over hand-written vocabularies, giving varied sentences that read like
 scenery and village talk. The grammar never names a person and never uses a verb from the fact

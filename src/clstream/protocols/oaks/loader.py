@@ -1,8 +1,8 @@
-"""Read, validate and write OAKS data files (the published JSON, SPECS §1.1).
+"""Read, validate and write OAKS data files (the published JSON, docs/oaks.md §3.1).
 
 Why: every OAKS number depends on the per-chunk golds in this file. A malformed file must
 fail before a run starts, with one line naming the file, the document bid, the question id
-and the field (SPECS §1.1 "Loaders validate"), never score against a missing gold.
+and the field (docs/oaks.md §3.1), never score against a missing gold.
 
 Checked: JSON syntax (line and column), duplicate keys in any object (a repeated question
 text would otherwise silently replace another question), the top-level array, each document's

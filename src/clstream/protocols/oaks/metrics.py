@@ -1,13 +1,13 @@
-"""OAKS metrics: accuracy, intra-phase errors, transition behaviours, subsets (SPECS §1.4, §5).
+"""OAKS metrics: accuracy, intra-phase errors, transition behaviours, subsets (docs/oaks.md §5, §3).
 
 Source: OAKS (Kim et al.), Appendix B.2 (equations 1-4) and the transition table of §6.1.
 The metric functions are pure (arrays in, numbers out) so that ``clstream score oaks`` gives
 the same numbers on any saved run or on a user's own predictions file; ``score_oaks`` only
 judges every (question, interval) once and aggregates. ``load_predictions`` reads the
-predictions JSONL of SPECS §5 strictly, naming file, line and field on any defect.
+predictions JSONL of docs/oaks.md §3.2 strictly, naming file, line and field on any defect.
 
 Everything is per question first, then averaged over questions (paper eq. 1), except the
-transition table, which pools all intervals t = 2..C of all questions (SPECS §1.4).
+transition table, which pools all intervals t = 2..C of all questions (docs/oaks.md §5.6).
 
 Subsets count a question's answer changes as the paper's tables do: its number of *phases*
 (1 + the gold changes; an initial Unknown phase is a phase), the count behind App. B's ranges
@@ -29,7 +29,7 @@ from clstream.protocols.oaks.answers import accepted_answers, canonical_answer, 
 from clstream.protocols.oaks.data import OaksDataset, OaksQuestion
 
 INTRA_PHASE_KEYS = ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss")
-# (GT change, model change, correct) -> behaviour, in the order of SPECS §1.4.
+# (GT change, model change, correct) -> behaviour, in the order of docs/oaks.md §5.6.
 TRANSITIONS: dict[tuple[bool, bool, bool], str] = {
     (True, True, True): "adaptability",
     (True, True, False): "maladaptation",
@@ -44,7 +44,7 @@ TRANSITION_NAMES = tuple(TRANSITIONS.values())
 
 # A bin table maps a subset name to the smallest number of phases it holds; a question falls
 # in the last bin whose threshold it reaches. OAKS-B: sparse <= 3 phases, moderate 4-5,
-# frequent >= 6; OAKS-N: sparse <= 3, moderate 4, frequent >= 5 (SPECS §1.4).
+# frequent >= 6; OAKS-N: sparse <= 3, moderate 4, frequent >= 5 (docs/oaks.md §5.7).
 Bins = tuple[tuple[str, int], ...]
 OAKS_B_BINS: Bins = (("sparse", 0), ("moderate", 4), ("frequent", 6))  # open-ended
 OAKS_N_BINS: Bins = (("sparse", 0), ("moderate", 4), ("frequent", 5))  # multiple choice
@@ -67,7 +67,7 @@ def phases(canonical_golds: Sequence[str]) -> list[tuple[int, int]]:
 
 
 def question_metrics(correct: np.ndarray, golds: Sequence[str]) -> dict[str, float]:
-    """Accuracy, AL, DS and PM of one question (OAKS Appendix B.2, eqs. 1-4; SPECS §1.4).
+    """Accuracy, AL, DS and PM of one question (OAKS Appendix B.2, eqs. 1-4; docs/oaks.md §5.2-§5.5).
 
     With c_t the correctness at interval t, C intervals, phases k of length D_k and tau_k the
     1-based position of the first correct answer in phase k (0 if none):
@@ -107,7 +107,7 @@ def n_changes(golds: Sequence[str]) -> int:
 
 def n_phases(golds: Sequence[str]) -> int:
     """Number of phases: 1 + :func:`n_changes` (0 for no golds). An initial Unknown phase is a
-    phase, so Unknown -> A -> B has 3. Subsets bin on this count (SPECS §1.4)."""
+    phase, so Unknown -> A -> B has 3. Subsets bin on this count (docs/oaks.md §5.7)."""
     return n_changes(golds) + 1 if len(golds) else 0
 
 
@@ -137,7 +137,7 @@ def transition_counts(
     answers: Sequence[Sequence[str]],
     correct: Sequence[np.ndarray],
 ) -> dict[str, int]:
-    """Counts of the eight behaviours over t = 2..C, pooled over questions (SPECS §1.4 table).
+    """Counts of the eight behaviours over t = 2..C, pooled over questions (docs/oaks.md §5.6 table).
 
     Row j gives question j's canonical golds, canonical model answers and correctness per
     interval; GT change = gold_t != gold_{t-1}, model change = answer_t != answer_{t-1}.
@@ -295,7 +295,7 @@ def score_oaks(
     bins_open: Bins = OAKS_B_BINS,
     bins_mc: Bins = OAKS_N_BINS,
 ) -> tuple[dict[str, Any], int]:
-    """The ``clstream score oaks`` JSON of SPECS §5 and the number of missing predictions.
+    """The ``clstream score oaks`` JSON of docs/oaks.md §3.3 and the number of missing predictions.
 
     Multiple-choice questions use ``bins_mc`` (OAKS-N), open-ended ones ``bins_open``
     (OAKS-B). ``accuracy_by_interval[t-1]`` averages c_t over questions whose document has at
@@ -371,7 +371,7 @@ def _prediction(path: str, record: str, obj: object) -> tuple[str, int, str]:
 def load_predictions(
     path: str | Path, dataset: OaksDataset | None = None
 ) -> dict[tuple[str, int], str]:
-    """Read OAKS predictions (SPECS §5): one JSON object per line with exactly the keys
+    """Read OAKS predictions (docs/oaks.md §3.2): one JSON object per line with exactly the keys
     question_id (str), t (int >= 1) and output (str). Blank lines are skipped.
 
     Malformed JSON, a missing, extra or mistyped key, a duplicate (question_id, t) and, when

@@ -1,6 +1,6 @@
-"""What the OAKS protocol asks (SPECS §1.2, "Prompting"): its rules and its question block.
+"""What the OAKS protocol asks (docs/oaks.md §2.3): its rules and its question block.
 
-The wording is this project's own; it carries the rules SPECS lists: answer from the given
+The wording is this project's own; it carries the rules docs/oaks.md §2.3 lists: answer from the given
 text only, a state holds until the text changes it, the latest state wins, "Unknown" /
 "Same" / one or two words for open questions, a letter and the "cannot answer" option for
 multiple choice, and a closing ``## Answer:`` line.
@@ -12,7 +12,7 @@ structure of :mod:`clstream.core.layout`. Chosen for prefix caching on real serv
 * one system message, identical for every question of every system (it states the rules
   for open and lettered questions alike, so a document mixing both still shares it);
 * one user message: the context first, the question last. With a context system the context
-  is a header and the passages, each opened by a ``[chunk index i]`` tag. SPECS §1.1 defines
+  is a header and the passages, each opened by a ``[chunk index i]`` tag. docs/oaks.md §3.1 defines
   the chunk index as 0-based, so tags use that 0-based index, and the rag+window head index is
   the newest chunk's index;
 * the context ends where the question block begins, so for full and window the user message

@@ -1,7 +1,7 @@
 """The OAKS section of the report: streaming knowledge, one row and one colour per system.
 
-Shows the OAKS score JSON (SPECS §5) of each run: accuracy and the intra-phase decomposition
-AL / DS / PM (OAKS paper §6.2 and App. B.2.2; SPECS §1.4), the eight transition behaviours
+Shows the OAKS score JSON (docs/oaks.md §3.3) of each run: accuracy and the intra-phase decomposition
+AL / DS / PM (OAKS paper §6.2 and App. B.2.2; docs/oaks.md §5), the eight transition behaviours
 (paper §6.1, App. E.1), accuracy per question type, per change-frequency subset and per
 interval (paper §6.3-6.4). An incomplete run is scored over its complete questions only (those
 answered at every interval; :mod:`clstream.protocols.oaks.summary`) and labelled with that

@@ -1,4 +1,4 @@
-"""The streaming-knowledge runner (OAKS, SPECS §1.2).
+"""The streaming-knowledge runner (OAKS, docs/oaks.md §2).
 
 For every document and every interval t: the system observes chunk t, then every question of the
 document is asked; probes never change memory. All questions of one interval go to the system

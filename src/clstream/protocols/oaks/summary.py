@@ -1,14 +1,14 @@
-"""Summary of an OAKS run, computed from stored records (SPECS §1.4): the dataset, how many
+"""Summary of an OAKS run, computed from stored records (docs/oaks.md §5.9): the dataset, how many
 probes are done, the metrics and bootstrap confidence intervals, and the coverage they were
 computed on; and the OAKS lines of ``clstream summary``'s text table.
 
-An error is never a wrong answer and a missing probe never a zero (DESIGN.md, "Trust"). The
+An error is never a wrong answer and a missing probe never a zero (docs/design.md §7, docs/oaks.md §5.9). The
 metrics of a run are therefore computed over the *complete* questions only: those with a stored
 successful answer at every interval. A question with a failed or not yet asked probe is left
 out entirely (its remaining intervals would otherwise count as wrong and shift AL, DS and PM
 too). ``coverage`` says how many questions and probes that is; when no question is complete the
 metrics are null, never a mix of answered and unanswered probes. ``clstream score`` on a
-predictions file keeps SPECS §5 (a missing prediction is an error unless ``--allow-missing``).
+predictions file keeps docs/oaks.md §3.2 (a missing prediction is an error unless ``--allow-missing``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sequential task streams with evolving memory (SeqMem-Eval; SPECS §2): a system answers each
+"""Sequential task streams with evolving memory (SeqMem-Eval; docs/seqmem.md): a system answers each
 task with its current memory, gets the evaluator's feedback and updates its memory; hold-out
 tasks at checkpoints and past tasks at later horizons measure generalization and forgetting.
 
@@ -8,8 +8,8 @@ summary, report section, export and command-line verbs.
 
 This module imports none of them: the verbs (their flags in ``arguments``), summary, export
 and report are named as ``"module:name"`` targets and imported when used, so that building the
-command line (every ``--help``, ``--version``) costs nothing of this protocol's code (DESIGN.md,
-"Anchors for style": a lazy registry).
+command line (every ``--help``, ``--version``) costs nothing of this protocol's code (docs/design.md
+§2.2: a lazy registry).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class SeqMemProtocol:
     run_command = Command("seqmem", "sequential task stream with evolving memory (SeqMem-Eval)",
                           f"{_ARGUMENTS}:add_run_seqmem_arguments",
                           f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
-    score_command = Command("seqmem", "score SeqMem records (SPECS 5)",
+    score_command = Command("seqmem", "score SeqMem records (docs/seqmem.md §3.1)",
                             f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
     generators = (Command("seqmem-synthetic",
                           "procedural SeqMem task stream in which feedback reveals hidden rules",

@@ -1,5 +1,5 @@
 """The flags of the SeqMem-Eval verbs: ``run seqmem``, ``score seqmem`` and ``generate
-seqmem-synthetic`` (SPECS §2, §5).
+seqmem-synthetic`` (docs/seqmem.md §2, §3).
 
 They live apart from the verbs themselves (:mod:`clstream.protocols.seqmem.commands`) so that
 building a verb's parser, for ``--help`` or before it runs, imports only argparse and the shared

@@ -1,5 +1,5 @@
 """SeqMem-Eval verbs: ``run seqmem``, ``score seqmem``, ``generate seqmem-synthetic``, and the
-SPECS §5 records export (SPECS §2, §5); the verbs' flags are in
+records export (docs/seqmem.md §3) (docs/seqmem.md §2, §3); the verbs' flags are in
 :mod:`clstream.protocols.seqmem.arguments`."""
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def generate(args: argparse.Namespace) -> int:
 
 # -- export ----------------------------------------------------------------------------------
 def export_seqmem(store: ResultsStore, run: RunRow, out: str | Path) -> int:
-    """Write the run's records exactly as SPECS §5 defines them (JSONL), atomically."""
+    """Write the run's records exactly as docs/seqmem.md §3.1 defines them (JSONL), atomically."""
     if run.protocol != "seqmem":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not seqmem")
     rows = seqmem_rows(store, run)

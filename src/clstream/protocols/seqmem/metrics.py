@@ -1,13 +1,13 @@
-"""SeqMem-Eval metrics over stored records (SeqMem-Eval §3.2-3.5; SPECS §2.2 and §5).
+"""SeqMem-Eval metrics over stored records (SeqMem-Eval §3.2-3.5; docs/seqmem.md §5, §3).
 
 Every metric is a pure function of what a run stored, so ``clstream score seqmem`` gives the
 same numbers for a finished run, a resumed one, or a file a user wrote by hand.
 
-Notation (SPECS §2.2): ``A[tau-1]`` is the online correctness of task x_tau answered under
+Notation (docs/seqmem.md §5): ``A[tau-1]`` is the online correctness of task x_tau answered under
 M_tau (tau = 1..T); ``H[k]`` the hold-out accuracy under the state reached after k tasks;
 ``retro[t][tau]`` the correctness of x_tau re-answered under M_{tau+t}.
 
-Records file (SPECS §5), JSON lines in any order, each exactly one of::
+Records file (docs/seqmem.md §3.1), JSON lines in any order, each exactly one of::
 
     {"kind": "online",  "tau": 1..T, "correct": 0|1}
     {"kind": "holdout", "checkpoint": 0..T, "item": "<id>", "correct": 0|1}
@@ -80,7 +80,7 @@ def mer(correct: Sequence[int] | np.ndarray) -> float:
 def r_min(correct: Sequence[int] | np.ndarray) -> float:
     """r_min = (first argmin_tau Abar(tau)) / T with tau 1-based (SeqMem-Eval eq. 6).
 
-    SPECS §2.2 fixes the tie rule the paper leaves open: the earliest minimum wins. The
+    docs/seqmem.md §5.5 fixes the tie rule the paper leaves open: the earliest minimum wins. The
     comparison is exact (cross-multiplied integer counts), so equal fractions such as 1/3 and
     2/6 tie regardless of floating-point rounding.
     """
@@ -115,7 +115,7 @@ def holdout_acc(curve: Mapping[int, float]) -> float:
 def trend_ho(curve: Mapping[int, float], n_tasks: int) -> float | None:
     """Trend_HO = least-squares slope of H(k) against k/T over checkpoints k >= 1 (eq. 8).
 
-    SPECS §2.2: checkpoint 0 (the memory-free state) is reported but not fitted; with fewer
+    docs/seqmem.md §5.7: checkpoint 0 (the memory-free state) is reported but not fitted; with fewer
     than two fitted checkpoints there is no slope and the result is None.
     """
     ks = [k for k in sorted(curve) if k >= 1]
@@ -131,7 +131,7 @@ def bwt(correct: Sequence[int] | np.ndarray, retro_t: Mapping[int, int]) -> floa
     """BWT(t) = mean over re-evaluated tau of [Acc(x_tau; M_{tau+t}) - A(tau)] (eq. 9).
 
     ``retro_t`` maps tau to the correctness at one horizon t. The paper averages over
-    tau = 1..T-t; SPECS §2.2 reads a sampled re-evaluation as averaging over the tau actually
+    tau = 1..T-t; docs/seqmem.md §5.8 reads a sampled re-evaluation as averaging over the tau actually
     re-evaluated, which equals the paper's formula when every tau <= T-t is present.
     """
     arr = _as_array(correct)
@@ -155,7 +155,7 @@ def forgetting(
 
     F(t) = mean over tau re-evaluated at horizon t of
     [max_{t_i in horizons, t_i <= t} Acc(x_tau; M_{tau+t_i}) - Acc(x_tau; M_{tau+t})],
-    where t_i = 0 is the online answer A(tau) (SPECS §2.2). A smaller horizon enters the max
+    where t_i = 0 is the online answer A(tau) (docs/seqmem.md §5.10). A smaller horizon enters the max
     for a tau only if that tau was re-evaluated there.
     """
     arr = _as_array(correct)
@@ -336,13 +336,13 @@ def _check_coverage(
 
 
 def load_seqmem_records(path: str | Path) -> SeqMemRecords:
-    """Read and validate a SeqMem records file (JSONL, SPECS §5)."""
+    """Read and validate a SeqMem records file (JSONL, docs/seqmem.md §3.1)."""
     p = Path(path)
     return records_from_rows(iter_json_lines_fast(str(p)), source=str(p))
 
 
 def score_seqmem(records: SeqMemRecords | Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The JSON ``clstream score seqmem RECORDS --json`` prints (SPECS §5).
+    """The JSON ``clstream score seqmem RECORDS --json`` prints (docs/seqmem.md §3.2).
 
     Always: online_acc, ped, mer, r_min. With hold-out records: holdout_acc, and trend_ho when
     at least two checkpoints k >= 1 exist. With retro records: bwt and forgetting keyed by the

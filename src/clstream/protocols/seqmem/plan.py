@@ -1,4 +1,4 @@
-"""What a SeqMem-Eval run probes, and how its memory states are stored (SPECS §2.1).
+"""What a SeqMem-Eval run probes, and how its memory states are stored (docs/seqmem.md §2.2).
 
 The *plan* fixes the hold-out checkpoints (0 plus K_i = round(i*T/9) by default), the
 backward-transfer horizons (powers of two below T) and which tasks are re-evaluated at each
@@ -26,14 +26,14 @@ MEMORY = "memory"  # the stream name under which memory snapshots are stored
 
 
 def default_checkpoints(n_tasks: int, count: int = 9) -> list[int]:
-    """0 plus K_i = round(i*T/count), i = 1..count (SPECS §2.1); halves round up here."""
+    """0 plus K_i = round(i*T/count), i = 1..count (docs/seqmem.md §2.2); halves round up here."""
     if count < 1:
         raise SpecError(f"checkpoint count must be >= 1, got {count}")
     return sorted({0} | {(2 * i * n_tasks + count) // (2 * count) for i in range(1, count + 1)})
 
 
 def default_horizons(n_tasks: int) -> list[int]:
-    """Powers of two below T (SPECS §2.1)."""
+    """Powers of two below T (docs/seqmem.md §2.2)."""
     out, t = [], 1
     while t < n_tasks:
         out.append(t)

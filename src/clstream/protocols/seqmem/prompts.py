@@ -1,9 +1,9 @@
-"""What the SeqMem-Eval protocol asks (SPECS §2.1, §2.3): the solver rules and the task block.
+"""What the SeqMem-Eval protocol asks (docs/seqmem.md §2.1, §4): the solver rules and the task block.
 
 The wording is this project's own. The runner puts :data:`SOLVER_SYSTEM` into every query's
 ``instructions`` and :func:`task_block` into its ``prompt``: the task text, its lettered
 options (``A. ...``) if any, and the answer-format instruction for its kind (the evaluator's
-extraction rules, SPECS §2.3). A memory method lays them out with its memory sections in the
+extraction rules, docs/seqmem.md §4). A memory method lays them out with its memory sections in the
 one structure of :mod:`clstream.core.layout`: the system message, then one user message with
 the memory sections first and this block last.
 """

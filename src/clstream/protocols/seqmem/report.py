@@ -1,7 +1,7 @@
 """The SeqMem-Eval section of the report: sequential tasks with evolving memory, one row and one
 colour per memory method.
 
-Shows what ``clstream summary`` computes for a SeqMem run (SPECS §2.2 and §5; SeqMem-Eval
+Shows what ``clstream summary`` computes for a SeqMem run (docs/seqmem.md §5, §3; SeqMem-Eval
 §3.2-3.6 and §5): online utility (OnlineAcc, PED, MER, r_min and the curve Abar(tau)),
 hold-out generalization (H(k) per checkpoint, HoldOutAcc, Trend_HO), backward transfer and
 forgetting per horizon (BWT(t), F(t), IV = BWT(1)), the cost of the sequential run split into

@@ -1,8 +1,8 @@
-"""The sequential task-stream runner (SeqMem-Eval §3.1; SPECS §2.1 and §5).
+"""The sequential task-stream runner (SeqMem-Eval §3.1; docs/seqmem.md §2, §3.1).
 
 For tau = 1..T the system answers x_tau under its current memory M_tau (the *online* record),
 the evaluator scores the answer and its verdict goes back as :class:`Feedback`, and the system
-updates its memory. The state after k updates (M_{k+1} in SPECS notation) is snapshotted into
+updates its memory. The state after k updates (M_{k+1} in the notation of docs/seqmem.md §2.1) is snapshotted into
 the store as step k, in the same transaction as the online record and the update's model
 calls, so a SIGKILL loses at most the task in flight and nothing is ever done twice. How
 states are stored (deltas) and which probes a run makes (checkpoints, horizons) is in

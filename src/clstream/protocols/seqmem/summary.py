@@ -1,9 +1,9 @@
-"""Summary of a SeqMem-Eval run, computed from stored records (SeqMem-Eval §3-4; SPECS §2.2, §5).
+"""Summary of a SeqMem-Eval run, computed from stored records (SeqMem-Eval §3-4; docs/seqmem.md §5, §3).
 
 Nothing is taken from the run's own progress: the metrics come from :func:`score_seqmem` over
 the records the store holds, so a finished, resumed or partial run summarizes the same way.
 
-An error is never a wrong answer and a missing record never a zero (DESIGN.md, "Trust"); only
+An error is never a wrong answer and a missing record never a zero (docs/design.md §7, docs/seqmem.md §5.13); only
 successful records are scored, and ``coverage`` says how much of the run that is:
 
 * online: the stream is scored up to the last *contiguous* completed step m (tau = 1..m, every
@@ -12,7 +12,7 @@ successful records are scored, and ``coverage`` says how much of the run that is
 * hold-out: a checkpoint k <= m is scored only when every hold-out item has a successful
   answer there (H(k) always averages the same items); other checkpoints are left out;
 * re-evaluation: the successful retro records of tasks tau with tau + t <= m; BWT(t) and F(t)
-  average over those (SPECS §2.2, as for a sampled re-evaluation).
+  average over those (docs/seqmem.md §5.13, as for a sampled re-evaluation).
 
 ``coverage`` gives m of T (``scored`` / ``total`` tasks, ``share``), the hold-out checkpoints
 and re-evaluations scored against those planned, and ``status.complete`` is false unless all
@@ -59,7 +59,7 @@ EFFICIENCY_SCALE = 1000.0  # tokens per task at which efficiency is 0.5
 
 
 def seqmem_rows(store: ResultsStore, run: RunRow) -> list[dict[str, Any]]:
-    """The run's successful records in the exact SPECS §5 form: online by tau, hold-out by
+    """The run's successful records in the exact docs/seqmem.md §3.1 form: online by tau, hold-out by
     checkpoint then item, retro by horizon then tau."""
     online: list[dict[str, Any]] = []
     holdout: list[dict[str, Any]] = []

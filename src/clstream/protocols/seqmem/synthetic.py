@@ -1,4 +1,4 @@
-"""A procedural SeqMem-Eval stream in which memory helps by construction (SPECS §2.1).
+"""A procedural SeqMem-Eval stream in which memory helps by construction (docs/seqmem.md §2.5).
 
 The paper's benchmarks need datasets and a capable model; this stream runs offline and has a
 known answer to "can this memory method learn from feedback at all?".

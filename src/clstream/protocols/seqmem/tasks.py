@@ -1,4 +1,4 @@
-"""Task streams for SeqMem-Eval from local dataset files (SeqMem-Eval App. A.1; SPECS §2.1).
+"""Task streams for SeqMem-Eval from local dataset files (SeqMem-Eval App. A.1; docs/seqmem.md §2.4).
 
 Loaders for the paper's single-turn benchmarks, read from files the user already has (JSONL,
 a JSON array, or Parquet when pyarrow is installed; nothing is downloaded):
@@ -13,7 +13,7 @@ a JSON array, or Parquet when pyarrow is installed; nothing is downloaded):
   ``###Output`` part so the reference answer is not shown), ``api_call``, ``api_data`` with a
   ``domain``, plus an API pool file (``api_call``, ``domain`` per line) -> kind ``api``.
 
-Hold-out (SPECS §2.1; paper App. A.1): ``holdout`` takes the last H tasks of the stream
+Hold-out (docs/seqmem.md §2.4; paper App. A.1): ``holdout`` takes the last H tasks of the stream
 (``holdout_mode="last"``, the paper's choice for HumanEval and MMLU-Pro) or a seeded sample
 stratified by category with at least one task per category (``"sample"``); an int is a count,
 a float in (0, 1) a fraction. ``holdout_path`` reads hold-out tasks from a second file
@@ -319,7 +319,7 @@ def _digest(*paths: Path) -> str:
 
 
 class SplitOptions(TypedDict, total=False):
-    """How a task file becomes a stream and a hold-out set (SPECS §2.1): the last ``holdout``
+    """How a task file becomes a stream and a hold-out set (docs/seqmem.md §2.4): the last ``holdout``
     tasks (a count or a fraction), a seeded sample of them (``holdout_mode="sample"``), or the
     tasks of a separate ``holdout_path`` file."""
 

@@ -1,4 +1,4 @@
-"""The CL-Bench environments, one module each, procedural from one seed (SPECS §3).
+"""The CL-Bench environments, one module each, procedural from one seed (docs/clbench.md §4).
 
 :data:`ENVIRONMENTS` maps a task name to its environment class; every class takes
 ``(seed, schedule="default" | "short")``.

@@ -1,4 +1,4 @@
-"""Database exploration (database querying; SPECS §3; paper App. A.4).
+"""Database exploration (database querying; docs/clbench.md §4.2; paper App. A.4).
 
 The agent answers questions about a generated SQLite database (:mod:`.dbgen`: three product
 groups with their own price, time and boolean encodings, abbreviated column names, distractor

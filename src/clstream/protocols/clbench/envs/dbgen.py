@@ -1,5 +1,5 @@
 """The generated product-review database of the database exploration task, its migration and
-its templated question bank (SPECS §3; paper App. A.4).
+its templated question bank (docs/clbench.md §4.2; paper App. A.4).
 
 Three product groups ``g1``..``g3`` hold Office Products, Electronics and Musical Instruments in
 a seeded order. Ten tables: every group has ``<g>_products`` and ``<g>_reviews``; every group but

@@ -1,4 +1,4 @@
-"""Sales prediction (demand forecasting; SPECS §3; paper App. A.6).
+"""Sales prediction (demand forecasting; docs/clbench.md §4.3; paper App. A.6).
 
 A furniture retailer has three stores (San Francisco, New York, Chicago) and 19 products, one
 per furniture type, in 5 categories. Yearly unit sales of product i in category c at store l::

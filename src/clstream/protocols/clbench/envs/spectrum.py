@@ -1,4 +1,4 @@
-"""Blind spectrum monitoring (signal processing; SPECS §3; paper App. A.1).
+"""Blind spectrum monitoring (signal processing; docs/clbench.md §4.1; paper App. A.1).
 
 A 168 MHz band holds 13 fixed transmitters on a regular grid: 7 wideband channels, one per
 24 MHz slot, and 6 narrowband channels in the guard gaps between them. Each scan (one
