@@ -18,15 +18,20 @@ Schema versions. Results directories outlive releases, so the schema carries a v
 ``meta`` and every release reads every older one:
 
 * version 1 stored the step as ``t INTEGER NOT NULL`` and had none of the other coordinates;
-* version 2 (this one) makes ``t`` nullable (ImprintBench items have no step), adds ``rollout``,
-  ``arm``, ``sample`` and ``score``, and indexes records in the order they are read.
+* version 2 makes ``t`` nullable (ImprintBench items have no step), adds ``rollout``,
+  ``arm``, ``sample`` and ``score``, and indexes records in the order they are read;
+* version 3 (this one) adds ``states.base``: NULL for a memory snapshot stored whole, else the
+  step whose snapshot this row's delta applies to (:mod:`clstream.store.snapshots`), so a run's
+  stored snapshots grow linearly in its stream.
 
 A writer migrates an older database in place, in the same transaction that takes the database
 over, so a kill during the migration leaves the old database untouched. Version 1 -> 2 rebuilds
 the records table (SQLite cannot drop ``NOT NULL`` from a column in place): copy, drop, rename.
-A reader cannot write, so on a version 1 database it shadows ``records`` with a temporary view of
-the version 2 shape (missing coordinates read as NULL); every query, including ones other modules
-run on :attr:`ResultsStore.conn`, then sees one shape whichever version is on disk. A database
+Version 2 -> 3 adds the ``base`` column to ``states`` (every snapshot stored before is whole).
+A reader cannot write, so on an older database it shadows ``records`` (version 1) and ``states``
+(versions 1 and 2) with temporary views of the current shape (missing columns read as NULL);
+every query, including ones other modules run on :attr:`ResultsStore.conn`, then sees one shape
+whichever version is on disk. A database
 from a newer release is refused, naming both versions, rather than misread.
 
 Secrets and text safety (docs/design.md §5, §7): every string the store writes (record payloads at
@@ -54,6 +59,7 @@ from clstream.core.files import disk_cause, os_error_cause, sqlite_disk_cause
 from clstream.core.records import Record, RunRow, RunStatus, StoredRecord
 from clstream.core.secrets import Scrubber, environment_secrets, registered_secrets
 from clstream.core.types import Usage
+from clstream.store.snapshots import SnapshotChains
 
 __all__ = [
     "DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "Record", "ResultsStore", "RunRow", "RunStatus",
@@ -62,7 +68,7 @@ __all__ = [
 
 DB_NAME = "results.sqlite"
 LOCK_NAME = ".writer.lock"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Every column of ``records`` in table order; inserts name them, so the order is not load-bearing.
 _RECORD_COLUMNS = (
@@ -124,6 +130,7 @@ _SCHEMA = (
     stream TEXT NOT NULL,
     t INTEGER NOT NULL,
     state TEXT NOT NULL,
+    base INTEGER,
     PRIMARY KEY (run_id, stream, t)
 )""",
     # Reads go per run and kind in (stream, step, key) order (resume, export, metrics); the
@@ -138,6 +145,11 @@ _V1_READ_VIEW = (
     " NULL AS rollout, NULL AS arm, NULL AS sample, NULL AS score, payload, error, stage,"
     " prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, latency_s, cache_hit,"
     " created_at FROM main.records"
+)
+
+# A version 1 or 2 states table read through the version 3 shape: every snapshot is whole.
+_V2_STATES_READ_VIEW = (
+    "CREATE TEMP VIEW states AS SELECT run_id, stream, t, state, NULL AS base FROM main.states"
 )
 
 _V1_COPY = (
@@ -230,6 +242,7 @@ class ResultsStore:
                 self.close()
                 raise
         self.conn.row_factory = sqlite3.Row
+        self._chains = SnapshotChains(self.conn, str(self.path))
 
     # -- lifecycle -------------------------------------------------------------------------
     def _connect(self, database: str, uri: bool = False) -> _Connection:
@@ -309,6 +322,8 @@ class ResultsStore:
                     self._migrate_v1()
             for statement in _SCHEMA:
                 self.conn.execute(statement)
+            if not self._has_state_base():  # version 2 -> 3
+                self.conn.execute("ALTER TABLE states ADD COLUMN base INTEGER")
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                               (str(SCHEMA_VERSION),))
 
@@ -320,6 +335,9 @@ class ResultsStore:
         self.conn.execute("DROP TABLE records")
         self.conn.execute("ALTER TABLE records_v2 RENAME TO records")
 
+    def _has_state_base(self) -> bool:
+        return "base" in {r[1] for r in self.conn.execute("PRAGMA main.table_info(states)")}
+
     def _prepare_reader(self) -> None:
         tables = self._tables()
         version = self._stored_version(tables)
@@ -329,6 +347,8 @@ class ResultsStore:
         self.schema_version = version
         if version == 1:
             self.conn.execute(_V1_READ_VIEW)
+        if "states" in tables and not self._has_state_base():
+            self.conn.execute(_V2_STATES_READ_VIEW)
 
     def close(self) -> None:
         conn = getattr(self, "conn", None)
@@ -475,6 +495,7 @@ class ResultsStore:
                 " (SELECT 1 FROM runs WHERE dataset_sha256=?)",
                 (run.dataset_sha256, run.dataset_sha256),
             ).rowcount
+        self._chains.forget()
         return deleted
 
     def rename_run(self, old_id: str, new_id: str, spec: dict[str, Any] | None = None) -> None:
@@ -499,6 +520,7 @@ class ResultsStore:
                               (new_id, spec_json, old_id))
             for table in ("records", "states"):
                 self.conn.execute(f"UPDATE {table} SET run_id=? WHERE run_id=?", (new_id, old_id))
+        self._chains.forget()
 
     # -- records ---------------------------------------------------------------------------
     def put_records(self, run_id: str, records: Iterable[Record]) -> int:
@@ -629,31 +651,35 @@ class ResultsStore:
         records: Iterable[Record] = (),
     ) -> None:
         """Store the memory snapshot taken after step ``t`` of a stream, together with the model
-        calls that produced it, in one transaction (a kill leaves both or neither)."""
+        calls that produced it, in one transaction (a kill leaves both or neither). The snapshot
+        is stored as a delta against the previous stored step when that is smaller
+        (:mod:`clstream.store.snapshots`); :meth:`load_state` gives back the state either way."""
         rows = list(records)
+        scrubbed = self._scrub().value(state)
         with self._transaction():
+            stored = self._chains.encode(run_id, stream, t, scrubbed)
+            self._chains.detach_dependents(run_id, stream, t)
             self.conn.execute(
-                "INSERT OR REPLACE INTO states VALUES (?,?,?,?)",
-                (run_id, stream, t, self._json(state, sort_keys=False)),
+                "INSERT OR REPLACE INTO states (run_id, stream, t, state, base) VALUES (?,?,?,?,?)",
+                (run_id, stream, t, stored.text, stored.base),
             )
             if rows:
                 self._insert(run_id, rows)
+        self._chains.keep(run_id, stream, stored.held)
 
     def load_state(
         self, run_id: str, stream: str, t: int | None = None
     ) -> tuple[int, dict[str, Any]] | None:
-        """The snapshot at step ``t`` (or the latest one when ``t`` is None)."""
+        """The snapshot at step ``t`` (or the latest one when ``t`` is None), a copy the
+        caller may change."""
         if t is None:
-            row = self.conn.execute(
-                "SELECT t, state FROM states WHERE run_id=? AND stream=? ORDER BY t DESC LIMIT 1",
-                (run_id, stream),
-            ).fetchone()
-        else:
-            row = self.conn.execute(
-                "SELECT t, state FROM states WHERE run_id=? AND stream=? AND t=?",
-                (run_id, stream, t),
-            ).fetchone()
-        return (int(row[0]), json.loads(row[1])) if row else None
+            t = self._chains.latest_step(run_id, stream)
+            if t is None:
+                return None
+        held = self._chains.load(run_id, stream, t)
+        if held is None:
+            return None
+        return held.t, json.loads(json.dumps(held.state, sort_keys=False))
 
     def state_steps(self, run_id: str, stream: str) -> list[int]:
         return [int(r[0]) for r in self.conn.execute(

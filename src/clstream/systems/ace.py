@@ -40,6 +40,7 @@ from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
 from clstream.retrieval.hybrid import make_index
 from clstream.systems import conversation_prompts as C
+from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.conversation import (
     BUDGET_PARAMS,
     EpisodeMethod,
@@ -47,7 +48,6 @@ from clstream.systems.conversation import (
     event_key,
     int_field,
 )
-from clstream.systems.experience import reply_text, snapshot_error
 from clstream.systems.passages import PassageStore
 
 _WORD = re.compile(r"[^\W_]+")

@@ -51,12 +51,12 @@ from clstream.core import layout
 from clstream.core.contracts import Model
 from clstream.core.events import Event
 from clstream.core.params import Param
-from clstream.core.specs import derive_seed
-from clstream.core.types import GenerationRequest, GenerationResult, Query, Response, SamplingParams
+from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
 from clstream.retrieval.hybrid import Retriever, make_index
 from clstream.systems import imprint_prompts as P
+from clstream.systems.base import snapshot_list
 from clstream.systems.context import RETRIEVAL_PARAMS
-from clstream.systems.oracle import MethodBase, snapshot_error
+from clstream.systems.oracle import MethodBase
 from clstream.systems.passages import Passage, passage_of
 
 CALLING = ("auto", "tools", "text")
@@ -115,27 +115,25 @@ class AgenticRag(MethodBase):
     }
     replayable: ClassVar[bool] = True
 
-    def __init__(self, model: Model, sampling: SamplingParams | None = None, seed: int = 0,
-                 **args: Any):
-        super().__init__(model, sampling, seed, **args)
+    def _configure(self) -> None:
         calling = self.args["calling"]
-        self.use_tools = calling == "tools" or (calling == "auto" and supports_tools(model))
-        self._passages: list[Passage] = []
-        self._index: Retriever = self._new_index()
-        self._next_index = 0
+        self.use_tools = calling == "tools" or (calling == "auto"
+                                                and supports_tools(self.model))
 
     def _new_index(self) -> Retriever:
         return make_index(self.args["retriever"], self.args["embedder"], self.args["k_rrf"])
 
     # --- memory ----------------------------------------------------------------------------
 
+    def _empty(self) -> None:
+        self._passages: list[Passage] = []
+        self._index: Retriever = self._new_index()
+        self._next_index = 0
+
     def _add(self, passage: Passage) -> None:
         self._index.add(len(self._passages), passage.text)
         self._passages.append(passage)
         self._next_index = max(self._next_index, passage.index + 1)
-
-    async def reset(self) -> None:
-        self._passages, self._index, self._next_index = [], self._new_index(), 0
 
     async def observe(self, event: Event) -> list[GenerationResult]:
         self._add(passage_of(event, self._next_index))
@@ -145,16 +143,14 @@ class AgenticRag(MethodBase):
         return {"passages": [p.to_json() for p in self._passages]}
 
     def restore(self, state: dict[str, Any]) -> None:
-        items = state.get("passages") if isinstance(state, dict) else None
-        if not isinstance(items, list):
-            raise snapshot_error("passages", "expected a list of passages")
+        items = snapshot_list(state, "passages", "passages")
         parsed = [Passage.from_json(item, "passages", at) for at, item in enumerate(items)]
-        self._passages, self._index, self._next_index = [], self._new_index(), 0
+        self._empty()
         for passage in parsed:
             self._add(passage)
 
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "calling_used": "tools" if self.use_tools else "text"}
+    def _described(self) -> dict[str, Any]:
+        return {**super()._described(), "calling_used": "tools" if self.use_tools else "text"}
 
     # --- searching -------------------------------------------------------------------------
 
@@ -192,8 +188,6 @@ class AgenticRag(MethodBase):
 
     def _decision_request(self, trajectory: Trajectory, step: int) -> GenerationRequest:
         query = trajectory.query
-        key = f"{query.id}/search{step}"
-        params = self.sampling.model_copy(update={"n": 1, "seed": derive_seed(self.seed, key)})
         instructions = (layout.instructions_of(query) + "\n\n"
                         + P.search_rules(self.args["k"], self.use_tools))
         # The log goes first: text before the first passage tag is not read as a passage.
@@ -201,8 +195,8 @@ class AgenticRag(MethodBase):
                     *self._found_section(trajectory)]
         messages = layout.build_messages(instructions, sections, layout.prompt_of(query))
         tools = (P.SEARCH_TOOL,) if self.use_tools else ()
-        return GenerationRequest(key=key, messages=messages, params=params, stage="search",
-                                 tools=tools)
+        return self._seeded_request(f"{query.id}/search{step}", messages, stage="search",
+                                    tools=tools, n=1)
 
     def _take_reply(self, trajectory: Trajectory, result: GenerationResult) -> None:
         """Run the searches a decision reply asks for; mark the phase done when it asks none
@@ -229,12 +223,8 @@ class AgenticRag(MethodBase):
 
     def _answer_request(self, trajectory: Trajectory) -> GenerationRequest:
         query = trajectory.query
-        params = self.sampling.model_copy(update={"seed": derive_seed(self.seed, query.id)})
-        messages = layout.query_messages(query, self._found_section(trajectory))
-        return GenerationRequest(key=query.id, messages=messages, params=params)
-
-    async def respond(self, query: Query) -> Response:
-        return (await self.respond_batch([query]))[0]
+        return self._seeded_request(query.id,
+                                    layout.query_messages(query, self._found_section(trajectory)))
 
     async def respond_batch(self, queries: Sequence[Query]) -> list[Response]:
         """The two phases for every query; the queries' calls of one step go in one
@@ -253,18 +243,11 @@ class AgenticRag(MethodBase):
             if not active:
                 break
             step += 1
-            results = await self.model.generate([self._decision_request(t, step)
-                                                 for t in active])
-            if len(results) != len(active):
-                raise RuntimeError(f"model {self.model.name!r} returned {len(results)} "
-                                   f"results for {len(active)}")
+            results = await self._generate([self._decision_request(t, step) for t in active])
             for t, result in zip(active, results, strict=True):
                 self._take_reply(t, result)
         answerable = [t for t in trajectories if all(c.ok for c in t.calls)]
-        answers = await self.model.generate([self._answer_request(t) for t in answerable])
-        if len(answers) != len(answerable):
-            raise RuntimeError(f"model {self.model.name!r} returned {len(answers)} results "
-                               f"for {len(answerable)}")
+        answers = await self._generate([self._answer_request(t) for t in answerable])
         for t, answer in zip(answerable, answers, strict=True):
             t.calls.append(answer)
         each = (time.perf_counter() - start) / len(queries)

@@ -37,18 +37,17 @@ from __future__ import annotations
 
 import re
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from clstream.core import layout
-from clstream.core.contracts import Model, PlannedBatch, Tokenizer
-from clstream.core.errors import DataError
+from clstream.core.contracts import PlannedBatch, Tokenizer
 from clstream.core.events import Event
-from clstream.core.params import Param, check_args
-from clstream.core.specs import derive_seed
-from clstream.core.types import GenerationRequest, GenerationResult, Query, Response, SamplingParams
+from clstream.core.params import Param
+from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
 from clstream.retrieval.hybrid import RETRIEVERS, Retriever, make_index
+from clstream.systems.base import MemorySystem, snapshot_list
 from clstream.systems.passages import Passage, PassageStore
 
 # Tokens kept free for the question block (question, options, reminder) under `budget`.
@@ -61,42 +60,26 @@ RETRIEVAL_PARAMS = {
 }
 
 
-class _ContextSystem(ABC):
+class _ContextSystem(MemorySystem):
     """Shared memory, snapshot and request plumbing; subclasses choose the passages."""
 
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    params: ClassVar[dict[str, Param]]
     # Memory is a pure function of the events observed and observing calls no model, so a
     # runner may rebuild it by replaying the stream instead of storing a snapshot per step.
     replayable: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        model: Model,
-        sampling: SamplingParams | None = None,
-        seed: int = 0,
-        **args: Any,
-    ):
-        self.model = model
-        self.sampling = sampling if sampling is not None else SamplingParams()
-        self.seed = seed
-        self.args = check_args(f"system {self.name!r}", self.params, args)
+    def _configure(self) -> None:
         self.retrieval = {k: self.args[k] for k in RETRIEVAL_PARAMS if k in self.args}
-        self._memory = PassageStore(self._new_index)
-        self._block_tokens: list[int] = []
-        # Context shared by all questions of this memory state, per instructions text.
-        self._shared: dict[str, list[str]] = {}
 
     def _new_index(self) -> Retriever:
         return make_index(**self.retrieval) if self.retrieval else make_index("bm25")
 
     # --- memory ---------------------------------------------------------------------------
 
-    async def reset(self) -> None:
+    def _empty(self) -> None:
         self._memory = PassageStore(self._new_index)
-        self._block_tokens = []
-        self._shared = {}
+        self._block_tokens: list[int] = []
+        # Context shared by all questions of this memory state, per instructions text.
+        self._shared: dict[str, list[str]] = {}
 
     async def observe(self, event: Event) -> list[GenerationResult]:
         self._memory.observe(event)
@@ -107,13 +90,8 @@ class _ContextSystem(ABC):
         return {"chunks": self._memory.to_json()}
 
     def restore(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, dict) or not isinstance(state.get("chunks"), list):
-            raise DataError("<snapshot>", None, "chunks", "expected a list of passages")
-        self._memory.load(state["chunks"], "chunks")
+        self._memory.load(snapshot_list(state, "chunks", "passages"), "chunks")
         self._block_tokens, self._shared = [], {}
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "args": dict(self.args)}
 
     def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
         """The most tokens one prompt holds for a stream whose passage blocks cost ``blocks``
@@ -138,12 +116,8 @@ class _ContextSystem(ABC):
         start = time.perf_counter()
         sections, head = self._sections(query)
         retrieve_s = time.perf_counter() - start
-        params = self.sampling.model_copy(update={"seed": derive_seed(self.seed, query.id)})
         messages = layout.query_messages(query, sections, head)
-        return GenerationRequest(key=query.id, messages=messages, params=params), retrieve_s
-
-    async def respond(self, query: Query) -> Response:
-        return (await self.respond_batch([query]))[0]
+        return self._seeded_request(query.id, messages), retrieve_s
 
     def plan_batch(self, queries: Sequence[Query]) -> PlannedBatch:
         """The requests of ``queries`` under the memory held now (nothing is sent)."""
@@ -156,11 +130,7 @@ class _ContextSystem(ABC):
     ) -> list[Response]:
         """One response per planned query from the model's results (``generate_s``: the wall
         time of the call that produced them, shared evenly among its requests)."""
-        if len(results) != len(planned.requests):
-            raise RuntimeError(
-                f"model {self.model.name!r} returned {len(results)} results for "
-                f"{len(planned.requests)}"
-            )
+        self._check_count(results, len(planned.requests))
         each = generate_s / len(planned.requests) if planned.requests else 0.0
         return [
             Response(
@@ -178,7 +148,7 @@ class _ContextSystem(ABC):
         if not planned.requests:
             return []
         start = time.perf_counter()
-        results = await self.model.generate(list(planned.requests))
+        results = await self._generate(planned.requests)
         return self.complete_batch(planned, results, time.perf_counter() - start)
 
 
@@ -269,23 +239,17 @@ class RagSystem(_ContextSystem):
         **RETRIEVAL_PARAMS,
     }
 
-    def __init__(
-        self,
-        model: Model,
-        sampling: SamplingParams | None = None,
-        seed: int = 0,
-        **args: Any,
-    ):
-        super().__init__(model, sampling, seed, **args)
+    def _empty(self) -> None:
+        super()._empty()
         self._words: dict[int, frozenset[str]] = {}  # word sets by position, for dedupe
 
-    def describe(self) -> dict[str, Any]:
+    def _described_args(self) -> dict[str, Any]:
         """The arguments, ``dedupe`` left out while it is off (so a run without it records
         what runs recorded before the option existed)."""
         args = dict(self.args)
         if not args.get("dedupe"):
             args.pop("dedupe", None)
-        return {"name": self.name, "args": args}
+        return args
 
     def _passage_words(self, position: int) -> frozenset[str]:
         words = self._words.get(position)
@@ -303,10 +267,6 @@ class RagSystem(_ContextSystem):
                 if len(chosen) == k:
                     break
         return sorted(chosen)
-
-    async def reset(self) -> None:
-        await super().reset()
-        self._words = {}
 
     def restore(self, state: dict[str, Any]) -> None:
         super().restore(state)

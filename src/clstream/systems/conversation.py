@@ -1,7 +1,8 @@
 """What the conversation-style memory methods share (docs/clbench.md §6: ``icl``, ``notepad``,
 ``mem0``, ``ace``): a transcript of turns, the scratch that carries an answer from ``respond`` to
-the ``observe`` of its outcome, request assembly under a token budget, model calls with
-per-request seeds, stage tags and timings, and JSON snapshots.
+the ``observe`` of its outcome, request assembly under a token budget, timings and JSON
+snapshots (model calls with per-request seeds and stage tags are every method's:
+:class:`clstream.systems.base.MemorySystem`).
 
 Turns. Memory may hold a transcript: alternating user and assistant turns as the model saw and
 wrote them. Events become turns as follows:
@@ -52,27 +53,17 @@ but documents) -- with hooks for what a method does after each step and at each 
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from abc import abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from clstream.core import layout
-from clstream.core.contracts import Model
 from clstream.core.events import Chunk, Document, Event, Feedback, Observation
-from clstream.core.params import Param, check_args
-from clstream.core.specs import derive_seed
-from clstream.core.types import (
-    GenerationRequest,
-    GenerationResult,
-    Message,
-    Query,
-    Response,
-    SamplingParams,
-)
+from clstream.core.params import Param
+from clstream.core.types import GenerationRequest, GenerationResult, Message, Query, Response
 from clstream.systems import conversation_prompts as C
-from clstream.systems.experience import reply_text, snapshot_error
+from clstream.systems.base import MemorySystem, reply_text, snapshot_error, staged
 
 TurnRole = Literal["user", "assistant"]
 SCRATCH_SIZE = 64  # replies kept waiting for their outcome; probes beyond that are dropped
@@ -199,24 +190,16 @@ def str_field(memory: dict[str, Any], field: str, optional: bool = False) -> Any
     return value
 
 
-class ConversationMethod(ABC):
+class ConversationMethod(MemorySystem):
     """Shared plumbing (see the module docstring). Subclasses set ``name``, ``summary`` and
     ``params`` and implement ``_clear``, ``_observe``, ``_dump`` and ``_load``; as needed
     ``_head``, ``_sections``, ``_rules``, ``_split_reply`` and ``_finish``."""
 
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    params: ClassVar[dict[str, Param]]
     # observe may depend on the reply given in respond (the scratch), so a runner must keep
     # snapshots rather than replay events.
     replayable: ClassVar[bool] = False
 
-    def __init__(self, model: Model, sampling: SamplingParams | None = None, seed: int = 0,
-                 **args: Any):
-        self.model = model
-        self.sampling = sampling if sampling is not None else SamplingParams()
-        self.seed = seed
-        self.args = check_args(f"system {self.name!r}", self.params, args)
+    def _empty(self) -> None:
         self._asked: dict[str, Asked] = {}
         self.turns: list[Turn] = []
         self.next_index = 0  # the running tag index the next document passage gets
@@ -224,17 +207,9 @@ class ConversationMethod(ABC):
 
     # --- the System contract -------------------------------------------------------------
 
-    async def reset(self) -> None:
-        self._asked = {}
-        self.turns, self.next_index = [], 0
-        self._clear()
-
     async def observe(self, event: Event) -> list[GenerationResult]:
         asked = self._take(event)
         return await self._observe(event, asked)
-
-    async def respond(self, query: Query) -> Response:
-        return (await self.respond_batch([query]))[0]
 
     async def respond_batch(self, queries: Sequence[Query]) -> list[Response]:
         """The requests of one memory state, sent in one ``generate`` call; memory unchanged."""
@@ -243,22 +218,15 @@ class ConversationMethod(ABC):
             timings = {"retrieve": 0.0, "generate": 0.0, "update": 0.0}
             with self._timed(timings, "retrieve"):
                 messages = self._messages(query)
-            params = self.sampling.model_copy(update={"seed": derive_seed(self.seed, query.id)})
-            built.append((GenerationRequest(key=query.id, messages=messages, params=params,
-                                            stage="generate"), timings))
+            built.append((self._seeded_request(query.id, messages, stage="generate"), timings))
         if not built:
             return []
         start = time.perf_counter()
-        results = await self.model.generate([request for request, _ in built])
-        if len(results) != len(built):
-            raise RuntimeError(f"model {self.model.name!r} returned {len(results)} results "
-                               f"for {len(built)} requests")
+        results = await self._generate([request for request, _ in built])
         per_query = (time.perf_counter() - start) / len(built)
         responses = []
         for query, (_, timings), result in zip(queries, built, results, strict=True):
-            if result.stage != "generate":
-                result = result.model_copy(update={"stage": "generate"})
-            result, answer, extra = self._finish(result)
+            result, answer, extra = self._finish(staged(result, "generate"))
             self._remember(Asked(query.id, instance_of(query), layout.prompt_of(query),
                                  answer, extra))
             timings["generate"] = per_query
@@ -267,22 +235,15 @@ class ConversationMethod(ABC):
         return responses
 
     def snapshot(self) -> dict[str, Any]:
-        return {"method": self.name, "memory": self._dump()}
+        return self._enveloped(self._dump())
 
     def restore(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, dict) or not isinstance(state.get("memory"), dict):
-            raise snapshot_error("memory", "expected an object holding the memory")
-        if state.get("method") != self.name:
-            raise snapshot_error("method", f"snapshot of {state.get('method')!r}, "
-                                           f"this system is {self.name!r}")
-        self._asked = {}
-        self.turns, self.next_index = [], 0
-        self._clear()
-        self._load(state["memory"])
+        memory = self._opened(state)
+        self._empty()
+        self._load(memory)
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "args": dict(self.args),
-                "prompt_template_hash": C.template_fingerprint()}
+    def _described(self) -> dict[str, Any]:
+        return {"prompt_template_hash": C.template_fingerprint()}
 
     # --- the scratch -----------------------------------------------------------------------
 
@@ -375,23 +336,9 @@ class ConversationMethod(ABC):
 
     # --- model calls for updates ------------------------------------------------------------
 
-    @contextmanager
-    def _timed(self, timings: dict[str, float], stage: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
-
     async def _update_call(self, key: str, prompt: str) -> GenerationResult:
         """One memory-update call (stage ``update``), seeded from its key."""
-        params = self.sampling.model_copy(update={"seed": derive_seed(self.seed, key)})
-        request = GenerationRequest(key=key, messages=C.update_messages(prompt), params=params,
-                                    stage="update")
-        (result,) = await self.model.generate([request])
-        if result.stage != "update":
-            result = result.model_copy(update={"stage": "update"})
-        return result
+        return await self._call(key, C.update_messages(prompt), "update")
 
     # --- what subclasses provide ------------------------------------------------------------
 

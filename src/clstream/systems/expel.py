@@ -34,14 +34,13 @@ from clstream.core.events import Feedback
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
 from clstream.systems import memory_prompts as P
+from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.experience import (
     RETRIEVER_PARAM,
     ExperiencePool,
     ExperienceRecord,
     ExperienceSystem,
     k_param,
-    reply_text,
-    snapshot_error,
 )
 
 NEW_RULE_IMPORTANCE = 2
@@ -179,8 +178,7 @@ class ExpelMt(ExpelSt):
     summary = "ExpeL with up to `tries` attempts per task, reflecting after each failure"
     params = {**ExpelSt.params, "tries": Param(3, "attempts per task online (Z)", minimum=1)}
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
+    def _configure(self) -> None:
         self.max_tries = self.args["tries"]
 
     def _retry_sections(self, query: Query) -> list[str]:

@@ -9,8 +9,9 @@ The paper ranks records by embedding similarity; offline, similarity here is BM2
 task texts (``retriever=bm25``, the only retriever wired so far; the argument is where a dense
 or hybrid retriever plugs in).
 
-The base class :class:`ExperienceSystem` holds what all methods share: declared arguments,
-model calls with a per-request seed derived from the request key, stage tags and timings
+The base class :class:`ExperienceSystem` holds what all methods share, on top of what every
+memory method shares (:class:`clstream.systems.base.MemorySystem`: declared arguments, model
+calls with a per-request seed derived from the request key, stage tags): timings
 (``retrieve`` / ``generate`` / ``update``) on every :class:`Response`, JSON snapshots, and
 :class:`ExperiencePool` (records plus an incremental index over their task texts). It also
 makes every method handle every event: feedback goes to the method's own update; a chunk, a
@@ -25,41 +26,22 @@ method's learning from successes and failures.
 from __future__ import annotations
 
 import asyncio
-import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from clstream.core import layout
-from clstream.core.contracts import Model
-from clstream.core.errors import DataError, SpecError
+from clstream.core.errors import SpecError
 from clstream.core.events import Event, Feedback
-from clstream.core.params import Param, check_args
-from clstream.core.specs import derive_seed
-from clstream.core.types import (
-    GenerationRequest,
-    GenerationResult,
-    Message,
-    Query,
-    Response,
-    SamplingParams,
-)
+from clstream.core.params import Param
+from clstream.core.types import GenerationResult, Query, Response
 from clstream.retrieval.bm25 import IncrementalBM25
 from clstream.systems import memory_prompts as P
+from clstream.systems.base import MemorySystem, snapshot_error
 from clstream.systems.passages import PassageStore
 
-SNAPSHOT = "<snapshot>"
 RETRIEVERS: dict[str, Callable[[], IncrementalBM25]] = {"bm25": IncrementalBM25}
-
-
-def snapshot_error(field: str, problem: str) -> DataError:
-    return DataError(SNAPSHOT, None, field, problem)
-
-
-def reply_text(result: GenerationResult) -> str:
-    return result.samples[0].text if result.ok and result.samples else ""
 
 
 def k_param(default: int = 3, what: str = "past records shown") -> Param:
@@ -152,7 +134,7 @@ class ExperiencePool:
         return pool
 
 
-class ExperienceSystem(ABC):
+class ExperienceSystem(MemorySystem):
     """Shared plumbing of the experience methods (see the module docstring).
 
     Subclasses set ``name``, ``summary`` and ``params`` and implement ``_clear``, and as
@@ -160,34 +142,23 @@ class ExperienceSystem(ABC):
     memory; only ``observe`` does.
     """
 
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    params: ClassVar[dict[str, Param]] = {}
     max_tries: int = 1
     keeps_text: ClassVar[bool] = True  # keep chunks, documents and observations as texts
     texts_by_recency: ClassVar[bool] = False  # show the most recent texts, not the most similar
 
-    def __init__(self, model: Model, sampling: SamplingParams | None = None, seed: int = 0,
-                 **args: Any):
-        self.model = model
-        self.sampling = sampling if sampling is not None else SamplingParams()
-        self.seed = seed
+    def _checked(self, args: dict[str, Any]) -> dict[str, Any]:
         retriever = args.get("retriever")
         if "retriever" in self.params and isinstance(retriever, str) \
                 and retriever not in RETRIEVERS:
             raise SpecError(f"system {self.name!r}: unknown retriever {retriever!r} "
                             f"(known: {', '.join(sorted(RETRIEVERS))})")
-        self.args = check_args(f"system {self.name!r}", self.params, args)
-        self._clear_all()
+        return super()._checked(args)
 
-    def _clear_all(self) -> None:
+    def _empty(self) -> None:
         self.texts = PassageStore(RETRIEVERS[self.args.get("retriever", "bm25")])
         self._clear()
 
     # --- the System contract -------------------------------------------------------------
-
-    async def reset(self) -> None:
-        self._clear_all()
 
     async def observe(self, event: Event) -> list[GenerationResult]:
         if isinstance(event, Feedback):
@@ -215,44 +186,19 @@ class ExperienceSystem(ABC):
         memory = self._dump()
         if self.keeps_text:
             memory = {**memory, "texts": self.texts.to_json()}
-        return {"method": self.name, "memory": memory}
+        return self._enveloped(memory)
 
     def restore(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, dict) or not isinstance(state.get("memory"), dict):
-            raise snapshot_error("memory", "expected an object holding the memory")
-        if state.get("method") != self.name:
-            raise snapshot_error("method", f"snapshot of {state.get('method')!r}, "
-                                           f"this system is {self.name!r}")
-        self._clear_all()
-        memory = state["memory"]
+        memory = self._opened(state)
+        self._empty()
         if self.keeps_text:
             self.texts.load(memory.get("texts", []), "texts")
         self._load(memory)
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "args": dict(self.args), "max_tries": self.max_tries,
-                "prompt_template_hash": P.template_fingerprint()}
+    def _described(self) -> dict[str, Any]:
+        return {"max_tries": self.max_tries, "prompt_template_hash": P.template_fingerprint()}
 
     # --- shared by the methods ----------------------------------------------------------
-
-    @contextmanager
-    def _timed(self, timings: dict[str, float] | None, stage: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            if timings is not None:
-                timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
-
-    async def _call(self, key: str, messages: tuple[Message, ...], stage: str,
-                    timings: dict[str, float] | None = None) -> GenerationResult:
-        params = self.sampling.model_copy(update={"seed": derive_seed(self.seed, key)})
-        request = GenerationRequest(key=key, messages=messages, params=params, stage=stage)
-        with self._timed(timings, stage):
-            (result,) = await self.model.generate([request])
-        if result.stage != stage:
-            result = result.model_copy(update={"stage": stage})
-        return result
 
     async def _update_call(self, key: str, prompt: str) -> GenerationResult:
         return await self._call(key, P.update_messages(prompt), "update")

@@ -31,14 +31,13 @@ from clstream.core.events import Feedback
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
 from clstream.systems import memory_prompts as P
+from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.experience import (
     RETRIEVER_PARAM,
     ExperiencePool,
     ExperienceRecord,
     ExperienceSystem,
     k_param,
-    reply_text,
-    snapshot_error,
 )
 
 INSIGHT_START = 2

@@ -39,6 +39,7 @@ from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
 from clstream.retrieval.hybrid import Retriever, make_index
 from clstream.systems import conversation_prompts as C
+from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.context import RETRIEVAL_PARAMS
 from clstream.systems.conversation import (
     BUDGET_PARAMS,
@@ -49,7 +50,6 @@ from clstream.systems.conversation import (
     outcome_text,
     step_parts,
 )
-from clstream.systems.experience import reply_text, snapshot_error
 
 STEP_CHARS = 12_000  # clip of each part of a step shown to extraction (its end is kept)
 

@@ -24,57 +24,35 @@ calls no model, so a runner may rebuild it by replaying the stream.
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from clstream.core import layout
-from clstream.core.contracts import Model
 from clstream.core.errors import DataError
 from clstream.core.events import Document, Event
-from clstream.core.params import Param, check_args
-from clstream.core.specs import derive_seed
-from clstream.core.types import GenerationRequest, GenerationResult, Query, Response, SamplingParams
+from clstream.core.params import Param
+from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
 from clstream.systems import imprint_prompts as P
+from clstream.systems.base import SNAPSHOT, MemorySystem, snapshot_list
 
-SNAPSHOT = "<snapshot>"
 ALL_SUPERVISIONS: tuple[str, ...] = ("C", "Q", "C+Q")
 
 
-def snapshot_error(field: str, problem: str) -> DataError:
-    return DataError(SNAPSHOT, None, field, problem)
+class MethodBase(MemorySystem):
+    """What every in-context ImprintBench method records besides what every memory method
+    shares (:class:`clstream.systems.base.MemorySystem`): the supervisions it reads and the
+    hash of the ImprintBench prompts."""
 
-
-class MethodBase:
-    """What every in-context ImprintBench method shares: the model, the run's sampling
-    parameters and seed, checked arguments, the supervisions it reads, its description."""
-
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    params: ClassVar[dict[str, Param]]
     # ImprintBench supervision (docs/imprint.md §2): every in-context method can read C, Q or both.
     supervisions: ClassVar[tuple[str, ...]] = ALL_SUPERVISIONS
 
-    def __init__(
-        self,
-        model: Model,
-        sampling: SamplingParams | None = None,
-        seed: int = 0,
-        **args: Any,
-    ):
-        self.model = model
-        self.sampling = sampling if sampling is not None else SamplingParams()
-        self.seed = seed
-        self.args = check_args(f"system {self.name!r}", self.params, args)
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "args": dict(self.args),
-                "supervisions": list(self.supervisions),
-                "prompts": P.template_fingerprint()}
+    def _described(self) -> dict[str, Any]:
+        return {"supervisions": list(self.supervisions), "prompts": P.template_fingerprint()}
 
 
-class InContextMethod(MethodBase, ABC):
+class InContextMethod(MethodBase):
     """A method that answers each query with one request: the memory sections it chooses,
     then the query's block (:mod:`clstream.core.layout`), n samples from the run's sampling
     parameters, the seed derived from the query id so batching never changes an answer."""
@@ -84,12 +62,7 @@ class InContextMethod(MethodBase, ABC):
         """The memory sections shown before ``query``'s block (maybe none)."""
 
     def _request(self, query: Query) -> GenerationRequest:
-        params = self.sampling.model_copy(update={"seed": derive_seed(self.seed, query.id)})
-        messages = layout.query_messages(query, self._sections(query))
-        return GenerationRequest(key=query.id, messages=messages, params=params)
-
-    async def respond(self, query: Query) -> Response:
-        return (await self.respond_batch([query]))[0]
+        return self._seeded_request(query.id, layout.query_messages(query, self._sections(query)))
 
     async def respond_batch(self, queries: Sequence[Query]) -> list[Response]:
         """Every query's request under the memory held now, sent in one ``generate`` call."""
@@ -99,11 +72,8 @@ class InContextMethod(MethodBase, ABC):
         requests = [self._request(q) for q in queries]
         built_s = (time.perf_counter() - start) / len(requests)
         start = time.perf_counter()
-        results = await self.model.generate(requests)
+        results = await self._generate(requests)
         generate_s = (time.perf_counter() - start) / len(requests)
-        if len(results) != len(requests):
-            raise RuntimeError(f"model {self.model.name!r} returned {len(results)} results "
-                               f"for {len(requests)}")
         return [Response(query_id=q.id, results=[r],
                          timings={"retrieve": built_s, "generate": generate_s})
                 for q, r in zip(queries, results, strict=True)]
@@ -151,13 +121,8 @@ class Oracle(InContextMethod):
     params: ClassVar[dict[str, Param]] = {}
     replayable: ClassVar[bool] = True
 
-    def __init__(self, model: Model, sampling: SamplingParams | None = None, seed: int = 0,
-                 **args: Any):
-        super().__init__(model, sampling, seed, **args)
+    def _empty(self) -> None:
         self._documents: list[KeptDocument] = []
-
-    async def reset(self) -> None:
-        self._documents = []
 
     async def observe(self, event: Event) -> list[GenerationResult]:
         if isinstance(event, Document):
@@ -184,7 +149,5 @@ class Oracle(InContextMethod):
         return {"documents": [d.to_json() for d in self._documents]}
 
     def restore(self, state: dict[str, Any]) -> None:
-        items = state.get("documents") if isinstance(state, dict) else None
-        if not isinstance(items, list):
-            raise snapshot_error("documents", "expected a list of documents")
+        items = snapshot_list(state, "documents", "documents")
         self._documents = [KeptDocument.from_json(item, at) for at, item in enumerate(items)]

@@ -35,13 +35,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from clstream.core.contracts import Model, Tokenizer
+from clstream.core.contracts import Tokenizer
 from clstream.core.events import Event
 from clstream.core.params import Param
-from clstream.core.specs import derive_seed
-from clstream.core.types import GenerationRequest, GenerationResult, Query, SamplingParams
+from clstream.core.types import GenerationResult, Query
 from clstream.systems import imprint_prompts as P
-from clstream.systems.oracle import InContextMethod, snapshot_error
+from clstream.systems.base import snapshot_error, staged
+from clstream.systems.oracle import InContextMethod
 from clstream.systems.passages import passage_of
 from clstream.systems.summary import SAME_MODEL, document_parts, helper_model, truncate_right
 
@@ -105,19 +105,16 @@ class MemoryScaffold(InContextMethod):
     }
     replayable: ClassVar[bool] = False
 
-    def __init__(self, model: Model, sampling: SamplingParams | None = None, seed: int = 0,
-                 **args: Any):
-        super().__init__(model, sampling, seed, **args)
-        self.updater = helper_model(self.args["updater"], self.args["updater_options"], model,
-                                    f"system {self.name!r} updater")
-        self.memory = empty_memory()
-        self.corpus_tokens = 0
-        self.log: list[dict[str, Any]] = []
+    def _configure(self) -> None:
+        self.updater = helper_model(self.args["updater"], self.args["updater_options"],
+                                    self.model, f"system {self.name!r} updater")
 
     # --- memory ----------------------------------------------------------------------------
 
-    async def reset(self) -> None:
-        self.memory, self.corpus_tokens, self.log = empty_memory(), 0, []
+    def _empty(self) -> None:
+        self.memory = empty_memory()
+        self.corpus_tokens = 0
+        self.log: list[dict[str, Any]] = []
 
     def budget_for(self, corpus_tokens: int) -> int:
         fixed = self.args["budget"]
@@ -130,16 +127,12 @@ class MemoryScaffold(InContextMethod):
         corpus_tokens = self.corpus_tokens + tokenizer.count(passage.text)
         budget = self.budget_for(corpus_tokens)
         key = f"scaffold/{len(self.log) + 1}"
-        params = self.sampling.model_copy(update={
-            "n": 1, "seed": derive_seed(self.seed, key),
-            "max_tokens": min(2 * budget, MAX_COMPLETION)})
-        request = GenerationRequest(key=key, params=params, stage="update",
-                                    messages=P.scaffold_messages(self.memory, passage.text,
-                                                                 budget))
+        request = self._seeded_request(
+            key, P.scaffold_messages(self.memory, passage.text, budget), stage="update",
+            n=1, max_tokens=min(2 * budget, MAX_COMPLETION))
         (result,) = await self.updater.generate([request])
         if not result.ok or not result.samples:
-            return [result if result.stage == "update"
-                    else result.model_copy(update={"stage": "update"})]
+            return [staged(result, "update")]
         parsed = P.parse_scaffold(result.samples[0].text)
         stage = "update"
         if parsed.sections is not None:
@@ -157,7 +150,7 @@ class MemoryScaffold(InContextMethod):
         self.log.append({"source": passage.source, "status": status, "problem": parsed.problem,
                          "tokens": tokenizer.count(P.render_scaffold(memory)),
                          "budget": budget})
-        return [result if result.stage == stage else result.model_copy(update={"stage": stage})]
+        return [staged(result, stage)]
 
     def text(self) -> str:
         """The memory as shown (the three headed sections)."""
@@ -196,10 +189,8 @@ class MemoryScaffold(InContextMethod):
         self.corpus_tokens = tokens
         self.log = [dict(e) for e in log]
 
-    def describe(self) -> dict[str, Any]:
-        info = super().describe()
-        info["updater"] = self.updater.describe()
-        return info
+    def _described(self) -> dict[str, Any]:
+        return {**super()._described(), "updater": self.updater.describe()}
 
     def fallback_count(self) -> int:
         """Updates that fell back to the mechanical stand-in."""

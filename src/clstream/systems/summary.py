@@ -48,11 +48,12 @@ from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Event
 from clstream.core.params import Param
 from clstream.core.registry import canonical_component, resolve
-from clstream.core.specs import ComponentSpec, derive_seed, parse_model_spec
-from clstream.core.types import GenerationRequest, GenerationResult, Message, Query, SamplingParams
+from clstream.core.specs import ComponentSpec, parse_model_spec
+from clstream.core.types import GenerationRequest, GenerationResult, Message, Query
 from clstream.models.tokenizers import longest_prefix
 from clstream.systems import imprint_prompts as P
-from clstream.systems.oracle import SNAPSHOT, InContextMethod, snapshot_error
+from clstream.systems.base import SNAPSHOT, snapshot_error, staged
+from clstream.systems.oracle import InContextMethod
 from clstream.systems.passages import passage_of
 
 EXTRACTIVE = "extractive"
@@ -217,17 +218,14 @@ class ChunkedSummary(InContextMethod):
     }
     replayable: ClassVar[bool] = False
 
-    def __init__(self, model: Model, sampling: SamplingParams | None = None, seed: int = 0,
-                 **args: Any):
-        super().__init__(model, sampling, seed, **args)
+    def _configure(self) -> None:
         spec = self.args["summarizer"]
         self.extractive = spec == EXTRACTIVE
         if self.extractive and self.args["summarizer_options"]:
             raise SpecError(f"system {self.name!r}: the extractive stand-in takes no options")
-        self.summarizer = model if self.extractive else helper_model(
-            spec, self.args["summarizer_options"], model, f"system {self.name!r} summarizer")
-        self._pending: list[Pending] = []
-        self._summaries: list[Summary] = []
+        self.summarizer = self.model if self.extractive else helper_model(
+            spec, self.args["summarizer_options"], self.model,
+            f"system {self.name!r} summarizer")
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -235,8 +233,9 @@ class ChunkedSummary(InContextMethod):
 
     # --- memory ----------------------------------------------------------------------------
 
-    async def reset(self) -> None:
-        self._pending, self._summaries = [], []
+    def _empty(self) -> None:
+        self._pending: list[Pending] = []
+        self._summaries: list[Summary] = []
 
     async def observe(self, event: Event) -> list[GenerationResult]:
         passage = passage_of(event, len(self._pending))
@@ -283,10 +282,7 @@ class ChunkedSummary(InContextMethod):
             return []
         first = len(self._summaries)
         requests = [self._summary_request(chunk, first + n) for n, chunk in enumerate(chunks)]
-        results = await self.summarizer.generate(requests)
-        if len(results) != len(requests):
-            raise RuntimeError(f"model {self.summarizer.name!r} returned {len(results)} "
-                               f"results for {len(requests)}")
+        results = await self._generate(requests, self.summarizer)
         done = 0
         for chunk, result in zip(chunks, results, strict=True):
             if not result.ok or not result.samples:
@@ -294,18 +290,14 @@ class ChunkedSummary(InContextMethod):
             self._keep(chunk, result.samples[0].text)
             done += len(chunk.docs)
         self._pending = self._pending[done:]
-        return [r if r.stage == "summary" else r.model_copy(update={"stage": "summary"})
-                for r in results]
+        return [staged(r, "summary") for r in results]
 
     def _summary_request(self, chunk: Chunk, number: int) -> GenerationRequest:
-        key = f"summary/{number}"
-        params = self.sampling.model_copy(update={
-            "n": 1, "seed": derive_seed(self.seed, key),
-            "max_tokens": math.ceil(COMPLETION_FACTOR * chunk.target)})
         messages = (Message(role="system", content=P.SUMMARY_SYSTEM),
                     Message(role="user", content=P.SUMMARY_PROMPT.format(
                         target=chunk.target, documents=chunk.text)))
-        return GenerationRequest(key=key, messages=messages, params=params, stage="summary")
+        return self._seeded_request(f"summary/{number}", messages, stage="summary", n=1,
+                                    max_tokens=math.ceil(COMPLETION_FACTOR * chunk.target))
 
     def _keep(self, chunk: Chunk, text: str) -> None:
         cap = math.floor(CAP_FACTOR * chunk.target)
@@ -344,13 +336,10 @@ class ChunkedSummary(InContextMethod):
         self._summaries = [Summary.from_json(item, at) for at, item in enumerate(items)]
         self._pending = [Pending(d["doc_id"], d["text"]) for d in pending]
 
-    def describe(self) -> dict[str, Any]:
-        info = super().describe()
-        if self.extractive:
-            info["summarizer"] = {"name": EXTRACTIVE, "note": P.EXTRACTIVE_LABEL}
-        else:
-            info["summarizer"] = self.summarizer.describe()
-        return info
+    def _described(self) -> dict[str, Any]:
+        summarizer = ({"name": EXTRACTIVE, "note": P.EXTRACTIVE_LABEL} if self.extractive
+                      else self.summarizer.describe())
+        return {**super()._described(), "summarizer": summarizer}
 
 
 def document_parts(text: str) -> tuple[str, list[str]]:

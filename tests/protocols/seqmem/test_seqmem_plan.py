@@ -1,5 +1,5 @@
-"""The SeqMem plan (checkpoints, horizons, sampled re-evaluations) and memory states stored
-as deltas with periodic full snapshots."""
+"""The SeqMem plan (checkpoints, horizons, sampled re-evaluations), and memory states handed to
+the store whole while the deltas of runs stored before still load."""
 
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ from typing import Any
 import pytest
 
 from clstream.core.errors import SpecError
-from clstream.protocols.seqmem import plan as seqmem_plan
 from clstream.protocols.seqmem.plan import (
+    MEMORY,
     SeqMemPlan,
     apply_delta,
     default_checkpoints,
     default_horizons,
-    json_delta,
+    load_memory,
     sample_taus,
     stored_form,
 )
+from clstream.store.db import ResultsStore
 
 # --- the plan ------------------------------------------------------------------------------
 
@@ -59,24 +60,27 @@ def test_retro_sample_is_seeded_and_shared_by_horizons() -> None:
 # --- snapshots stored as deltas ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("old, new", [
-    ({"a": [1, 2], "b": "x", "c": {"d": 1}}, {"a": [1, 2, 3], "b": "y", "c": {"d": 1, "e": [2]}}),
-    ({"a": [1, 2], "gone": 1}, {"a": [2]}),
-    ([{"x": 1}], [{"x": 1}, {"y": 2}]),
-    ({"a": None}, {"a": {"b": []}}),
-    ("s", 3),
+@pytest.mark.parametrize("old, delta, new", [
+    ({"a": [1, 2], "b": "x", "c": {"d": 1}},
+     {"$dict": {"a": {"$append": [3]}, "b": {"$set": "y"},
+                "c": {"$dict": {"e": {"$set": [2]}}}}},
+     {"a": [1, 2, 3], "b": "y", "c": {"d": 1, "e": [2]}}),
+    ({"a": [1, 2], "gone": 1}, {"$dict": {"a": {"$set": [2]}}, "$del": ["gone"]}, {"a": [2]}),
+    ("s", {"$set": 3}, 3),
 ])
-def test_json_delta_round_trips(old: Any, new: Any) -> None:
-    delta = json_delta(old, new)
+def test_a_delta_stored_before_applies(old: Any, delta: dict[str, Any], new: Any) -> None:
     assert apply_delta(old, json.loads(json.dumps(delta))) == new
 
 
 
-def test_stored_form_is_full_every_few_steps_and_a_delta_between() -> None:
+def test_every_step_is_handed_over_whole_and_older_deltas_still_load(tmp_path: Any) -> None:
     previous, state = {"records": [1, 2]}, {"records": [1, 2, 3]}
-    every = seqmem_plan.FULL_EVERY
-    assert stored_form(previous, state, every) == {"full": state}
-    assert stored_form(previous, state, 0) == {"full": state}
-    between = stored_form(previous, state, every + 1)
-    assert between == {"delta": {"$dict": {"records": {"$append": [3]}}}}
-    assert apply_delta(previous, between["delta"]) == state
+    assert stored_form(previous, state, 1) == {"full": state}
+    with ResultsStore(tmp_path, writer=True) as store:
+        store.save_state("r", MEMORY, 0, {"full": {"records": []}})
+        store.save_state("r", MEMORY, 1, {"delta": {"$dict": {"records": {"$append": [1]}}}})
+        store.save_state("r", MEMORY, 2, {"delta": {"$dict": {"records": {"$append": [2]}}}})
+        store.save_state("r", MEMORY, 3, stored_form(previous, state, 3))
+        assert [load_memory(store, "r", k) for k in range(4)] \
+            == [{"records": list(range(1, k + 1))} for k in range(4)]
+        assert load_memory(store, "r", 4) is None

@@ -3,8 +3,10 @@
 After every instance of a stateful rollout the runner stores the system's memory and the
 environment's state, ``{"system": ..., "env": ...}``, under the rollout's stream with t = the
 number of instances done. A memory mostly grows by appending (passages, turns, records), so
-storing it whole after every instance would cost O(N^2) space over a rollout; instead every
-:data:`FULL_EVERY`-th snapshot is stored whole and the others as a delta from the one before:
+storing it whole after every instance would cost O(N^2) space over a rollout; the store keeps
+each snapshot as a delta against the one before (:mod:`clstream.store.snapshots`), so it is
+handed over whole, as ``{"full": ...}``. Rollouts stored before the store did that hold every
+20th snapshot whole and the others as ``{"delta": ...}`` from the one before:
 
 * two objects: the keys whose values changed (each as a delta when it can be one) and the keys
   removed;
@@ -21,28 +23,9 @@ from typing import Any
 from clstream.core.errors import StoreError
 from clstream.store.db import ResultsStore
 
-FULL_EVERY = 20
-
-
-def json_delta(old: Any, new: Any) -> Any:
-    """A delta turning ``old`` into ``new`` (both JSON values); see the module docstring."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        changed = {}
-        for key, value in new.items():
-            if key not in old:
-                changed[key] = {"=": value}
-            elif old[key] != value:
-                changed[key] = json_delta(old[key], value)
-        removed = [key for key in old if key not in new]
-        return {"dict": changed, "del": removed}
-    if (isinstance(old, list) and isinstance(new, list) and len(new) >= len(old)
-            and new[:len(old)] == old):
-        return {"append": new[len(old):]}
-    return {"=": new}
-
 
 def apply_delta(old: Any, delta: Any) -> Any:
-    """``old`` changed by ``delta`` (from :func:`json_delta`)."""
+    """``old`` changed by a delta of a rollout stored before (the module docstring)."""
     if "=" in delta:
         return delta["="]
     if "append" in delta:
@@ -58,11 +41,9 @@ def apply_delta(old: Any, delta: Any) -> Any:
 
 
 def stored_form(previous: Any, state: Any, t: int) -> dict[str, Any]:
-    """What is stored for snapshot ``t``: whole every FULL_EVERY steps (and at t = 1), else
-    a delta from ``previous`` (the snapshot at t - 1)."""
-    if previous is None or t % FULL_EVERY == 1 or FULL_EVERY == 1:
-        return {"full": state}
-    return {"delta": json_delta(previous, state)}
+    """What is stored for snapshot ``t``: the state whole (the store keeps it as a delta
+    against ``previous``, the snapshot at t - 1)."""
+    return {"full": state}
 
 
 def load_snapshot(store: ResultsStore, run_id: str, stream: str, t: int) -> dict[str, Any]:

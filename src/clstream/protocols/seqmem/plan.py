@@ -4,7 +4,7 @@ The *plan* fixes the hold-out checkpoints (0 plus K_i = round(i*T/9) by default)
 backward-transfer horizons (powers of two below T) and which tasks are re-evaluated at each
 horizon (all, or a seeded fraction with ``--retro-sample``). Re-evaluating x_tau under a
 later state M_{tau+t} needs that state, so every state the run passes through is stored; the
-second half of this module stores them compactly as deltas and rebuilds any of them.
+second half of this module says what is stored per step and rebuilds any step's state.
 The runner that uses both is :mod:`clstream.protocols.seqmem.runner`.
 """
 
@@ -100,30 +100,17 @@ def sample_taus(n_tasks: int, fraction: float, seed: int) -> frozenset[int]:
     return frozenset(rng.sample(candidates, count))
 
 
-# --- memory snapshots as deltas ---------------------------------------------------------------
+# --- memory snapshots ------------------------------------------------------------------------
 #
-# Memories mostly grow by appending (records, nodes), so a full snapshot per step would make the
-# store grow with T^2. Step t is stored as a delta from step t-1 (dicts patched key by key, a
-# list that only grew stored as its new tail, anything else replaced), with a full snapshot every
-# FULL_EVERY steps so rebuilding any state applies at most FULL_EVERY - 1 deltas.
-
-FULL_EVERY = 32
-
-
-def json_delta(old: Any, new: Any) -> dict[str, Any]:
-    """A delta turning JSON value ``old`` into ``new`` (see :func:`apply_delta`)."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        patch = {k: json_delta(old.get(k), v) for k, v in new.items()
-                 if k not in old or old[k] != v}
-        gone = [k for k in old if k not in new]
-        return {"$dict": patch, **({"$del": gone} if gone else {})}
-    if isinstance(old, list) and isinstance(new, list) and len(new) >= len(old) \
-            and new[:len(old)] == old:
-        return {"$append": new[len(old):]}
-    return {"$set": new}
+# Memories mostly grow by appending (records, nodes); the store keeps each step's state as a
+# delta against the step before (clstream.store.snapshots), so every step is handed to it whole,
+# as ``{"full": state}``, and storage grows linearly in T. Runs stored before the store did
+# that hold ``{"delta": ...}`` for most steps (dicts patched key by key, a list that only grew
+# stored as its new tail, anything else replaced); :func:`load_memory` still rebuilds them.
 
 
 def apply_delta(old: Any, delta: dict[str, Any]) -> Any:
+    """``old`` changed by a delta of a run stored step by step (the comment above)."""
     if "$set" in delta:
         return delta["$set"]
     if "$append" in delta:
@@ -156,5 +143,6 @@ def load_memory(store: ResultsStore, run_id: str, t: int) -> dict[str, Any] | No
 
 
 def stored_form(previous: Any, state: Any, step: int) -> dict[str, Any]:
-    """What is stored for ``step``: the full state every FULL_EVERY steps, else a delta."""
-    return {"full": state} if step % FULL_EVERY == 0 else {"delta": json_delta(previous, state)}
+    """What is stored for ``step``: the state whole (the store keeps it as a delta against
+    ``previous``, the state of step - 1)."""
+    return {"full": state}
