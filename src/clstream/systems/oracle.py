@@ -19,6 +19,10 @@ Readings taken here (the paper says only "the exact context used to generate the
 
 A probe reads memory only; memory is a pure function of the documents observed and observing
 calls no model, so a runner may rebuild it by replaying the stream.
+
+The method base (:class:`MethodBase`, :class:`InContextMethod`) is a systems piece, not an
+ImprintBench one: the oracle, the chunked summary, the memory scaffold and agentic RAG build on
+it, each runs on every protocol, and systems never import a protocol (DESIGN.md, layers).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from clstream.core.events import Document, Event
 from clstream.core.params import Param, check_args
 from clstream.core.specs import derive_seed
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response, SamplingParams
-from clstream.systems import imprint_prompts as P
+from clstream.systems import corpus_prompts as P
 
 SNAPSHOT = "<snapshot>"
 ALL_SUPERVISIONS: tuple[str, ...] = ("C", "Q", "C+Q")

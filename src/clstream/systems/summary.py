@@ -51,7 +51,7 @@ from clstream.core.registry import canonical_component, resolve
 from clstream.core.specs import ComponentSpec, derive_seed, parse_model_spec
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Query, SamplingParams
 from clstream.models.tokenizers import longest_prefix
-from clstream.systems import imprint_prompts as P
+from clstream.systems import corpus_prompts as P
 from clstream.systems.oracle import SNAPSHOT, InContextMethod, snapshot_error
 from clstream.systems.passages import passage_of
 

@@ -22,8 +22,8 @@ from clstream.core.contracts import supervision_of
 from clstream.core.errors import SpecError
 from clstream.core.files import write_atomic
 from clstream.core.specs import RunSpec
-from clstream.judges.imprint import LLM_JUDGE_PROMPT_HASH
 from clstream.protocols.common import build_model, parse_components, run_info, system_factory
+from clstream.protocols.imprint.judging import LLM_JUDGE_PROMPT_HASH
 from clstream.protocols.imprint.prompts import template_fingerprint
 from clstream.protocols.imprint.runner import ImprintRunner
 from clstream.protocols.imprint.schema import (
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     check_endpoint(model, sampling, systems)
     judge = None
     if llm_items:
-        from clstream.judges.imprint import LLMJudge
+        from clstream.protocols.imprint.judging import LLMJudge
         judge_spec, _ = parse_components(args.judge, None, [])
         judge_model = build_model(judge_spec, base_url=args.judge_base_url,
                                   api_key_env=args.judge_api_key_env)
@@ -207,7 +207,7 @@ def _ks(text: str | None) -> tuple[int, ...] | None:
 
 
 def score(args: argparse.Namespace) -> int:
-    from clstream.judges.imprint import LLMJudge
+    from clstream.protocols.imprint.judging import LLMJudge
     from clstream.protocols.imprint.scoring import load_predictions, score_imprint
 
     items = load_items(args.items)
