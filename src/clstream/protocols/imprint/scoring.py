@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import clstream.protocols.imprint.metrics as metrics
 from clstream.core.errors import DataError, SpecError
 from clstream.core.jsonio import iter_json_lines
-from clstream.protocols.imprint import metrics
 from clstream.protocols.imprint.judging import LLMJudge, Verdict, is_stale, judge_outputs_sync
 from clstream.protocols.imprint.schema import FAMILIES, REPORTED_FAMILIES, Item
 
