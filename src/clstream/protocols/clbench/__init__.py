@@ -34,6 +34,13 @@ class ClbenchProtocol:
     generators = (Command("clbench", "write a CL-Bench environment's materials for inspection "
                           "(schedule, first observations, data files)",
                           commands.add_generate_arguments, commands.generate),)
+    # The builtin (non-LLM) policy of each environment, by task name (registry kind "policy"):
+    # the builtin model acts with it when a prompt asks for an action in that environment.
+    policies = {
+        "blind_spectrum_monitoring": "clstream.protocols.clbench.policies:SpectrumRegistry",
+        "sales_prediction": "clstream.protocols.clbench.policies:SalesForecaster",
+        "database_exploration": "clstream.protocols.clbench.policies:SchemaExplorer",
+    }
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
         return summarize_clbench_run(store, run)
