@@ -24,8 +24,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from clstream.protocols.imprint.code import build_code_dataset
-from clstream.protocols.imprint.wheels import diff_surfaces, read_wheel
+from clstream.protocols.imprint.settings.code.dataset import build_code_dataset
+from clstream.protocols.imprint.settings.code.wheels import diff_surfaces, read_wheel
 
 
 def bench(package: str, old: str, new: str, dataset: bool) -> None:
@@ -58,7 +58,10 @@ def _version_key(wheel: Path) -> tuple[int, ...]:
 def default_pairs(tmp: str) -> list[str]:
     """The fictional library's wheels, then the oldest and newest wheel of each package in
     ``$CLSTREAM_REAL_WHEELS``."""
-    from clstream.protocols.imprint.code_synthetic import CodeWorldConfig, write_library_wheels
+    from clstream.protocols.imprint.settings.code.synthetic import (
+        CodeWorldConfig,
+        write_library_wheels,
+    )
 
     old, new, _ = write_library_wheels(CodeWorldConfig(seed=0), tmp)
     args = ["quillkit", str(old), str(new)]

@@ -1,5 +1,7 @@
 import subprocess
 import sys
+import types
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +30,29 @@ def test_builtin_names_registered() -> None:
     assert KINDS == ("protocol", "system", "model", "judge", "policy")
     assert {"blind_spectrum_monitoring", "sales_prediction",
             "database_exploration"} <= set(names("policy"))
+
+
+def test_policies_come_from_the_protocols_that_declare_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("declaring_protocol")
+    module.PROTOCOL = types.SimpleNamespace(  # type: ignore[attr-defined]
+        policies={"toy-task": "declaring_protocol:ToyPolicy"})
+    module.ToyPolicy = object  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "declaring_protocol", module)
+    register("protocol", "declaring", "declaring_protocol:PROTOCOL")
+    try:
+        assert "toy-task" in names("policy")
+        assert resolve("policy", "toy-task") is object
+    finally:
+        unregister("protocol", "declaring")
+        unregister("policy", "toy-task")
+
+
+def test_models_name_no_protocol() -> None:
+    """The builtin model finds policies through the registry, never by a protocol's module."""
+    models = Path(registry.__file__).parents[1] / "models"
+    naming = [p.name for p in sorted(models.glob("*.py")) if "clstream.protocols" in p.read_text()]
+    assert naming == []
 
 
 def test_resolve_unknown_lists_known() -> None:

@@ -14,7 +14,7 @@ from clstream.core.registry import resolve
 from clstream.core.types import GenerationRequest, SamplingParams
 from clstream.models.builtin import BuiltinReader
 from clstream.models.openai_compat import OpenAICompatModel
-from clstream.systems import imprint_prompts as P
+from clstream.systems import corpus_prompts as P
 from clstream.systems.agentic_rag import AgenticRag
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))

@@ -13,7 +13,7 @@ from clstream.core.registry import resolve
 from clstream.core.types import GenerationRequest
 from clstream.models.builtin import BuiltinReader
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems import imprint_prompts as P
+from clstream.systems import corpus_prompts as P
 from clstream.systems.scaffold import MemoryScaffold, fit_budget
 
 

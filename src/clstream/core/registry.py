@@ -118,13 +118,9 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
             "api": "clstream.judges.evaluators:ApiCallEvaluator",
             "synthetic": "clstream.judges.evaluators:SyntheticEvaluator",
         },
-        # The builtin (non-LLM) policy of each CL-Bench environment, by task name: the builtin
-        # model acts with it when a prompt asks for an action in that environment.
-        "policy": {
-            "blind_spectrum_monitoring": "clstream.protocols.clbench.policies:SpectrumRegistry",
-            "sales_prediction": "clstream.protocols.clbench.policies:SalesForecaster",
-            "database_exploration": "clstream.protocols.clbench.policies:SchemaExplorer",
-        },
+        # Builtin (non-LLM) policies, by task name, come from the protocols that own the
+        # environments (:func:`_take_declared_policies`); none is written here.
+        "policy": {},
     }
     return {kind: {name: Entry(kind, name, target) for name, target in entries.items()}
             for kind, entries in table.items()}
@@ -178,20 +174,49 @@ def unregister(kind: str, name: str) -> None:
     _REGISTRY[_kind(kind)].pop(name, None)
 
 
+# Protocol entries whose declared policies are already in the table.
+_CONSULTED: set[Entry] = set()
+
+
+def _take_declared_policies() -> None:
+    """Fill kind ``"policy"`` from the protocols: a protocol object may declare ``policies``,
+    ``{task: "module:object"}``, the builtin policy of each environment it plays.
+
+    The builtin model asks this registry for the policy of the task an action prompt names;
+    the protocol says which policies exist. So the model names no protocol and this module no
+    policy (docs/design.md §2.1: each layer imports only from the layers below it). Protocols
+    are consulted once each, the first time the kind is read after they were registered.
+    """
+    for e in list(_REGISTRY["protocol"].values()):
+        if e in _CONSULTED:
+            continue
+        declared = getattr(_load(e), "policies", {})
+        for task, target in declared.items():
+            register("policy", task, target)
+        _CONSULTED.add(e)
+
+
+def _table(kind: str) -> dict[str, Entry]:
+    k = _kind(kind)
+    if k == "policy":
+        _take_declared_policies()
+    return _REGISTRY[k]
+
+
 def names(kind: str) -> list[str]:
     """The names registered for ``kind``, sorted."""
-    return sorted(_REGISTRY[_kind(kind)])
+    return sorted(_table(kind))
 
 
 def entries(kind: str) -> list[Entry]:
     """The entries registered for ``kind``, sorted by name."""
-    table = _REGISTRY[_kind(kind)]
+    table = _table(kind)
     return [table[n] for n in sorted(table)]
 
 
 def entry(kind: str, name: str) -> Entry:
     """The entry of ``name``; an unknown name is a :class:`SpecError` listing the known ones."""
-    table = _REGISTRY[_kind(kind)]
+    table = _table(kind)
     name = ALIASES.get(kind, {}).get(name, name) if name not in table else name
     if name not in table:
         known = ", ".join(sorted(table)) or "none"

@@ -25,9 +25,10 @@ the answer that block's feedback states as correct, or the answer it gave when i
 correct (:mod:`clstream.models.builtin_recall`), formatted as the question block asks.
 Prompts without such blocks take the reading path above unchanged.
 
-Environment steps (CL-Bench) take another path. When the question block is an action block
+Environment steps take another path. When the question block is an action block
 (:func:`clstream.core.layout.action_block`) naming a task that has a builtin policy registered
-(registry kind ``"policy"``, resolved on first use), the reply is that policy's action as one
+(registry kind ``"policy"``, which the protocols owning environments fill; resolved on first
+use), the reply is that policy's action as one
 JSON object: the policy is given the steps the prompt shows -- step blocks in memory, in the
 order of their passage tags, then the turns of a conversation transcript -- and the current
 observation. A system that shows past steps therefore lets the policy learn; one that shows

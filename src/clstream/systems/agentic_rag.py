@@ -23,7 +23,7 @@ returning one unseen document"; ImprintBench §3.1):
 Two ways to offer the search (``calling``):
 
 * ``tools`` -- the OpenAI function tool ``search(query)`` is put on the request
-  (:data:`clstream.systems.imprint_prompts.SEARCH_TOOL`); each call it makes is one search;
+  (:data:`clstream.systems.corpus_prompts.SEARCH_TOOL`); each call it makes is one search;
 * ``text`` -- the rules ask for a line ``SEARCH: <words>``; each such line written before any
   answer marker is one search;
 * ``auto`` (default) -- ``tools`` when the model says it carries tool calls
@@ -53,7 +53,7 @@ from clstream.core.events import Event
 from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
 from clstream.retrieval.hybrid import Retriever, make_index
-from clstream.systems import imprint_prompts as P
+from clstream.systems import corpus_prompts as P
 from clstream.systems.base import snapshot_list
 from clstream.systems.context import RETRIEVAL_PARAMS
 from clstream.systems.oracle import MethodBase

@@ -19,6 +19,10 @@ Readings taken here (the paper says only "the exact context used to generate the
 
 A probe reads memory only; memory is a pure function of the documents observed and observing
 calls no model, so a runner may rebuild it by replaying the stream.
+
+The method base (:class:`MethodBase`, :class:`InContextMethod`) is a systems piece, not an
+ImprintBench one: the oracle, the chunked summary, the memory scaffold and agentic RAG build on
+it, each runs on every protocol, and systems never import a protocol (docs/design.md §2.1).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from clstream.core.errors import DataError
 from clstream.core.events import Document, Event
 from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
-from clstream.systems import imprint_prompts as P
+from clstream.systems import corpus_prompts as P
 from clstream.systems.base import SNAPSHOT, MemorySystem, snapshot_list
 
 ALL_SUPERVISIONS: tuple[str, ...] = ("C", "Q", "C+Q")

@@ -14,7 +14,7 @@ rewrites after every document, under a token budget; questions are answered from
   three headings; at most min(2B, 8192) completion tokens (Table 12). The updater is the
   system's own model unless ``updater`` names another (a model spec, with ``updater_options``
   as the chunked summary's summarizer; the paper used an API model).
-* A reply is read by :func:`clstream.systems.imprint_prompts.parse_scaffold`. A reply lacking a
+* A reply is read by :func:`clstream.systems.corpus_prompts.parse_scaffold`. A reply lacking a
   section never breaks the run: the problem is logged and, with ``fallback=keep``, the previous
   memory stays; with ``fallback=append`` (default) the previous memory stays and the document is
   appended to Active as one line (its title and date, then its sentences), the oldest Active
@@ -39,7 +39,7 @@ from clstream.core.contracts import Tokenizer
 from clstream.core.events import Event
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
-from clstream.systems import imprint_prompts as P
+from clstream.systems import corpus_prompts as P
 from clstream.systems.base import snapshot_error, staged
 from clstream.systems.oracle import InContextMethod
 from clstream.systems.passages import passage_of

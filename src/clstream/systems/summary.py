@@ -51,7 +51,7 @@ from clstream.core.registry import canonical_component, resolve
 from clstream.core.specs import ComponentSpec, parse_model_spec
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Query
 from clstream.models.tokenizers import longest_prefix
-from clstream.systems import imprint_prompts as P
+from clstream.systems import corpus_prompts as P
 from clstream.systems.base import SNAPSHOT, snapshot_error, staged
 from clstream.systems.oracle import InContextMethod
 from clstream.systems.passages import passage_of

@@ -13,9 +13,9 @@ import pytest
 
 from clstream.core import layout
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
-from clstream.judges.imprint import JudgeError, LLMJudge
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.filters import apply_filters, document_text
+from clstream.protocols.imprint.judging import JudgeError, LLMJudge
 from clstream.protocols.imprint.schema import CorpusDoc, Dataset, Item, Manifest
 
 N = 8

@@ -14,8 +14,8 @@ import pytest
 
 from clstream.core.errors import DataError, SpecError
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
-from clstream.judges.imprint import LLMJudge, judge_outputs_sync
 from clstream.models.tokenizers import approx_tokenizer
+from clstream.protocols.imprint.judging import LLMJudge, judge_outputs_sync
 from clstream.protocols.imprint.schema import FAMILIES, Item
 from clstream.protocols.imprint.scoring import load_predictions, score_details, score_imprint
 

@@ -44,6 +44,13 @@ class ClbenchProtocol:
     generators = (Command("clbench", "write a CL-Bench environment's materials for inspection "
                           "(schedule, first observations, data files)",
                           f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
+    # The builtin (non-LLM) policy of each environment, by task name (registry kind "policy"):
+    # the builtin model acts with it when a prompt asks for an action in that environment.
+    policies = {
+        "blind_spectrum_monitoring": "clstream.protocols.clbench.policies:SpectrumRegistry",
+        "sales_prediction": "clstream.protocols.clbench.policies:SalesForecaster",
+        "database_exploration": "clstream.protocols.clbench.policies:SchemaExplorer",
+    }
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
         return load_target(f"{_SUMMARY}:summarize_clbench_run")(store, run)

@@ -4,8 +4,8 @@ questions in six capability families, n samples each, scored by Pass@1, Pass@k a
 AllCorrect@k.
 
 :data:`PROTOCOL` is what the registry names ``imprint``. The package's ``schema`` holds the
-dataset files, ``news``, ``code`` (with ``wheels`` and ``code_synthetic``) and ``persona``
-the three settings' generators and loaders, ``filters`` the no-context and with-context
+dataset files, ``settings`` the three settings' generators and loaders (``news``, ``code``,
+``persona``), ``filters`` the no-context and with-context
 filters, ``prompts`` how an item is asked, ``runner`` plays methods over a dataset,
 ``judging`` holds the judges, ``metrics`` the estimators as pure functions, ``scoring`` the
 ``score imprint`` JSON, ``summary`` and ``report`` present a stored run, and ``commands`` the

@@ -32,12 +32,12 @@ from clstream.driver.flags import (
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
-from clstream.judges.imprint import LLM_JUDGE_PROMPT_HASH
 from clstream.protocols.imprint.arguments import (
     add_generate_arguments,
     add_run_imprint_arguments,
     add_score_arguments,
 )
+from clstream.protocols.imprint.judging import LLM_JUDGE_PROMPT_HASH
 from clstream.protocols.imprint.prompts import template_fingerprint
 from clstream.protocols.imprint.runner import ImprintRunner
 from clstream.protocols.imprint.schema import (
@@ -105,7 +105,7 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     basics = run_basics(args)
     judge = None
     if llm_items:
-        from clstream.judges.imprint import LLMJudge
+        from clstream.protocols.imprint.judging import LLMJudge
         judge_spec, _ = parse_components(args.judge, None, [])
         judge_model = build_model(judge_spec, base_url=args.judge_base_url,
                                   api_key_env=args.judge_api_key_env)
@@ -148,7 +148,7 @@ def _ks(text: str | None) -> tuple[int, ...] | None:
 
 
 def score(args: argparse.Namespace) -> int:
-    from clstream.judges.imprint import LLMJudge
+    from clstream.protocols.imprint.judging import LLMJudge
     from clstream.protocols.imprint.scoring import load_predictions, score_imprint
 
     items = load_items(args.items)
@@ -185,20 +185,23 @@ def _build(args: argparse.Namespace) -> Dataset:
     small = args.size == "small"
     if args.setting == "news":
         if args.articles:
-            from clstream.protocols.imprint.news_local import load_local_news
+            from clstream.protocols.imprint.settings.news.local import load_local_news
             if args.model is None:
                 raise SpecError("flag --articles needs --model (it writes the questions)")
             model = _model(args)
             return load_local_news(args.articles, model, seed=args.seed,
                                    cache_path=str(Path(args.out) / "question_cache.json"))
-        from clstream.protocols.imprint.news import NewsConfig, generate_news
+        from clstream.protocols.imprint.settings.news.generate import NewsConfig, generate_news
         news = (NewsConfig(seed=args.seed, n_people=16, n_orgs=8, n_roles=4, n_quantities=3,
                            days=21, n_deals=3, n_launches=2, n_votes=2, qa_per_article=8)
                 if small else NewsConfig(seed=args.seed))
         return generate_news(news)
     if args.setting == "code":
-        from clstream.protocols.imprint.code import build_code_dataset, generate_code
-        from clstream.protocols.imprint.code_synthetic import CodeWorldConfig
+        from clstream.protocols.imprint.settings.code.dataset import (
+            build_code_dataset,
+            generate_code,
+        )
+        from clstream.protocols.imprint.settings.code.synthetic import CodeWorldConfig
         if args.old_wheel or args.new_wheel:
             if not (args.old_wheel and args.new_wheel and args.package):
                 raise SpecError("flags --old-wheel, --new-wheel and --package go together")
@@ -209,12 +212,15 @@ def _build(args: argparse.Namespace) -> Dataset:
                                 n_aliased=1, n_removed=2)
                 if small else CodeWorldConfig(seed=args.seed))
         return generate_code(code)
-    from clstream.protocols.imprint.persona import PersonaConfig, generate_persona
+    from clstream.protocols.imprint.settings.persona.synthetic import (
+        PersonaConfig,
+        generate_persona,
+    )
     if args.personamem:
-        from clstream.protocols.imprint.persona_local import load_personamem
+        from clstream.protocols.imprint.settings.persona.local import load_personamem
         return load_personamem(args.personamem)
     if args.horizon:
-        from clstream.protocols.imprint.persona_local import load_horizon
+        from clstream.protocols.imprint.settings.persona.local import load_horizon
         return load_horizon(args.horizon)
     persona = (PersonaConfig(seed=args.seed, n_personas=2, chunks=2, sessions_per_chunk=3)
                if small else PersonaConfig(seed=args.seed))

@@ -6,7 +6,7 @@ with-context judge; App. D.2's code "golden" rule: 0/8 blind, 8/8 with the oracl
 App. D.3's blind check for personas). Here one model, the filter's backbone (not the system
 under test), answers every item n times twice -- once with no documents, once with the item's
 source documents -- as ONE request of ``n`` samples each, and the deterministic judges of
-:mod:`clstream.judges.imprint` count the correct samples.
+:mod:`clstream.protocols.imprint.judging` count the correct samples.
 
 Thresholds (project readings, configurable; docs/imprint.md §4.7):
 
@@ -19,10 +19,10 @@ Thresholds (project readings, configurable; docs/imprint.md §4.7):
 
 BoundAbs items are never filtered (App. D.1); their counts are still recorded, as the paper
 stores retrieval verdicts as difficulty. Items judged ``llm`` are filtered only when an
-:class:`~clstream.judges.imprint.LLMJudge` is given; otherwise they are kept unjudged.
+:class:`~clstream.protocols.imprint.judging.LLMJudge` is given; otherwise they are kept unjudged.
 Every kept item records ``filters: {"blind": {"model", "k_correct", "n"}, "ctx": {...}}``.
 Replies are cached by request hash in a JSON Lines file
-(:class:`~clstream.judges.imprint.ReplyCache`; one ``{"key", "model", "item_id", "samples"}``
+(:class:`~clstream.protocols.imprint.judging.ReplyCache`; one ``{"key", "model", "item_id", "samples"}``
 record per request), so a re-run with the same model, items, documents and ``n`` makes no
 model call.
 """
@@ -39,7 +39,7 @@ from typing import Any
 from clstream.core import layout
 from clstream.core.contracts import Model
 from clstream.core.types import GenerationRequest, SamplingParams
-from clstream.judges.imprint import (
+from clstream.protocols.imprint.judging import (
     JudgeError,
     LLMJudge,
     ReplyCache,

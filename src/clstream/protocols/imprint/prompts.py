@@ -5,7 +5,7 @@ The paper asks the bare question and judges the whole reply (ImprintBench App. C
 rules here add only what every method needs in order to be judged the same way: the setting's
 subject, to answer from what the method knows, to say so when nothing supports an answer (the
 BoundAbs family scores abstention), and to end with one answer line. The judges read the text
-after the last answer marker when there is one (:mod:`clstream.judges.imprint`), so reasoning
+after the last answer marker when there is one (:mod:`clstream.protocols.imprint.judging`), so reasoning
 before it cannot be mistaken for the answer. The same rules go to every method; only the memory
 each one shows differs.
 """

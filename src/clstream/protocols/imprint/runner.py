@@ -24,7 +24,7 @@ finalizing are ``call`` records. A method with an artifact (a trained checkpoint
 content hash recorded with the instance's memory.
 
 Judging. Items judged ``llm`` are judged once answered, by the run's judge model
-(:class:`~clstream.judges.imprint.LLMJudge`, its replies cached in the results directory);
+(:class:`~clstream.protocols.imprint.judging.LLMJudge`, its replies cached in the results directory);
 each item's verdicts are a ``judgment`` record, so the summary reads them instead of calling
 the judge again. Every other item is judged deterministically when the run is summarized.
 
@@ -63,7 +63,7 @@ from clstream.core.specs import RunSpec
 from clstream.core.types import Query, Response
 from clstream.driver.plan import Cell, Progress
 from clstream.driver.record_fields import call_records, timing_fields
-from clstream.judges.imprint import JudgeError, LLMJudge
+from clstream.protocols.imprint.judging import JudgeError, LLMJudge
 from clstream.protocols.imprint.prompts import query_of
 from clstream.protocols.imprint.schema import CorpusDoc, Dataset, Item, QAPair
 from clstream.store.db import Record, ResultsStore

@@ -2,7 +2,7 @@
 
 Predictions are JSON Lines, one ``{"item_id", "samples": [...]}`` per item (docs/imprint.md §3.3), every
 item with the same number n of samples (ImprintBench App. C.3 samples n = 8 per question).
-Each sample is judged by the item's judge (:mod:`clstream.judges.imprint`); an item then has
+Each sample is judged by the item's judge (:mod:`clstream.protocols.imprint.judging`); an item then has
 n samples, c correct, and :mod:`clstream.protocols.imprint.metrics` aggregates them per family
 (per persona first in the personalization setting, App. D.3).
 
@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import clstream.protocols.imprint.metrics as metrics
 from clstream.core.errors import DataError, SpecError
 from clstream.core.jsonio import iter_json_lines
-from clstream.judges.imprint import LLMJudge, Verdict, is_stale, judge_outputs_sync
-from clstream.protocols.imprint import metrics
+from clstream.protocols.imprint.judging import LLMJudge, Verdict, is_stale, judge_outputs_sync
 from clstream.protocols.imprint.schema import FAMILIES, REPORTED_FAMILIES, Item
 
 Predictions = Mapping[str, Sequence[str]]

@@ -21,7 +21,7 @@ from typing import Any
 from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
 from clstream.driver.record_fields import cut_by_cap
-from clstream.judges.imprint import Verdict, judge_deterministic
+from clstream.protocols.imprint.judging import Verdict, judge_deterministic
 from clstream.protocols.imprint.schema import FAMILIES, Item
 from clstream.render.runs import coverage_note
 from clstream.store.db import ResultsStore, RunRow

@@ -26,8 +26,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import clstream.protocols.clbench.envs.dbgen as dbgen
 from clstream.core.environment import ActionError, EnvironmentStateError, OrderPolicy
-from clstream.protocols.clbench.envs import dbgen
 from clstream.protocols.clbench.envs.base import EnvironmentBase, Outcome, build_schedule
 
 BUDGET = 15

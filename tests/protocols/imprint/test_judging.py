@@ -12,7 +12,8 @@ import pytest
 
 from clstream.core.errors import SpecError
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
-from clstream.judges.imprint import (
+from clstream.models.tokenizers import approx_tokenizer
+from clstream.protocols.imprint.judging import (
     LLM_JUDGE_PROMPT_HASH,
     JudgeError,
     LLMJudge,
@@ -33,7 +34,6 @@ from clstream.judges.imprint import (
     parse_llm_verdict,
     strip_think,
 )
-from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.schema import Item
 
 

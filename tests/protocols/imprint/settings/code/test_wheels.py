@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from clstream.core.errors import DataError
-from clstream.protocols.imprint.code_synthetic import (
+from clstream.protocols.imprint.settings.code.synthetic import (
     CodeWorldConfig,
     build_wheel,
     write_library_wheels,
 )
-from clstream.protocols.imprint.wheels import (
+from clstream.protocols.imprint.settings.code.wheels import (
     diff_surfaces,
     diff_wheels,
     parameter_description,

@@ -40,7 +40,7 @@ turn them into the shared dataset format (:mod:`clstream.protocols.imprint.schem
 
 Sessions are sorted by date and packed into ``chunks`` dated documents (the last session's
 date); every change becomes a ledger entry in the format of
-:mod:`clstream.protocols.imprint.persona` (its session's chunk, date and first user turn);
+:mod:`clstream.protocols.imprint.settings.persona.synthetic` (its session's chunk, date and first user turn);
 items are ``choice`` items (``answer`` a letter or a 0-based index), family ``TempUpd`` unless
 given, ``gold_before`` the stale option's letter when ``stale_answer`` is given (HorizonBench's
 main error is choosing the originally stated value), source documents the chunks holding the

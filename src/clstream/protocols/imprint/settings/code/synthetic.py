@@ -1,7 +1,7 @@
 """A fictional Python library written as two real wheels with a known changelog (docs/imprint.md §4.4).
 
-The code setting's pipeline (:mod:`clstream.protocols.imprint.wheels`, then
-:mod:`clstream.protocols.imprint.code`) must find exactly the new public API between two
+The code setting's pipeline (:mod:`clstream.protocols.imprint.settings.code.wheels`, then
+:mod:`clstream.protocols.imprint.settings.code.dataset`) must find exactly the new public API between two
 releases. To test that offline, this module invents a library (``quillkit`` by default), writes
 release 1 and release 2 as wheel files (a zip with the package, ``*.dist-info/METADATA``,
 ``WHEEL`` and ``RECORD``) and returns the ground truth: what release 2 really adds, and the

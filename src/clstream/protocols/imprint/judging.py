@@ -36,8 +36,13 @@ The judges, by the item's ``judge`` field:
 * ``llm`` (code DirAcq, persona, App. E.2/E.3): :class:`LLMJudge`, verdict MATCH / NONMATCH /
   REFUSAL; correct iff MATCH, or iff REFUSAL for a BoundAbs item.
 
-The judges take any object with the item fields they read (:class:`ImprintItem`), so this
-module stays below the protocol layer that defines the dataset schema.
+The judges take any object with the item fields they read (:class:`ImprintItem`), not the
+dataset schema's class, so they can be tried on a bare record.
+
+This module lives in the protocol package, not in :mod:`clstream.judges`, because only
+ImprintBench judges its items this way: the filters, the runner, ``score imprint`` and the
+stored-run summary all sit here, and no system or model reads a verdict (docs/design.md §2.1:
+a piece shared by one protocol belongs to it).
 """
 
 from __future__ import annotations

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from clstream.core.errors import SpecError
-from clstream.protocols.imprint.persona import (
+from clstream.protocols.imprint.schema import (
+    REPORTED_FAMILIES,
+    Dataset,
+    check_disjoint,
+    load_dataset,
+    write_dataset,
+)
+from clstream.protocols.imprint.settings.persona.synthetic import (
     CATALOGUE,
     CATALOGUE_BY_KEY,
     PersonaConfig,
@@ -21,13 +28,6 @@ from clstream.protocols.imprint.persona import (
     mentions,
     state_at,
     visible,
-)
-from clstream.protocols.imprint.schema import (
-    REPORTED_FAMILIES,
-    Dataset,
-    check_disjoint,
-    load_dataset,
-    write_dataset,
 )
 
 SEEDS = (0, 1, 7)

@@ -15,7 +15,8 @@ from clstream.core.contracts import Model
 from clstream.core.errors import DataError
 from clstream.core.types import GenerationRequest, GenerationResult, Sample
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.protocols.imprint.news_local import (
+from clstream.protocols.imprint.schema import check_disjoint, load_dataset, write_dataset
+from clstream.protocols.imprint.settings.news.local import (
     ArticleEvent,
     cluster_events,
     drop_near_duplicates,
@@ -23,7 +24,6 @@ from clstream.protocols.imprint.news_local import (
     read_articles,
     strip_boilerplate,
 )
-from clstream.protocols.imprint.schema import check_disjoint, load_dataset, write_dataset
 
 BODY = {
     "a1": ("Lena Ortiz became chief executive of Halvern Foods on 2 March 2031, replacing "

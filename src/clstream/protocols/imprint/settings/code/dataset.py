@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clstream.core.errors import DataError
-from clstream.protocols.imprint.code_synthetic import CodeWorldConfig, write_library_wheels
 from clstream.protocols.imprint.schema import (
     SINGLE_INSTANCE,
     CorpusDoc,
@@ -52,7 +51,8 @@ from clstream.protocols.imprint.schema import (
     QAPair,
     check_disjoint,
 )
-from clstream.protocols.imprint.wheels import (
+from clstream.protocols.imprint.settings.code.synthetic import CodeWorldConfig, write_library_wheels
+from clstream.protocols.imprint.settings.code.wheels import (
     Deprecation,
     Feature,
     WheelSurface,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from clstream.core.errors import DataError
-from clstream.protocols.imprint.persona import state_at
-from clstream.protocols.imprint.persona_local import load_horizon, load_personamem
 from clstream.protocols.imprint.schema import load_dataset, write_dataset
+from clstream.protocols.imprint.settings.persona.local import load_horizon, load_personamem
+from clstream.protocols.imprint.settings.persona.synthetic import state_at
 
 COLUMNS = ["persona_id", "question_id", "question_type", "user_question_or_message",
            "correct_answer", "all_options", "shared_context_id", "end_index_in_shared_context"]

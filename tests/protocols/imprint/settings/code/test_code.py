@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from clstream.core.errors import DataError
-from clstream.protocols.imprint.code import (
+from clstream.protocols.imprint.schema import check_disjoint, load_dataset, write_dataset
+from clstream.protocols.imprint.settings.code.dataset import (
     MASK,
     build_code_dataset,
     generate_code,
@@ -19,9 +20,8 @@ from clstream.protocols.imprint.code import (
     no_residue,
     usage_snippets,
 )
-from clstream.protocols.imprint.code_synthetic import CodeWorldConfig, write_library_wheels
-from clstream.protocols.imprint.schema import check_disjoint, load_dataset, write_dataset
-from clstream.protocols.imprint.wheels import diff_surfaces, read_wheel
+from clstream.protocols.imprint.settings.code.synthetic import CodeWorldConfig, write_library_wheels
+from clstream.protocols.imprint.settings.code.wheels import diff_surfaces, read_wheel
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,12 @@
-"""Prompts and reply parsing of the ImprintBench in-context methods (ImprintBench §3.1,
-App. C, Table 12; docs/imprint.md §8): the chunked summary, the memory scaffold and agentic RAG.
+"""Prompts and reply parsing of the corpus-reading methods (ImprintBench §3.1, App. C,
+Table 12; docs/imprint.md §8): the chunked summary, the memory scaffold and agentic RAG.
+
+They belong to the systems layer, not to the ImprintBench package: the methods that send them
+(:mod:`clstream.systems.summary`, :mod:`clstream.systems.scaffold`,
+:mod:`clstream.systems.agentic_rag`, and :mod:`clstream.systems.oracle` recording their hash)
+are systems, any protocol may run them, and systems never import a protocol (docs/design.md
+§2.1). ImprintBench is where they were described, hence the version string's name, which
+stays as recorded so that stored runs keep their prompt hash.
 
 All wording is this project's own; the paper describes these prompts only by intent. The query
 itself -- the protocol's rules and question block -- comes from the protocol; these methods add

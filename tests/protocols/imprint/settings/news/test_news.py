@@ -10,15 +10,6 @@ from typing import Any
 import pytest
 
 from clstream.core.errors import SpecError
-from clstream.protocols.imprint import news
-from clstream.protocols.imprint.news import (
-    NewsConfig,
-    NewsLedger,
-    generate_news,
-    period_of,
-    sentence_split,
-    shift_period,
-)
 from clstream.protocols.imprint.schema import (
     Dataset,
     check_disjoint,
@@ -26,6 +17,10 @@ from clstream.protocols.imprint.schema import (
     question_key,
     write_dataset,
 )
+from clstream.protocols.imprint.settings.news import generate
+from clstream.protocols.imprint.settings.news.articles import sentence_split
+from clstream.protocols.imprint.settings.news.generate import NewsConfig, generate_news
+from clstream.protocols.imprint.settings.news.ledger import NewsLedger, period_of, shift_period
 from clstream.retrieval.bm25 import tokenize
 
 FILES = ("manifest.json", "corpus.jsonl", "qa.jsonl", "items.jsonl", "ledger.jsonl")
@@ -75,7 +70,7 @@ def test_every_reported_family_present(seed: int) -> None:
 
 
 def test_missing_family_is_a_spec_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(news, "_imp_rel", lambda *args: None)
+    monkeypatch.setattr(generate, "imp_rel", lambda *args: None)
     with pytest.raises(SpecError, match="no ImpRel items"):
         generate_news(NewsConfig())
 
