@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from typing import Any
 
 from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
+from clstream.metrics.exact import exact_mean, exact_sum, scaled_integers
 from clstream.protocols.clbench.metrics import score_clbench, stage_means
 from clstream.protocols.clbench.runner import STATEFUL, STATELESS
 from clstream.protocols.common import cut_by_cap
@@ -95,7 +97,7 @@ def stateless_sums(store: ResultsStore, run: RunRow) -> dict[str, float]:
     for task, info in view.get("tasks", {}).items():
         arm = rows.get(task, {}).get((STATELESS, 0), [])
         if _complete(arm, int(info["n_instances"])):
-            out[task] = float(sum(r["reward"] for r in arm))
+            out[task] = exact_sum(r["reward"] for r in arm)
     return out
 
 
@@ -146,6 +148,12 @@ def export_clbench(store: ResultsStore, run: RunRow, out: Any) -> int:
     return len(rows)
 
 
+def _running_sums(rewards: Sequence[float]) -> list[float]:
+    """Each prefix sum of the rewards, exact and rounded once (the last is S of the arm)."""
+    numerators, denominator = scaled_integers(rewards)
+    return [total / denominator for total in accumulate(numerators)]
+
+
 def _curve(rows: dict[tuple[str, int], list[Row]], complete: list[int]) -> dict[str, Any]:
     """Cumulative reward by position: the mean over scored rollouts with its range, and the
     stateless arm's rewards taken in each rollout's order (paired by instance), averaged."""
@@ -153,20 +161,14 @@ def _curve(rows: dict[tuple[str, int], list[Row]], complete: list[int]) -> dict[
     sf_curves, sl_curves = [], []
     for r in complete:
         order = rows[(STATEFUL, r)]
-        sf, sl, a, b = [], [], 0.0, 0.0
-        for row in order:
-            a += row["reward"]
-            b += stateless[row["instance_id"]]
-            sf.append(a)
-            sl.append(b)
-        sf_curves.append(sf)
-        sl_curves.append(sl)
+        sf_curves.append(_running_sums([row["reward"] for row in order]))
+        sl_curves.append(_running_sums([stateless[row["instance_id"]] for row in order]))
     if not sf_curves:
         return {}
     cols = list(zip(*sf_curves, strict=True))
-    return {"stateful_mean": [sum(c) / len(c) for c in cols],
+    return {"stateful_mean": [exact_mean(c) for c in cols],
             "stateful_low": [min(c) for c in cols], "stateful_high": [max(c) for c in cols],
-            "stateless": [sum(c) / len(c) for c in zip(*sl_curves, strict=True)]}
+            "stateless": [exact_mean(c) for c in zip(*sl_curves, strict=True)]}
 
 
 def _stage_variants(store: ResultsStore, run: RunRow, task: str) -> dict[int, str]:

@@ -21,6 +21,7 @@ from typing import Any
 from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
 from clstream.judges.imprint import Verdict, judge_deterministic
+from clstream.metrics.exact import exact_mean
 from clstream.protocols.common import cut_by_cap
 from clstream.protocols.imprint.schema import FAMILIES, Item
 from clstream.render.runs import coverage_note
@@ -55,7 +56,7 @@ def answered(store: ResultsStore, run: RunRow) -> tuple[dict[str, list[str]], di
 
 def _mean(values: Iterable[float]) -> float | None:
     vals = list(values)
-    return sum(vals) / len(vals) if vals else None
+    return exact_mean(vals) if vals else None
 
 
 def context_tokens(items: list[Item], facts: dict[str, Any],
@@ -68,7 +69,7 @@ def context_tokens(items: list[Item], facts: dict[str, Any],
         fact = facts.get(item.item_id)
         if fact is not None and isinstance(fact["injected"], int):
             per_instance.setdefault(item.instance_id, []).append(float(fact["injected"]))
-    means = {inst: sum(v) / len(v) for inst, v in per_instance.items() if v}
+    means = {inst: exact_mean(v) for inst, v in per_instance.items() if v}
     ratios = [corpus[inst] / m for inst, m in means.items() if m > 0 and inst in corpus]
     return {"tokens_in_context": _mean(means.values()),
             "corpus_tokens": _mean(float(corpus[i]) for i in means if i in corpus),

@@ -47,6 +47,7 @@ import json
 from typing import Any
 
 from clstream.core.errors import ClstreamError, StoreError
+from clstream.metrics.exact import exact_mean
 from clstream.protocols.common import cut_by_cap
 from clstream.protocols.seqmem.metrics import online_curve, records_from_rows, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
@@ -176,7 +177,7 @@ def _total(tokens: dict[str, dict[str, int]]) -> int:
 
 
 def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    return exact_mean(values) if values else None
 
 
 def radar(metrics: dict[str, Any] | None, tokens_per_task: float | None) -> dict[str, Any]:
