@@ -41,6 +41,7 @@ from tqdm import tqdm
 import clstream
 from clstream.core.contracts import Model, System
 from clstream.core.errors import SpecError
+from clstream.core.reader import ResultsReader
 from clstream.core.registry import canonical_component, canonical_run_spec, resolve
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
 from clstream.core.types import GenerationResult
@@ -241,7 +242,7 @@ def finish_reasons(results: Sequence[GenerationResult]) -> list[str | None]:
     return [s.finish_reason for r in results for s in r.samples]
 
 
-def cut_by_cap(store: ResultsStore, run_id: str, kinds: Sequence[str]) -> int:
+def cut_by_cap(store: ResultsReader, run_id: str, kinds: Sequence[str]) -> int:
     """Samples of the run's successful records of ``kinds`` that stopped at the token cap."""
     total = 0
     for kind in kinds:
@@ -291,7 +292,7 @@ class TransportLog:
         store.save_state(run_id, TRANSPORT_STREAM, steps[-1] + 1 if steps else 0, session)
 
 
-def transport_history(store: ResultsStore, run_id: str) -> list[dict[str, Any]]:
+def transport_history(store: ResultsReader, run_id: str) -> list[dict[str, Any]]:
     """The saved transport sessions of a run, oldest first (none for local models)."""
     sessions = []
     for step in store.state_steps(run_id, TRANSPORT_STREAM):

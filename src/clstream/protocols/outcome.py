@@ -33,6 +33,7 @@ from typing import Any, TypeVar, cast
 
 from clstream.core.contracts import Model, check_model
 from clstream.core.errors import ClstreamError, SpecError
+from clstream.core.reader import ResultsReader
 from clstream.core.registry import resolve
 from clstream.core.specs import ComponentSpec
 from clstream.core.types import SamplingParams
@@ -143,7 +144,7 @@ class Failure:
     first_error: str | None
 
 
-def first_error(store: Any, run_id: str, kinds: tuple[str, ...]) -> str | None:
+def first_error(store: ResultsReader, run_id: str, kinds: tuple[str, ...]) -> str | None:
     """The first stored error message of the run among records of ``kinds``."""
     for kind in kinds:
         for row in store.iter_records(run_id, kind, errors=True):

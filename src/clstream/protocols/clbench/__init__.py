@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.protocol import Command, load_target
+from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.core.registry import names
 from clstream.protocols.clbench import commands
@@ -35,13 +36,13 @@ class ClbenchProtocol:
                           "(schedule, first observations, data files)",
                           commands.add_generate_arguments, commands.generate),)
 
-    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
         return summarize_clbench_run(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
         return text_rows(runs)
 
-    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
         return export_clbench(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:

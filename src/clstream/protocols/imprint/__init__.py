@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.protocol import Command, load_target
+from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.protocols.imprint import commands
 from clstream.protocols.imprint.summary import export_imprint, summarize_imprint_run, text_rows
@@ -36,13 +37,13 @@ class ImprintProtocol:
                           "procedural or from your own files",
                           commands.add_generate_arguments, commands.generate),)
 
-    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
         return summarize_imprint_run(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
         return text_rows(runs)
 
-    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
         return export_imprint(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:

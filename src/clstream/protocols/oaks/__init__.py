@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.protocol import Command, load_target
+from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.protocols.oaks import commands
 from clstream.protocols.oaks.export import export_oaks
@@ -31,13 +32,13 @@ class OaksProtocol:
     generators = (Command("oaks-babi", "bAbI-style OAKS stream (SPECS 1.5)",
                           commands.add_generate_arguments, commands.generate),)
 
-    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
         return summarize_oaks_run(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
         return text_rows(runs)
 
-    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
         return export_oaks(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.protocol import Command, load_target
+from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.protocols.seqmem import commands
 from clstream.protocols.seqmem.summary import summarize_seqmem_run, text_rows
@@ -30,13 +31,13 @@ class SeqMemProtocol:
                           "procedural SeqMem task stream in which feedback reveals hidden rules",
                           commands.add_generate_arguments, commands.generate),)
 
-    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
         return summarize_seqmem_run(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
         return text_rows(runs)
 
-    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
         return commands.export_seqmem(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:

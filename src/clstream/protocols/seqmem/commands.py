@@ -13,6 +13,7 @@ from typing import Any
 from clstream.core.errors import ClstreamError, SpecError, StoreError
 from clstream.core.files import atomic_writer
 from clstream.core.jsonio import gc_paused
+from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.core.specs import RunSpec
 from clstream.judges.evaluators import CodeEvaluator
@@ -238,7 +239,7 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # -- export ----------------------------------------------------------------------------------
-def export_seqmem(store: ResultsStore, run: RunRow, out: str | Path) -> int:
+def export_seqmem(store: ResultsReader, run: RunRow, out: str | Path) -> int:
     """Write the run's records exactly as SPECS §5 defines them (JSONL), atomically."""
     if run.protocol != "seqmem":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not seqmem")
