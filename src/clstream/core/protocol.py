@@ -13,8 +13,10 @@ per-protocol branch and adding a protocol edits no shared file except one regist
 * how it exports a run to its public file format (docs/formats.md §3);
 * a brief demonstration run, so ``make demo`` shows every protocol.
 
-Results stores and report sections are passed as opaque objects (``Any``) because ``core``
-imports nothing else of clstream; each protocol package knows their concrete types.
+A results store is passed as a :class:`~clstream.core.reader.ResultsReader`, the reading
+interface ``core`` defines because it imports nothing else of clstream: summaries and exports
+read a run, never write one. Report sections are passed as opaque objects (``Any``); each
+protocol package knows their concrete type.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from clstream.core.reader import ResultsReader
     from clstream.core.records import RunRow
 
 Handler = Callable[[argparse.Namespace], int]
@@ -98,7 +101,7 @@ class StreamProtocol(Protocol):
         """``clstream generate ...``: procedural streams this protocol can write."""
         ...
 
-    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
         """The protocol's part of one run's summary (dataset, status, metrics), from records."""
         ...
 
@@ -106,7 +109,7 @@ class StreamProtocol(Protocol):
         """The text table of ``clstream summary`` for this protocol's runs."""
         ...
 
-    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
         """Write the run's records in the protocol's public format; returns lines written."""
         ...
 

@@ -14,9 +14,9 @@ import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from clstream.core.errors import ClstreamError
+from clstream.core.reader import ResultsReader
 
 ERROR_CHARS = 160  # of the first error message quoted in the line
 
@@ -41,7 +41,7 @@ class Failure:
     first_error: str | None
 
 
-def first_error(store: Any, run_id: str, kinds: tuple[str, ...]) -> str | None:
+def first_error(store: ResultsReader, run_id: str, kinds: tuple[str, ...]) -> str | None:
     """The first stored error message of the run among records of ``kinds``."""
     for kind in kinds:
         for row in store.iter_records(run_id, kind, errors=True):

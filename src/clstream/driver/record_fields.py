@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from clstream.core.reader import ResultsReader
 from clstream.core.types import GenerationResult
-from clstream.store.db import Record, ResultsStore
+from clstream.store.db import Record
 
 
 def call_records(
@@ -48,7 +49,7 @@ def finish_reasons(results: Sequence[GenerationResult]) -> list[str | None]:
     return [s.finish_reason for r in results for s in r.samples]
 
 
-def cut_by_cap(store: ResultsStore, run_id: str, kinds: Sequence[str]) -> int:
+def cut_by_cap(store: ResultsReader, run_id: str, kinds: Sequence[str]) -> int:
     """Samples of the run's successful records of ``kinds`` that stopped at the token cap."""
     total = 0
     for kind in kinds:

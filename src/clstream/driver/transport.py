@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from clstream.core.contracts import Model
+from clstream.core.reader import ResultsReader
 from clstream.store.db import ResultsStore
 
 TRANSPORT_STREAM = "~transport"  # never a document, task or memory stream name
@@ -52,7 +53,7 @@ class TransportLog:
         store.save_state(run_id, TRANSPORT_STREAM, steps[-1] + 1 if steps else 0, session)
 
 
-def transport_history(store: ResultsStore, run_id: str) -> list[dict[str, Any]]:
+def transport_history(store: ResultsReader, run_id: str) -> list[dict[str, Any]]:
     """The saved transport sessions of a run, oldest first (none for local models)."""
     sessions = []
     for step in store.state_steps(run_id, TRANSPORT_STREAM):

@@ -11,10 +11,10 @@ import datetime as _dt
 from typing import Any
 
 import clstream
+from clstream.core.reader import ResultsReader
 from clstream.core.registry import names, resolve
 from clstream.driver.transport import transport_history
 from clstream.models.pricing import cost_usd
-from clstream.store.db import ResultsStore
 
 
 def _token_totals(stages: dict[str, dict[str, float]]) -> dict[str, int]:
@@ -23,7 +23,7 @@ def _token_totals(stages: dict[str, dict[str, float]]) -> dict[str, int]:
 
 
 def summarize(
-    store: ResultsStore, prices: dict[str, dict[str, float]] | None = None
+    store: ResultsReader, prices: dict[str, dict[str, float]] | None = None
 ) -> dict[str, Any]:
     runs_out = []
     known = names("protocol")

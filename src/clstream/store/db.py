@@ -52,7 +52,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import StoreError
 from clstream.core.files import disk_cause, os_error_cause, sqlite_disk_cause
@@ -194,7 +194,8 @@ class _Connection(sqlite3.Connection):
 
 class ResultsStore:
     """A results directory. ``writer=True`` takes the directory's writer lock (and brings an
-    older database up to the current schema); readers take no lock and change nothing."""
+    older database up to the current schema); readers take no lock and change nothing. Its
+    reading methods are :class:`~clstream.core.reader.ResultsReader`, what protocols see."""
 
     def __init__(self, directory: str | Path, writer: bool = False,
                  secrets: Iterable[str] = ()):
@@ -645,6 +646,25 @@ class ResultsStore:
             }
         return out
 
+    def usage_by_stream_stage_kind(
+        self, run_id: str
+    ) -> dict[tuple[str, str, str], dict[str, int]]:
+        """Token totals and record counts per (stream, stage, kind), in that sorted order:
+        how a protocol splits a run's cost between its own phases (SeqMem: run and probes)."""
+        out: dict[tuple[str, str, str], dict[str, int]] = {}
+        for row in self.conn.execute(
+            "SELECT stream, stage, kind, SUM(prompt_tokens), SUM(cached_tokens),"
+            " SUM(completion_tokens), SUM(reasoning_tokens), COUNT(*) FROM records"
+            " WHERE run_id=? GROUP BY stream, stage, kind ORDER BY stream, stage, kind",
+            (run_id,),
+        ):
+            out[(row[0], row[1], row[2])] = {
+                "prompt": int(row[3] or 0), "cached": int(row[4] or 0),
+                "completion": int(row[5] or 0), "reasoning": int(row[6] or 0),
+                "records": int(row[7]),
+            }
+        return out
+
     # -- memory snapshots ------------------------------------------------------------------
     def save_state(
         self, run_id: str, stream: str, t: int, state: dict[str, Any],
@@ -698,3 +718,12 @@ def _run_row(r: sqlite3.Row) -> RunRow:
 
 def results_db_exists(directory: str | Path) -> bool:
     return os.path.exists(Path(directory) / DB_NAME)
+
+
+if TYPE_CHECKING:
+    from clstream.core.reader import ResultsReader
+
+    def _reads_as_a_results_reader(store: ResultsStore) -> ResultsReader:
+        """For the type checker only: the store has every method of the reader interface
+        that protocols are given, with compatible signatures."""
+        return store

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from clstream.core.errors import ClstreamError, StoreError
+from clstream.core.reader import ResultsReader
 from clstream.core.registry import canonical_component
 from clstream.core.specs import ComponentSpec, parse_model_spec
-from clstream.store.db import ResultsStore, RunRow
+from clstream.store.db import RunRow
 
 
 def _canonical_label(kind: str, spec: ComponentSpec) -> str | None:
@@ -42,7 +43,7 @@ def _stored_labels(kind: str, label: str, spec: Any) -> set[str]:
     return labels
 
 
-def select_run(store: ResultsStore, system: str, model: str | None = None) -> RunRow:
+def select_run(store: ResultsReader, system: str, model: str | None = None) -> RunRow:
     """The one run whose system label (or run id) is ``system``, optionally for ``model``.
 
     Labels match as typed or canonically: ``rag:k=8`` finds the run labelled ``rag`` when 8 is

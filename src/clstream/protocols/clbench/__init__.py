@@ -24,6 +24,7 @@ from clstream.core.protocol import Command, load_target
 from clstream.core.registry import names
 
 if TYPE_CHECKING:
+    from clstream.core.reader import ResultsReader
     from clstream.core.records import RunRow
 
 _ARGUMENTS = "clstream.protocols.clbench.arguments"
@@ -52,13 +53,13 @@ class ClbenchProtocol:
         "database_exploration": "clstream.protocols.clbench.policies:SchemaExplorer",
     }
 
-    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
         return load_target(f"{_SUMMARY}:summarize_clbench_run")(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
         return load_target(f"{_SUMMARY}:text_rows")(runs)
 
-    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
         return load_target(f"{_SUMMARY}:export_clbench")(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:

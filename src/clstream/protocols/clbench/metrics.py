@@ -10,6 +10,9 @@ Every function here takes numbers or arrays and returns numbers; :func:`score_cl
 them together into the JSON ``clstream score clbench RECORDS --json`` prints. A quantity that
 is undefined (a zero denominator, a standard error from one rollout) is None, which JSON
 writes as null.
+
+Sums and means are exact and rounded once (:mod:`clstream.metrics.exact`): a score depends
+only on the rewards, never on the order they are added in or on the machine.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from clstream.metrics.exact import exact_mean, exact_sum, scaled_integers, standard_error
 from clstream.protocols.clbench.records import ClbenchRecords, TaskRecords, records_from_rows
 
 __all__ = [
@@ -99,7 +103,7 @@ def cumulative(rewards: Sequence[float] | FloatArray) -> float:
 
     The cumulative gain is G = S_sf - S_sl (paper §4.2), i.e. ``cumulative(g)`` of the gains.
     """
-    return float(np.sum(np.asarray(rewards, dtype=float)))
+    return exact_sum(np.asarray(rewards, dtype=float).tolist())
 
 
 def normalized_gain(s_sf: float, s_sl: float, n: int, r_max: float) -> float | None:
@@ -163,9 +167,9 @@ def stage_means(
     stages = sorted({*sl, *(s for r in sf for s in r)})
     result: dict[int, dict[str, Any]] = {}
     for s in stages:
-        means = [sum(r[s]) / len(r[s]) for r in sf if r.get(s)]
-        a = sum(means) / len(means) if means else None
-        b = sum(sl[s]) / len(sl[s]) if sl.get(s) else None
+        means = [exact_mean(r[s]) for r in sf if r.get(s)]
+        a = exact_mean(means) if means else None
+        b = exact_mean(sl[s]) if sl.get(s) else None
         n = len(sl[s]) if s in sl else len(next((r[s] for r in sf if s in r), []))
         result[s] = {"n": n, "stateful": a, "stateless": b,
                      "gain": a - b if a is not None and b is not None else None}
@@ -197,7 +201,7 @@ def stability_plasticity(
     if n == 0 or sl_arr.size != n or len(stages) != n:
         raise ValueError("stateful rewards, stateless rewards and stages must have one "
                          "entry per instance (N >= 1)")
-    s_sl = float(sl_arr.sum())
+    s_sl = exact_sum(sl_arr.tolist())
     headroom = n * r_max - s_sl  # N * D, zero exactly when ghat is undefined
     if headroom == 0:
         return None, None
@@ -208,15 +212,15 @@ def stability_plasticity(
         count = int(mask.sum())
         if count == 0:
             return 0.0
-        gap = float(sf_arr[mask].mean() - sl_arr[mask].mean())
+        gap = exact_mean(sf_arr[mask].tolist()) - exact_mean(sl_arr[mask].tolist())
         return (count / n) * gap / d
 
     stab, plas = term(boundary), term(~boundary)
-    ghat = normalized_gain(float(sf_arr.sum()), s_sl, n, r_max)
+    ghat = normalized_gain(exact_sum(sf_arr.tolist()), s_sl, n, r_max)
     assert ghat is not None
     # Rounding in the sums grows with the rewards' size against the headroom, so the
     # tolerance is relative to that as well as to the terms themselves.
-    spread = float(np.abs(sf_arr).sum() + np.abs(sl_arr).sum()) / abs(headroom)
+    spread = exact_sum([*np.abs(sf_arr).tolist(), *np.abs(sl_arr).tolist()]) / abs(headroom)
     scale = max(1.0, abs(stab), abs(plas), spread)
     if abs(stab + plas - ghat) > IDENTITY_TOLERANCE * scale:
         raise AssertionError(f"stab {stab!r} + plas {plas!r} != normalized gain {ghat!r}")
@@ -233,10 +237,11 @@ def mean_se(values: Sequence[float] | FloatArray) -> tuple[float, float | None]:
     arr = np.asarray(values, dtype=float)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError("need at least one rollout value")
-    mean = float(arr.mean())
+    data = arr.tolist()
+    mean = exact_mean(data)
     if arr.size == 1:
         return mean, None
-    return mean, float(arr.std(ddof=1) / math.sqrt(arr.size))
+    return mean, standard_error(data)
 
 
 def t_quantile_975(df: int) -> float:
@@ -270,10 +275,16 @@ def aggregate_ci(
     if not means or len(means) != len(ses):
         raise ValueError("need one mean and one standard error per task (K >= 1)")
     k = len(means)
-    mean = float(sum(means) / k)
+    mean = exact_mean(means)
     if any(se is None for se in ses):
         return mean, None
-    return mean, float(multiplier * math.sqrt(sum(se**2 for se in ses if se is not None)) / k)
+    return mean, multiplier * math.sqrt(_exact_sum_of_squares(ses)) / k
+
+
+def _exact_sum_of_squares(values: Sequence[float | None]) -> float:
+    """sum v^2 over the values given, exact and rounded once."""
+    numerators, denominator = scaled_integers(v for v in values if v is not None)
+    return sum(v * v for v in numerators) / (denominator * denominator)
 
 
 def rollout_cost(costs: Sequence[float] | FloatArray) -> float:
@@ -282,12 +293,12 @@ def rollout_cost(costs: Sequence[float] | FloatArray) -> float:
     A task's cost is the mean over its rollouts (:func:`mean_se`); the paper's Table 1 cost of
     a system is the sum of those over tasks (:func:`system_cost`).
     """
-    return float(np.sum(np.asarray(costs, dtype=float)))
+    return exact_sum(np.asarray(costs, dtype=float).tolist())
 
 
 def system_cost(task_costs: Iterable[float]) -> float:
     """A system's cost: the sum over tasks of the mean rollout cost (Table 1, "Cost")."""
-    return float(sum(task_costs))
+    return exact_sum(task_costs)
 
 
 def pareto_front(costs: Sequence[float], values: Sequence[float]) -> list[int]:
@@ -415,7 +426,7 @@ def _plain_mean(stats: list[dict[str, float | None]]) -> float | None:
     means = [s["mean"] for s in stats]
     if any(m is None for m in means):
         return None
-    return float(sum(float(m) for m in means if m is not None) / len(means))
+    return exact_mean([float(m) for m in means if m is not None])
 
 
 def ci_multiplier(records: ClbenchRecords, t_multiplier: bool = False) -> float:

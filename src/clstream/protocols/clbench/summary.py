@@ -24,21 +24,24 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from typing import Any
 
 from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
+from clstream.core.reader import ResultsReader
+from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap
+from clstream.metrics.exact import exact_mean, exact_sum, scaled_integers
 from clstream.protocols.clbench.metrics import score_clbench, stage_means
 from clstream.protocols.clbench.runner import STATEFUL, STATELESS
 from clstream.render.runs import coverage_note
-from clstream.store.db import ResultsStore, RunRow
 
 Row = dict[str, Any]
 
 
-def run_view(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+def run_view(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     """What the run stored about its tasks (schedules, r_max), or {} when missing."""
     try:
         _, view = store.get_dataset(run.dataset_sha256)
@@ -52,7 +55,7 @@ def _planned_rollouts(run: RunRow) -> int:
     return int(value) if isinstance(value, int) else 0
 
 
-def instance_rows(store: ResultsStore, run: RunRow) -> dict[str, dict[tuple[str, int], list[Row]]]:
+def instance_rows(store: ResultsReader, run: RunRow) -> dict[str, dict[tuple[str, int], list[Row]]]:
     """Successful instance records as docs/clbench.md §3.1 rows: task -> (arm, rollout) -> rows by pos."""
     out: dict[str, dict[tuple[str, int], list[Row]]] = {}
     for rec in store.read_records(run.run_id, "instance", errors=False):
@@ -86,7 +89,7 @@ def reference_s_ext(run: RunRow) -> dict[str, float]:
     return {str(k): float(v) for k, v in values.items() if isinstance(v, int | float)}
 
 
-def stateless_sums(store: ResultsStore, run: RunRow) -> dict[str, float]:
+def stateless_sums(store: ResultsReader, run: RunRow) -> dict[str, float]:
     """The cumulative reward of each task's stateless arm, for the tasks whose stateless arm is
     complete (every instance stored without error): S_ext when ``run`` is the reference."""
     view = run_view(store, run)
@@ -95,7 +98,7 @@ def stateless_sums(store: ResultsStore, run: RunRow) -> dict[str, float]:
     for task, info in view.get("tasks", {}).items():
         arm = rows.get(task, {}).get((STATELESS, 0), [])
         if _complete(arm, int(info["n_instances"])):
-            out[task] = float(sum(r["reward"] for r in arm))
+            out[task] = exact_sum(r["reward"] for r in arm)
     return out
 
 
@@ -129,13 +132,13 @@ def scored_records(view: dict[str, Any], rows: dict[str, dict[tuple[str, int], l
     return out, tasks
 
 
-def export_rows(store: ResultsStore, run: RunRow) -> list[Row]:
+def export_rows(store: ResultsReader, run: RunRow) -> list[Row]:
     rows, _ = scored_records(run_view(store, run), instance_rows(store, run),
                              _planned_rollouts(run), reference_s_ext(run))
     return rows
 
 
-def export_clbench(store: ResultsStore, run: RunRow, out: Any) -> int:
+def export_clbench(store: ResultsReader, run: RunRow, out: Any) -> int:
     """Write the run's scored records in the docs/clbench.md §3.1 form (JSONL), atomically."""
     if run.protocol != "clbench":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not clbench")
@@ -146,6 +149,12 @@ def export_clbench(store: ResultsStore, run: RunRow, out: Any) -> int:
     return len(rows)
 
 
+def _running_sums(rewards: Sequence[float]) -> list[float]:
+    """Each prefix sum of the rewards, exact and rounded once (the last is S of the arm)."""
+    numerators, denominator = scaled_integers(rewards)
+    return [total / denominator for total in accumulate(numerators)]
+
+
 def _curve(rows: dict[tuple[str, int], list[Row]], complete: list[int]) -> dict[str, Any]:
     """Cumulative reward by position: the mean over scored rollouts with its range, and the
     stateless arm's rewards taken in each rollout's order (paired by instance), averaged."""
@@ -153,23 +162,17 @@ def _curve(rows: dict[tuple[str, int], list[Row]], complete: list[int]) -> dict[
     sf_curves, sl_curves = [], []
     for r in complete:
         order = rows[(STATEFUL, r)]
-        sf, sl, a, b = [], [], 0.0, 0.0
-        for row in order:
-            a += row["reward"]
-            b += stateless[row["instance_id"]]
-            sf.append(a)
-            sl.append(b)
-        sf_curves.append(sf)
-        sl_curves.append(sl)
+        sf_curves.append(_running_sums([row["reward"] for row in order]))
+        sl_curves.append(_running_sums([stateless[row["instance_id"]] for row in order]))
     if not sf_curves:
         return {}
     cols = list(zip(*sf_curves, strict=True))
-    return {"stateful_mean": [sum(c) / len(c) for c in cols],
+    return {"stateful_mean": [exact_mean(c) for c in cols],
             "stateful_low": [min(c) for c in cols], "stateful_high": [max(c) for c in cols],
-            "stateless": [sum(c) / len(c) for c in zip(*sl_curves, strict=True)]}
+            "stateless": [exact_mean(c) for c in zip(*sl_curves, strict=True)]}
 
 
-def _stage_variants(store: ResultsStore, run: RunRow, task: str) -> dict[int, str]:
+def _stage_variants(store: ResultsReader, run: RunRow, task: str) -> dict[int, str]:
     """The variant of each stage of ``task``, as the stored instance records name it."""
     out: dict[int, str] = {}
     for rec in store.read_records(run.run_id, "instance", stream=task, errors=False):
@@ -193,7 +196,7 @@ def by_stage(rows: dict[tuple[str, int], list[Row]], complete: list[int],
     return [{"stage": s, "variant": (variants or {}).get(s), **m} for s, m in means.items()]
 
 
-def _task_status(store: ResultsStore, run: RunRow, task: str) -> dict[str, Any]:
+def _task_status(store: ResultsReader, run: RunRow, task: str) -> dict[str, Any]:
     counts: dict[str, Any] = {"stateless_done": 0, "stateful_done": {}, "errors": 0,
                               "tokens": 0, "steps": 0}
     for rec in store.read_records(run.run_id, "instance", stream=task):
@@ -210,7 +213,7 @@ def _task_status(store: ResultsStore, run: RunRow, task: str) -> dict[str, Any]:
     return counts
 
 
-def summarize_clbench_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+def summarize_clbench_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     """Metrics (``score clbench``'s JSON over the scored records), coverage, per-task status
     and cumulative-reward curves of one CL-Bench run."""
     view = run_view(store, run)

@@ -5,7 +5,9 @@ Pure functions over counts: an item answered ``n`` times with ``c`` correct samp
 (2021); families are micro averages over items (news, code) or macro averages over personas
 (personalization, App. D.3); "Avg" is the plain mean of the families present; error bars are
 +-1 SE (Fig. 5) and 95 % percentile bootstrap intervals come from
-:mod:`clstream.metrics.bootstrap`.
+:mod:`clstream.metrics.bootstrap`. Estimators are ratios of binomial coefficients and averages
+are exact sums, each rounded once (:mod:`clstream.metrics.exact`), so every number is the same
+on every machine and for every order of the items.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
 from clstream.metrics.bootstrap import bootstrap_ci
+from clstream.metrics.exact import exact_mean, standard_error
 
 
 def _check(n: int, c: int, k: int | None = None) -> None:
@@ -37,22 +39,26 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased Pass@k = 1 - C(n-c, k) / C(n, k), the chance that k samples drawn without
     replacement from the n hold at least one correct (App. C.3; Chen et al. 2021).
 
-    Computed in the stable product form 1 - prod_{i=n-c+1}^{n} (1 - k/i); it is 1 when
-    n - c < k (every draw of k holds a correct sample)."""
+    Computed as the exact ratio of integers (C(n, k) - C(n-c, k)) / C(n, k), rounded once;
+    it is 1 when n - c < k (every draw of k holds a correct sample)."""
+    return float(_pass_at_k_exact(n, c, k))
+
+
+def _pass_at_k_exact(n: int, c: int, k: int) -> Fraction:
     _check(n, c, k)
-    if n - c < k:
-        return 1.0
-    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1, dtype=float)))
+    return 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
 
 
 def all_correct_at_k(n: int, c: int, k: int) -> float:
     """Unbiased AllCorrect@k = C(c, k) / C(n, k) = prod_{i=0}^{k-1} (c-i)/(n-i), the chance
     that k samples drawn without replacement are all correct; 0 when c < k (docs/imprint.md §7.3:
     the paper tabulates k = n only, AllCorrect@8 with n = 8; k < n is a clstream extension)."""
+    return float(_all_correct_at_k_exact(n, c, k))
+
+
+def _all_correct_at_k_exact(n: int, c: int, k: int) -> Fraction:
     _check(n, c, k)
-    if c < k:
-        return 0.0
-    return float(np.prod([(c - i) / (n - i) for i in range(k)]))
+    return Fraction(math.comb(c, k), math.comb(n, k))
 
 
 def se_of_mean(values: Sequence[float]) -> float | None:
@@ -60,7 +66,7 @@ def se_of_mean(values: Sequence[float]) -> float | None:
     fewer than two values (no spread to estimate)."""
     if len(values) < 2:
         return None
-    return float(np.std(np.asarray(values, dtype=float), ddof=1) / math.sqrt(len(values)))
+    return standard_error(values)
 
 
 def se_of_proportion(p: float, count: int) -> float | None:
@@ -94,20 +100,28 @@ def unit_values(rows: Sequence[ItemCounts], value: str, k: int | None = None) ->
     """The values a family mean averages: one per item (micro), or, when the rows carry
     units (personas), the mean over each unit's items, in first-appearance order (macro,
     App. D.3: per persona first, then over the personas with >= 1 item)."""
+    return [float(v) for v in _unit_fractions(rows, value, k)]
+
+
+def _unit_fractions(rows: Sequence[ItemCounts], value: str, k: int | None) -> list[Fraction]:
+    """:func:`unit_values` as exact fractions, so that a family mean is rounded only once."""
     if value != "pass_at_1" and k is None:
         raise ValueError(f"{value} needs k")
 
-    def of(r: ItemCounts) -> float:
+    def of(r: ItemCounts) -> Fraction:
         if value == "pass_at_1" or k is None:
-            return pass_at_1(r.n, r.c)
-        return pass_at_k(r.n, r.c, k) if value == "pass_at_k" else all_correct_at_k(r.n, r.c, k)
+            _check(r.n, r.c)
+            return Fraction(r.c, r.n)
+        if value == "pass_at_k":
+            return _pass_at_k_exact(r.n, r.c, k)
+        return _all_correct_at_k_exact(r.n, r.c, k)
 
     if all(r.unit is None for r in rows):
         return [of(r) for r in rows]
-    groups: dict[str, list[float]] = {}
+    groups: dict[str, list[Fraction]] = {}
     for r in rows:
         groups.setdefault(r.unit if r.unit is not None else f"\x00{r.item_id}", []).append(of(r))
-    return [sum(v) / len(v) for v in groups.values()]
+    return [sum(v, Fraction(0)) / len(v) for v in groups.values()]
 
 
 def family_scores(rows: Sequence[ItemCounts], ks: Sequence[int]) -> dict[str, Any]:
@@ -116,14 +130,14 @@ def family_scores(rows: Sequence[ItemCounts], ks: Sequence[int]) -> dict[str, An
     the SE of per-item Pass@1 (of persona means for personas)."""
     if not rows:
         raise ValueError("a family needs at least one item")
-    p1 = unit_values(rows, "pass_at_1")
+    p1 = _unit_fractions(rows, "pass_at_1", None)
     return {
         "n_items": len(rows),
-        "pass_at_1": float(np.mean(p1)),
-        "pass_at_k": {str(k): float(np.mean(unit_values(rows, "pass_at_k", k))) for k in ks},
-        "all_correct_at_k": {str(k): float(np.mean(unit_values(rows, "all_correct_at_k", k)))
+        "pass_at_1": exact_mean(p1),
+        "pass_at_k": {str(k): exact_mean(_unit_fractions(rows, "pass_at_k", k)) for k in ks},
+        "all_correct_at_k": {str(k): exact_mean(_unit_fractions(rows, "all_correct_at_k", k))
                              for k in ks},
-        "se": se_of_mean(p1),
+        "se": se_of_mean([float(v) for v in p1]),
     }
 
 
@@ -141,7 +155,7 @@ def average(values: Iterable[float]) -> float | None:
     """The setting's "Avg": plain unweighted mean over the families shown (docs/imprint.md
     §7.5); None when no family is shown."""
     data = list(values)
-    return float(np.mean(data)) if data else None
+    return exact_mean(data) if data else None
 
 
 def bootstrap_family_ci(rows: Sequence[ItemCounts], n_boot: int = 1000, alpha: float = 0.05,
@@ -157,7 +171,7 @@ def tokens_in_context(per_item_tokens: Sequence[int | float]) -> float:
     methods put 0."""
     if not per_item_tokens:
         raise ValueError("no questions to average tokens in context over")
-    return float(np.mean(np.asarray(per_item_tokens, dtype=float)))
+    return exact_mean(per_item_tokens)
 
 
 def compression_ratio(corpus_tokens: int | float, mean_tokens_in_context: float

@@ -20,14 +20,16 @@ from typing import Any
 
 from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
+from clstream.core.reader import ResultsReader
+from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap
+from clstream.metrics.exact import exact_mean
 from clstream.protocols.imprint.judging import Verdict, judge_deterministic
 from clstream.protocols.imprint.schema import FAMILIES, Item
 from clstream.render.runs import coverage_note
-from clstream.store.db import ResultsStore, RunRow
 
 
-def run_view(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+def run_view(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     try:
         _, view = store.get_dataset(run.dataset_sha256)
     except StoreError:
@@ -39,7 +41,7 @@ def stored_items(view: dict[str, Any]) -> list[Item]:
     return [Item.model_validate(row) for row in view.get("items", [])]
 
 
-def answered(store: ResultsStore, run: RunRow) -> tuple[dict[str, list[str]], dict[str, Any]]:
+def answered(store: ResultsReader, run: RunRow) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """Samples of every successfully answered item, and per-item facts (tokens, lengths)."""
     samples: dict[str, list[str]] = {}
     facts: dict[str, Any] = {}
@@ -55,7 +57,7 @@ def answered(store: ResultsStore, run: RunRow) -> tuple[dict[str, list[str]], di
 
 def _mean(values: Iterable[float]) -> float | None:
     vals = list(values)
-    return sum(vals) / len(vals) if vals else None
+    return exact_mean(vals) if vals else None
 
 
 def context_tokens(items: list[Item], facts: dict[str, Any],
@@ -68,14 +70,14 @@ def context_tokens(items: list[Item], facts: dict[str, Any],
         fact = facts.get(item.item_id)
         if fact is not None and isinstance(fact["injected"], int):
             per_instance.setdefault(item.instance_id, []).append(float(fact["injected"]))
-    means = {inst: sum(v) / len(v) for inst, v in per_instance.items() if v}
+    means = {inst: exact_mean(v) for inst, v in per_instance.items() if v}
     ratios = [corpus[inst] / m for inst, m in means.items() if m > 0 and inst in corpus]
     return {"tokens_in_context": _mean(means.values()),
             "corpus_tokens": _mean(float(corpus[i]) for i in means if i in corpus),
             "compression_ratio": _mean(ratios) if ratios and len(ratios) == len(means) else None}
 
 
-def verdicts_of(store: ResultsStore, run: RunRow, items: list[Item],
+def verdicts_of(store: ResultsReader, run: RunRow, items: list[Item],
                 samples: dict[str, list[str]]) -> dict[str, list[Verdict]]:
     """Verdicts of every answered item: the LLM judge's stored ``judgment`` records for items
     judged ``llm`` (an item not judged yet has none), the deterministic judges for the rest."""
@@ -93,7 +95,7 @@ def verdicts_of(store: ResultsStore, run: RunRow, items: list[Item],
     return out
 
 
-def summarize_imprint_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+def summarize_imprint_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     view = run_view(store, run)
     items = stored_items(view)
     samples, facts = answered(store, run)
@@ -127,7 +129,7 @@ def summarize_imprint_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
     return out
 
 
-def export_rows(store: ResultsStore, run: RunRow) -> list[dict[str, Any]]:
+def export_rows(store: ResultsReader, run: RunRow) -> list[dict[str, Any]]:
     """The run's answered items as docs/imprint.md §3.3 prediction lines."""
     samples, _ = answered(store, run)
     order = [i.item_id for i in stored_items(run_view(store, run))]
@@ -135,7 +137,7 @@ def export_rows(store: ResultsStore, run: RunRow) -> list[dict[str, Any]]:
             if key in samples and samples[key]]
 
 
-def export_imprint(store: ResultsStore, run: RunRow, out: Any) -> int:
+def export_imprint(store: ResultsReader, run: RunRow, out: Any) -> int:
     """Write predictions (``out``) and, next to them, the items they answer
     (``<out stem>.items.jsonl``), so ``score imprint ITEMS PREDICTIONS`` scores the export."""
     rows = export_rows(store, run)

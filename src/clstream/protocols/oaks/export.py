@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from clstream.core.files import atomic_writer
+from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.protocols.oaks.data import from_gold_view
 
 
-def oaks_predictions(store: Any, run: RunRow) -> dict[tuple[str, int], str]:
+def oaks_predictions(store: ResultsReader, run: RunRow) -> dict[tuple[str, int], str]:
     """Successful probe answers of a run, keyed (question_id, t)."""
     out: dict[tuple[str, int], str] = {}
     for row in store.iter_records(run.run_id, "probe"):
@@ -21,7 +21,7 @@ def oaks_predictions(store: Any, run: RunRow) -> dict[tuple[str, int], str]:
     return out
 
 
-def export_oaks(store: Any, run: RunRow, out: str | Path) -> int:
+def export_oaks(store: ResultsReader, run: RunRow, out: str | Path) -> int:
     """Write the predictions JSONL (exactly ``question_id``, ``t``, ``output`` per line) in
     dataset order: document, question, interval. Written atomically (temp file + rename): a
     failure leaves no partial file and an existing ``out`` unchanged."""

@@ -7,7 +7,10 @@ judges every (question, interval) once and aggregates. ``load_predictions`` read
 predictions JSONL of docs/oaks.md §3.2 strictly, naming file, line and field on any defect.
 
 Everything is per question first, then averaged over questions (paper eq. 1), except the
-transition table, which pools all intervals t = 2..C of all questions (docs/oaks.md §5.6).
+transition table, which pools all intervals t = 2..C of all questions (docs/oaks.md §5.6). Averages
+are taken over each question's exact fractions and rounded once
+(:func:`~clstream.metrics.exact.exact_mean`): the correctly rounded value of the metric, the
+same for every order of the questions and on every machine.
 
 Subsets count a question's answer changes as the paper's tables do: its number of *phases*
 (1 + the gold changes; an initial Unknown phase is a phase), the count behind App. B's ranges
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ import numpy as np
 
 from clstream.core.errors import DataError, SpecError
 from clstream.core.jsonio import iter_json_lines_fast
+from clstream.metrics.exact import exact_mean
 from clstream.protocols.oaks.answers import accepted_answers, canonical_answer, canonical_golds
 from clstream.protocols.oaks.data import OaksDataset, OaksQuestion
 
@@ -67,7 +72,13 @@ def phases(canonical_golds: Sequence[str]) -> list[tuple[int, int]]:
 
 
 def question_metrics(correct: np.ndarray, golds: Sequence[str]) -> dict[str, float]:
-    """Accuracy, AL, DS and PM of one question (OAKS Appendix B.2, eqs. 1-4; docs/oaks.md §5.2-§5.5).
+    """Accuracy, AL, DS and PM of one question (OAKS Appendix B.2, eqs. 1-4; docs/oaks.md §5.2-§5.5),
+    each the correctly rounded value of :func:`question_fractions`."""
+    return {k: float(v) for k, v in question_fractions(correct, golds).items()}
+
+
+def question_fractions(correct: np.ndarray, golds: Sequence[str]) -> dict[str, Fraction]:
+    """Accuracy, AL, DS and PM of one question as exact fractions of its C intervals.
 
     With c_t the correctness at interval t, C intervals, phases k of length D_k and tau_k the
     1-based position of the first correct answer in phase k (0 if none):
@@ -93,10 +104,10 @@ def question_metrics(correct: np.ndarray, golds: Sequence[str]) -> dict[str, flo
             latency += first
             lapses += int(np.count_nonzero(~phase[first + 1:]))
     return {
-        "accuracy": float(np.count_nonzero(hits)) / n,
-        "acquisition_latency": latency / n,
-        "distraction_susceptibility": lapses / n,
-        "phase_miss": missed / n,
+        "accuracy": Fraction(int(np.count_nonzero(hits)), n),
+        "acquisition_latency": Fraction(latency, n),
+        "distraction_susceptibility": Fraction(lapses, n),
+        "phase_miss": Fraction(missed, n),
     }
 
 
@@ -282,8 +293,8 @@ def per_question_table(
     return _table(judged, bins_open, bins_mc)
 
 
-def _mean_accuracy(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    return {"accuracy": float(np.mean([r["accuracy"] for r in rows])), "n_questions": len(rows)}
+def _mean_accuracy(exact: Sequence[Mapping[str, Fraction]]) -> dict[str, Any]:
+    return {"accuracy": exact_mean([q["accuracy"] for q in exact]), "n_questions": len(exact)}
 
 
 def score_oaks(
@@ -331,15 +342,19 @@ def score_oaks_with_rows(
     subsets = [s for i, s in enumerate(subsets) if s not in subsets[:i]]
     longest = max(len(j.correct) for j in judged)
     by_interval = [
-        float(np.mean([j.correct[t] for j in judged if len(j.correct) > t]))
+        exact_mean([j.correct[t] for j in judged if len(j.correct) > t])
         for t in range(longest)
     ]
+    # Averages over questions are of the exact per-question fractions, rounded once.
+    exact = [question_fractions(j.correct, j.golds) for j in judged]
     result: dict[str, Any] = {"n_questions": len(rows)}
-    result.update({k: float(np.mean([r[k] for r in rows])) for k in INTRA_PHASE_KEYS})
+    result.update({k: exact_mean([q[k] for q in exact]) for k in INTRA_PHASE_KEYS})
     result["transitions"] = transition_rates(counts)
-    result["by_type"] = {t: _mean_accuracy([r for r in rows if r["type"] == t]) for t in types}
+    result["by_type"] = {
+        t: _mean_accuracy([q for q, r in zip(exact, rows, strict=True) if r["type"] == t])
+        for t in types}
     result["by_subset"] = {
-        s: _mean_accuracy([r for r in rows if r["subset"] == s])
+        s: _mean_accuracy([q for q, r in zip(exact, rows, strict=True) if r["subset"] == s])
         for s in subsets if any(r["subset"] == s for r in rows)
     }
     result["accuracy_by_interval"] = by_interval

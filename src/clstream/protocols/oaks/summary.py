@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap
 from clstream.metrics.bootstrap import ci_for_metrics
@@ -39,7 +40,7 @@ def complete_questions(dataset: OaksDataset, preds: dict[tuple[str, int], str]) 
     return dataclasses.replace(dataset, documents=tuple(docs))
 
 
-def summarize_oaks_run(store: Any, run: RunRow) -> dict[str, Any]:
+def summarize_oaks_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     _, view = store.get_dataset(run.dataset_sha256)
     dataset = from_gold_view(view)
     preds = oaks_predictions(store, run)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from clstream.core.protocol import Command, load_target
 
 if TYPE_CHECKING:
+    from clstream.core.reader import ResultsReader
     from clstream.core.records import RunRow
 
 _ARGUMENTS = "clstream.protocols.seqmem.arguments"
@@ -39,13 +40,13 @@ class SeqMemProtocol:
                           "procedural SeqMem task stream in which feedback reveals hidden rules",
                           f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
 
-    def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
+    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
         return load_target("clstream.protocols.seqmem.summary:summarize_seqmem_run")(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
         return load_target("clstream.protocols.seqmem.summary:text_rows")(runs)
 
-    def export_run(self, store: Any, run: RunRow, out: Path) -> int:
+    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
         return load_target(f"{_COMMANDS}:export_seqmem")(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:

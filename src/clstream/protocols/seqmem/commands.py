@@ -14,6 +14,7 @@ from typing import Any
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import atomic_writer
 from clstream.core.jsonio import gc_paused
+from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
@@ -31,7 +32,6 @@ from clstream.protocols.seqmem.runner import SeqMemRunner
 from clstream.protocols.seqmem.streams import load_seqmem_stream
 from clstream.protocols.seqmem.summary import seqmem_rows
 from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, write_seqmem_synthetic
-from clstream.store.db import ResultsStore
 
 __all__ = ["add_generate_arguments", "add_run_seqmem_arguments", "add_score_arguments",
            "export_seqmem", "generate", "run", "score"]
@@ -154,7 +154,7 @@ def generate(args: argparse.Namespace) -> int:
 
 
 # -- export ----------------------------------------------------------------------------------
-def export_seqmem(store: ResultsStore, run: RunRow, out: str | Path) -> int:
+def export_seqmem(store: ResultsReader, run: RunRow, out: str | Path) -> int:
     """Write the run's records exactly as docs/seqmem.md §3.1 defines them (JSONL), atomically."""
     if run.protocol != "seqmem":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not seqmem")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import numpy as np
 
 from clstream.core.errors import DataError
 from clstream.core.jsonio import iter_json_lines_fast
+from clstream.metrics.exact import exact_mean, least_squares_slope
 
 __all__ = [
     "SeqMemRecords",
@@ -55,7 +57,11 @@ def _as_array(correct: Sequence[int] | np.ndarray) -> np.ndarray:
 
 
 def online_curve(correct: Sequence[int] | np.ndarray) -> np.ndarray:
-    """Abar(tau) = (1/tau) * sum_{i<=tau} A(i) for tau = 1..T (SeqMem-Eval eq. 2)."""
+    """Abar(tau) = (1/tau) * sum_{i<=tau} A(i) for tau = 1..T (SeqMem-Eval eq. 2).
+
+    Correctness is 0 or 1, so every running sum is a whole number held exactly and each point
+    is one correctly rounded division, whatever order numpy adds in.
+    """
     arr = _as_array(correct)
     return np.cumsum(arr) / np.arange(1, arr.size + 1)
 
@@ -112,19 +118,19 @@ def holdout_acc(curve: Mapping[int, float]) -> float:
     return float(curve[max(curve)])
 
 
-def trend_ho(curve: Mapping[int, float], n_tasks: int) -> float | None:
+def trend_ho(curve: Mapping[int, float | Fraction], n_tasks: int) -> float | None:
     """Trend_HO = least-squares slope of H(k) against k/T over checkpoints k >= 1 (eq. 8).
 
     docs/seqmem.md §5.7: checkpoint 0 (the memory-free state) is reported but not fitted; with fewer
-    than two fitted checkpoints there is no slope and the result is None.
+    than two fitted checkpoints there is no slope and the result is None. The slope is the
+    correctly rounded value of the exact fit of H(k) against the exact fractions k/T
+    (:func:`~clstream.metrics.exact.least_squares_slope`), the same on every machine; pass H(k)
+    as fractions (:func:`score_seqmem` does) to fit the exact accuracies.
     """
     ks = [k for k in sorted(curve) if k >= 1]
     if len(ks) < 2:
         return None
-    x = np.array([k / n_tasks for k in ks], dtype=float)
-    y = np.array([curve[k] for k in ks], dtype=float)
-    dx = x - x.mean()
-    return float(np.dot(dx, y - y.mean()) / np.dot(dx, dx))
+    return least_squares_slope([Fraction(k, n_tasks) for k in ks], [curve[k] for k in ks])
 
 
 def bwt(correct: Sequence[int] | np.ndarray, retro_t: Mapping[int, int]) -> float:
@@ -138,7 +144,7 @@ def bwt(correct: Sequence[int] | np.ndarray, retro_t: Mapping[int, int]) -> floa
     if not retro_t:
         raise ValueError("no re-evaluated tasks at this horizon")
     diffs = [retro_t[tau] - arr[tau - 1] for tau in sorted(retro_t)]
-    return float(np.mean(diffs))
+    return exact_mean(diffs)
 
 
 def iv(correct: Sequence[int] | np.ndarray, retro: Mapping[int, Mapping[int, int]]) -> float:
@@ -170,7 +176,7 @@ def forgetting(
             if value is not None and value > best:
                 best = value
         drops.append(best - retro[t][tau])
-    return float(np.mean(drops))
+    return exact_mean(drops)
 
 
 @dataclass
@@ -360,7 +366,9 @@ def score_seqmem(records: SeqMemRecords | Iterable[Mapping[str, Any]]) -> dict[s
     if records.holdout:
         curve = holdout_curve(records.holdout)
         out["holdout_acc"] = holdout_acc(curve)
-        trend = trend_ho(curve, records.n_tasks)
+        exact_curve = {k: Fraction(sum(items.values()), len(items))
+                       for k, items in records.holdout.items()}
+        trend = trend_ho(exact_curve, records.n_tasks)
         if trend is not None:
             out["trend_ho"] = trend
     if records.retro:

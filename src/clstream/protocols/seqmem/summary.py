@@ -47,18 +47,20 @@ import json
 from typing import Any
 
 from clstream.core.errors import ClstreamError, StoreError
+from clstream.core.reader import ResultsReader
+from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap
+from clstream.metrics.exact import exact_mean
 from clstream.protocols.seqmem.metrics import online_curve, records_from_rows, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.render.runs import coverage_note
-from clstream.store.db import ResultsStore, RunRow
 
 STAGES = ("retrieve", "generate", "update")
 TOKEN_KEYS = ("prompt", "cached", "completion", "reasoning")
 EFFICIENCY_SCALE = 1000.0  # tokens per task at which efficiency is 0.5
 
 
-def seqmem_rows(store: ResultsStore, run: RunRow) -> list[dict[str, Any]]:
+def seqmem_rows(store: ResultsReader, run: RunRow) -> list[dict[str, Any]]:
     """The run's successful records in the exact docs/seqmem.md §3.1 form: online by tau, hold-out by
     checkpoint then item, retro by horizon then tau."""
     online: list[dict[str, Any]] = []
@@ -142,22 +144,18 @@ def _zero_tokens() -> dict[str, int]:
     return {k: 0 for k in TOKEN_KEYS}
 
 
-def _costs(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+def _costs(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     """Tokens per stage split into the sequential run (online + update) and probes."""
     phases: dict[str, dict[str, dict[str, int]]] = {
         "run": {s: _zero_tokens() for s in STAGES}, "probes": {s: _zero_tokens() for s in STAGES}}
     calls = 0
-    for row in store.conn.execute(
-        "SELECT stream, stage, kind, SUM(prompt_tokens), SUM(cached_tokens),"
-        " SUM(completion_tokens), SUM(reasoning_tokens), COUNT(*) FROM records"
-        " WHERE run_id=? GROUP BY stream, stage, kind", (run.run_id,),
-    ):
-        phase = "run" if row[0] in ("online", "update") else "probes"
-        bucket = phases[phase].setdefault(row[1], _zero_tokens())
-        for key, value in zip(TOKEN_KEYS, row[3:7], strict=True):
-            bucket[key] += int(value or 0)
-        if row[2] == "call":
-            calls += int(row[7])
+    for (stream, stage, kind), usage in store.usage_by_stream_stage_kind(run.run_id).items():
+        phase = "run" if stream in ("online", "update") else "probes"
+        bucket = phases[phase].setdefault(stage, _zero_tokens())
+        for key in TOKEN_KEYS:
+            bucket[key] += usage[key]
+        if kind == "call":
+            calls += usage["records"]
     times = {"run": dict.fromkeys(STAGES, 0.0), "probes": dict.fromkeys(STAGES, 0.0)}
     for row in store.iter_records(run.run_id):
         p = json.loads(row["payload"])
@@ -176,7 +174,7 @@ def _total(tokens: dict[str, dict[str, int]]) -> int:
 
 
 def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    return exact_mean(values) if values else None
 
 
 def radar(metrics: dict[str, Any] | None, tokens_per_task: float | None) -> dict[str, Any]:
@@ -197,7 +195,7 @@ def radar(metrics: dict[str, Any] | None, tokens_per_task: float | None) -> dict
             "efficiency": eff}
 
 
-def summarize_seqmem_run(store: ResultsStore, run: RunRow) -> dict[str, Any]:
+def summarize_seqmem_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     """Metrics, curves, costs by stage, counts and radar scores of one SeqMem run."""
     view: dict[str, Any] = {}
     try:

@@ -1,0 +1,409 @@
+"""`clstream summary DIR --json` follows the schema documented in docs/summary-json.md, for a
+results directory holding runs of all four protocols made with the builtin model.
+
+The schema is written here as pydantic models that forbid unknown keys; the test reads the
+document's tables and checks that each section lists exactly its model's keys, and that the
+keys the document calls "or absent" are exactly the optional ones.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from clstream.cli import main
+
+DOC = Path(__file__).parents[2] / "docs" / "summary-json.md"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Tokens(Strict):
+    prompt: int
+    cached: int
+    completion: int
+    reasoning: int
+
+
+class StageUsage(Tokens):
+    latency_s: float
+    records: int
+    cache_hits: int
+
+
+class Meta(Strict):
+    clstream_version: str | None
+    prompt_template_hash: str | None
+    tokenizer: dict[str, Any] | None
+    spec: dict[str, Any]
+    seed: int | None
+
+
+class Run(Strict):
+    run_id: str
+    protocol: str
+    system: str
+    model: str
+    model_info: dict[str, Any]
+    tokens: Tokens
+    tokens_by_stage: dict[str, StageUsage]
+    wall_s: float
+    cost_usd: float | None
+    meta: Meta
+    transport: list[dict[str, Any]]
+
+
+# -- OAKS --------------------------------------------------------------------------------------
+class OaksDataset(Strict):
+    path: str
+    sha256: str
+    n_documents: int
+    n_questions: int
+    n_intervals: int
+
+
+class OaksStatus(Strict):
+    probes_done: int
+    probes_total: int
+    errors: int
+    complete: bool
+    hit_token_cap: int
+
+
+class OaksCoverage(Strict):
+    unit: Literal["questions"]
+    scored: int
+    total: int
+    share: float
+    probes_scored: int
+    probes_done: int
+    probes_total: int
+    over: str
+
+
+class OaksRun(Run):
+    protocol: Literal["oaks"]
+    dataset: OaksDataset
+    status: OaksStatus
+    coverage: OaksCoverage
+    metrics: dict[str, Any] | None
+    ci: dict[str, list[float]]
+
+
+# -- SeqMem-Eval -------------------------------------------------------------------------------
+class SeqmemDataset(Strict):
+    path: str | None
+    sha256: str
+    source: str | None
+    n_tasks: int
+    n_holdout: int
+
+
+class SeqmemPlan(Strict):
+    checkpoints: list[int] | None
+    horizons: list[int] | None
+    retro_sample: float | None
+
+
+class SeqmemStatus(Strict):
+    online_done: int
+    holdout_done: int
+    retro_done: int
+    calls: int
+    errors: int
+    online_total: int
+    complete: bool
+    hit_token_cap: int
+
+
+class SeqmemCoverage(Strict):
+    unit: Literal["tasks"]
+    scored: int
+    total: int
+    share: float
+    holdout_checkpoints: list[int]
+    holdout_checkpoints_scored: int
+    holdout_checkpoints_total: int | None
+    retro_scored: int
+    retro_total: int | None
+    over: str
+    complete: bool
+
+
+class SeqmemEfficiency(Strict):
+    tokens: int
+    tokens_per_task: float | None
+    tokens_by_stage: dict[str, Tokens]
+    time_s_by_stage: dict[str, float]
+
+
+class SeqmemRadar(Strict):
+    online_utility: float | None
+    holdout_generalization: float | None
+    backward_transfer: float | None
+    forgetting: float | None
+    efficiency: float | None
+
+
+class HoldoutPoint(Strict):
+    checkpoint: int
+    accuracy: float
+    items: int
+
+
+class ProbeCost(Strict):
+    tokens: int
+    tokens_by_stage: dict[str, Tokens]
+    time_s_by_stage: dict[str, float]
+
+
+class SeqmemRun(Run):
+    protocol: Literal["seqmem"]
+    dataset: SeqmemDataset
+    plan: SeqmemPlan
+    status: SeqmemStatus
+    coverage: SeqmemCoverage
+    metrics: dict[str, Any] | None
+    online_curve: list[float]
+    holdout_curve: list[HoldoutPoint]
+    bwt: dict[str, float]
+    forgetting: dict[str, float]
+    efficiency: SeqmemEfficiency
+    probe_cost: ProbeCost
+    radar: SeqmemRadar
+
+
+# -- CL-Bench ----------------------------------------------------------------------------------
+class ClbenchDataset(Strict):
+    path: str
+    sha256: str
+    tasks: list[str]
+    schedule: str | None
+    seed: int | None
+    n_tasks: int
+    n_instances: int
+
+
+class ClbenchPlan(Strict):
+    rollouts: int
+    tasks: list[str]
+
+
+class ClbenchStatus(Strict):
+    instances_done: int
+    instances_total: int
+    errors: int
+    steps: int
+    tokens: int
+    complete: bool
+    hit_token_cap: int
+
+
+class ClbenchCoverage(Strict):
+    unit: Literal["instances"]
+    scored: int
+    total: int
+    share: float
+    complete: bool
+    tasks_scored: list[str]
+    tasks_withheld: list[str]
+    over: str
+
+
+class ClbenchTask(Strict):
+    n_instances: int
+    stateless_complete: bool
+    rollouts_complete: list[int]
+    rollouts_total: int
+    scored: bool
+    stateless_done: int
+    stateful_done: dict[str, int]
+    errors: int
+    tokens: int
+    steps: int
+    instances_total: int
+    r_max: float | None
+    curve: dict[str, list[float]]
+    by_stage: list[dict[str, Any]]
+
+
+class ClbenchRun(Run):
+    protocol: Literal["clbench"]
+    dataset: ClbenchDataset
+    plan: ClbenchPlan
+    status: ClbenchStatus
+    coverage: ClbenchCoverage
+    metrics: dict[str, Any] | None
+    reference: dict[str, Any] | None
+    tasks: dict[str, ClbenchTask]
+
+
+# -- ImprintBench ------------------------------------------------------------------------------
+class ImprintDataset(Strict):
+    setting: str | None
+    items: int
+    instances: int
+
+
+class ImprintCoverage(Strict):
+    scored: int
+    total: int
+    unit: Literal["items"]
+    errors: int
+
+
+class ImprintStatus(Strict):
+    complete: bool
+    hit_token_cap: int
+
+
+class ImprintContext(Strict):
+    tokens_in_context: float | None
+    corpus_tokens: float | None
+    compression_ratio: float | None
+
+
+class ImprintAnswers(Strict):
+    completion_tokens_mean: float | None
+    hit_token_cap: int
+
+
+class ImprintRun(Run):
+    protocol: Literal["imprint"]
+    dataset: ImprintDataset
+    supervision: str | None
+    coverage: ImprintCoverage
+    status: ImprintStatus
+    metrics: dict[str, Any] | None = None
+    details: dict[str, Any] | None = None
+    context: ImprintContext | None = None
+    answers: ImprintAnswers | None = None
+
+
+class Summary(Strict):
+    dir: str
+    generated_at: str
+    clstream_version: str
+    runs: list[Annotated[OaksRun | SeqmemRun | ClbenchRun | ImprintRun,
+                         Field(discriminator="protocol")]]
+
+
+# The document's sections and the model each one lists; a protocol's runs list only the keys
+# they add to "Every run".
+SECTIONS: dict[str, tuple[type[BaseModel], type[BaseModel] | None]] = {
+    "Top level": (Summary, None),
+    "Every run": (Run, None),
+    "Every run: `meta`": (Meta, None),
+    "OAKS runs": (OaksRun, Run),
+    "OAKS runs: `dataset`": (OaksDataset, None),
+    "OAKS runs: `status`": (OaksStatus, None),
+    "OAKS runs: `coverage`": (OaksCoverage, None),
+    "SeqMem-Eval runs": (SeqmemRun, Run),
+    "SeqMem-Eval runs: `dataset`": (SeqmemDataset, None),
+    "SeqMem-Eval runs: `plan`": (SeqmemPlan, None),
+    "SeqMem-Eval runs: `status`": (SeqmemStatus, None),
+    "SeqMem-Eval runs: `coverage`": (SeqmemCoverage, None),
+    "SeqMem-Eval runs: `efficiency`": (SeqmemEfficiency, None),
+    "SeqMem-Eval runs: `radar`": (SeqmemRadar, None),
+    "CL-Bench runs": (ClbenchRun, Run),
+    "CL-Bench runs: `dataset`": (ClbenchDataset, None),
+    "CL-Bench runs: `plan`": (ClbenchPlan, None),
+    "CL-Bench runs: `status`": (ClbenchStatus, None),
+    "CL-Bench runs: `coverage`": (ClbenchCoverage, None),
+    "CL-Bench runs: `tasks` entries": (ClbenchTask, None),
+    "ImprintBench runs": (ImprintRun, Run),
+    "ImprintBench runs: `dataset`": (ImprintDataset, None),
+    "ImprintBench runs: `coverage`": (ImprintCoverage, None),
+    "ImprintBench runs: `status`": (ImprintStatus, None),
+    "ImprintBench runs: `context`": (ImprintContext, None),
+    "ImprintBench runs: `answers`": (ImprintAnswers, None),
+}
+
+
+def documented_sections() -> dict[str, dict[str, str]]:
+    """Each ``## `` section of the document: its table's keys and their type column."""
+    sections: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            current = sections.setdefault(line[3:].strip(), {})
+        row = re.match(r"\|\s*`([a-z_0-9]+)`\s*\|([^|]*)\|", line)
+        if row and current is not None:
+            current[row.group(1)] = row.group(2).strip()
+    return sections
+
+
+def test_the_document_lists_exactly_the_schema() -> None:
+    documented = documented_sections()
+    assert set(documented) == set(SECTIONS)
+    for title, (model, base) in SECTIONS.items():
+        inherited = set(base.model_fields) if base is not None else set()
+        own = {name: field for name, field in model.model_fields.items()
+               if name not in inherited}
+        assert set(documented[title]) == set(own), title
+        for name, field in own.items():
+            assert ("or absent" in documented[title][name]) == (not field.is_required()), \
+                f"{title}: {name}"
+
+
+@pytest.fixture(scope="module")
+def summary_json(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One results directory with brief runs of all four protocols (builtin model)."""
+    root = tmp_path_factory.mktemp("summary")
+    results = str(root / "results")
+    commands = [
+        ["generate", "oaks-babi", "--seed", "3", "--docs", "1", "--chunks", "4",
+         "--chunk-tokens", "250", "--out", str(root / "babi.json")],
+        ["run", "oaks", str(root / "babi.json"), "--out", results, "--no-progress",
+         "--system", "full", "--system", "rag:k=2"],
+        ["generate", "seqmem-synthetic", "--seed", "2", "--tasks", "8", "--holdout", "3",
+         "--out", str(root / "syn.json")],
+        ["run", "seqmem", str(root / "syn.json"), "--out", results, "--no-progress",
+         "--system", "memory-free", "--system", "exp-recent:k=2"],
+        ["run", "clbench", "--schedule", "short", "--rollouts", "2", "--seed", "3",
+         "--out", results, "--no-progress", "--system", "memory-free", "--system", "full"],
+        ["generate", "imprint", "--setting", "news", "--size", "small", "--seed", "3",
+         "--out", str(root / "imprint")],
+        ["run", "imprint", str(root / "imprint"), "--model", "builtin", "--samples", "2",
+         "--out", results, "--no-progress", "--system", "memory-free", "--system", "oracle"],
+    ]
+    for argv in commands:
+        assert main(argv) == 0, argv
+    return {"results": results}
+
+
+def test_summary_json_of_every_protocol_follows_the_schema(
+    summary_json: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["summary", summary_json["results"], "--json"]) == 0
+    raw = json.loads(capsys.readouterr().out)
+    summary = Summary.model_validate(raw)
+    by_protocol: dict[str, list[Run]] = {}
+    for run in summary.runs:
+        by_protocol.setdefault(run.protocol, []).append(run)
+    assert {p: len(r) for p, r in by_protocol.items()} == {
+        "oaks": 2, "seqmem": 2, "clbench": 2, "imprint": 2}
+    # Every run here is complete, so every protocol's metrics are present.
+    for run in summary.runs:
+        assert run.metrics is not None, run.system
+        assert run.status.complete, run.system
+    assert summary.dir == summary_json["results"]
+
+
+def test_an_undocumented_key_fails_the_schema(
+    summary_json: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["summary", summary_json["results"], "--json"]) == 0
+    raw = json.loads(capsys.readouterr().out)
+    raw["runs"][0]["status"]["surprise"] = 1
+    with pytest.raises(ValueError, match="surprise"):
+        Summary.model_validate(raw)
