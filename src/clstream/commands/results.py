@@ -24,13 +24,19 @@ def _prices(path: str | None) -> dict[str, dict[str, float]] | None:
     return None if path is None else load_prices(path)
 
 
-def _summarize(directory: str, prices: str | None) -> dict[str, Any]:
-    """The summary of every run in ``directory`` (what ``summary --json`` prints)."""
+def _summarize(args: argparse.Namespace) -> dict[str, Any]:
+    """The summary of every run in ``args.dir`` of ``--protocol`` over ``--dataset`` (what
+    ``summary --json`` prints)."""
     from clstream.report.summary import summarize
     from clstream.store.db import ResultsStore
 
-    with ResultsStore(directory) as store:
-        return summarize(store, _prices(prices))
+    with ResultsStore(args.dir) as store:
+        result = summarize(store, _prices(args.prices), protocol=args.protocol,
+                           dataset=args.dataset)
+    if not result["runs"] and (args.protocol or args.dataset):
+        scope = " ".join(x for x in (args.protocol, args.dataset) if x)
+        raise StoreError(f"{args.dir}: no run matches {scope}")
+    return result
 
 
 # -- export ----------------------------------------------------------------------------------
@@ -39,7 +45,8 @@ def export(args: argparse.Namespace) -> int:
     from clstream.store.export import select_run
 
     with ResultsStore(args.dir) as store:
-        run = select_run(store, args.system, args.model)
+        run = select_run(store, args.system, args.model, protocol=args.protocol,
+                         dataset=args.dataset)
         if run.protocol not in names("protocol"):
             raise StoreError(f"{args.dir}: run {run.run_id} is a {run.protocol!r} run, which "
                              "this clstream cannot export")
@@ -59,19 +66,32 @@ def _generic_lines(runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _dataset_label(run: dict[str, Any]) -> str:
+    """Which dataset a summary row belongs to: its file name (or what the protocol says of
+    it) and the first 8 hex digits of its hash."""
+    found = run.get("dataset")
+    dataset: dict[str, Any] = found if isinstance(found, dict) else {}
+    digest = str((run.get("meta") or {}).get("spec", {}).get("dataset_hash") or "")[:8]
+    name = dataset.get("path") or dataset.get("setting")
+    if isinstance(name, str) and "/" in name and not name.startswith("clbench:"):
+        name = Path(name).name
+    return f"{name} (dataset {digest})" if name else f"dataset {digest}"
+
+
 def summary(args: argparse.Namespace) -> int:
-    result = _summarize(args.dir, args.prices)
+    result = _summarize(args)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for run in result["runs"]:
-        groups.setdefault(run["protocol"], []).append(run)
+        groups.setdefault((run["protocol"], _dataset_label(run)), []).append(run)
     known = names("protocol")
-    order = [p for p in known if p in groups] + sorted(set(groups) - set(known))
-    for n, protocol in enumerate(order):
-        print(("\n" if n else "") + f"[{protocol}]")
-        runs = groups[protocol]
+    order = sorted(groups, key=lambda k: (known.index(k[0]) if k[0] in known else len(known),
+                                          k[0]))
+    for n, (protocol, dataset) in enumerate(order):
+        print(("\n" if n else "") + f"[{protocol}] {dataset}")
+        runs = groups[(protocol, dataset)]
         lines = resolve("protocol", protocol).summary_lines(runs) if protocol in known \
             else _generic_lines(runs)
         print("\n".join(lines))
@@ -87,11 +107,18 @@ def summary(args: argparse.Namespace) -> int:
 def report(args: argparse.Namespace) -> int:
     from clstream.report.html import render_report
 
-    result = _summarize(args.dir, args.prices)
+    result = _summarize(args)
     out = Path(args.out) if args.out else Path(args.dir) / "report.html"
     path = render_report(result, out)
     print(path.resolve())
     return 0
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--protocol", default=None, help="only runs of this protocol")
+    p.add_argument("--dataset", default=None, metavar="PATH|SHA256",
+                   help="only runs over this dataset: the path it was read from, its file "
+                        "name, or the first 6+ hex digits of its hash")
 
 
 def add_parsers(sub: Any) -> None:
@@ -101,16 +128,19 @@ def add_parsers(sub: Any) -> None:
     exp.add_argument("--system", required=True, help="system label or run id")
     exp.add_argument("--model", default=None, help="model label, when a system ran with several")
     exp.add_argument("--out", required=True)
+    _add_selection(exp)
     exp.set_defaults(handler=export)
 
     summ = sub.add_parser("summary", help="metrics, counts, tokens and time per run")
     summ.add_argument("dir")
     summ.add_argument("--json", action="store_true")
     summ.add_argument("--prices", default=None, help="JSON: dollars per million tokens per model")
+    _add_selection(summ)
     summ.set_defaults(handler=summary)
 
     rep = sub.add_parser("report", help="write a self-contained HTML report")
     rep.add_argument("dir")
     rep.add_argument("--out", default=None, help="HTML file (default: DIR/report.html)")
     rep.add_argument("--prices", default=None)
+    _add_selection(rep)
     rep.set_defaults(handler=report)

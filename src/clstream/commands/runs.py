@@ -19,6 +19,7 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import SpecError, StoreError
@@ -56,6 +57,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("words", nargs="+", metavar="DIR", action=_RunsWords,
                    help="results directory; or: rm DIR RUN_ID")
     p.add_argument("--json", action="store_true", help="print the listing as JSON")
+    p.add_argument("--spec", action="store_true",
+                   help="print a run spec file (TOML) that reruns every run of DIR "
+                        "(clstream run --spec FILE)")
     p.set_defaults(handler=cmd_runs_list)
 
 
@@ -83,6 +87,14 @@ def _listing(store: ResultsStore) -> list[dict[str, Any]]:
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from clstream.store.db import ResultsStore
 
+    if args.spec:
+        if args.json:
+            raise SpecError("flags --json and --spec: give one of them")
+        from clstream.commands.specfile import spec_text
+
+        with ResultsStore(args.dir) as store:
+            sys.stdout.write(spec_text(store, str(Path(args.dir).resolve())))
+        return 0
     with ResultsStore(args.dir) as store:
         runs = _listing(store)
     if args.json:
@@ -104,8 +116,9 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_rm(args: argparse.Namespace) -> int:
-    if args.json:
-        raise SpecError("flag --json: only the listing (runs DIR) prints JSON")
+    if args.json or args.spec:
+        raise SpecError(f"flag {'--json' if args.json else '--spec'}: only the listing "
+                        "(runs DIR) takes it")
     from clstream.store.db import DB_NAME, ResultsStore, results_db_exists
 
     if not results_db_exists(args.dir):

@@ -229,14 +229,12 @@ def spec_text(store: ResultsStore, out: str) -> str:
     skipped = []
     for run in store.runs():
         flags = run.info.get("run_flags")
-        spec = run.spec if isinstance(run.spec, dict) else json.loads(run.spec)
-        system = spec.get("system") or {}
-        if not isinstance(flags, dict) or not isinstance(system, dict):
+        if not isinstance(flags, dict):
             skipped.append(run)
             continue
         key = json.dumps([run.protocol, flags], sort_keys=True)
         entry = entries.setdefault(key, {"protocol": run.protocol, "systems": [], **flags})
-        entry["systems"].append(_system_text(system))
+        entry["systems"].append(run.system)
     lines = [f"# Reruns (resumes) the runs of {out}: clstream run --spec THIS_FILE",
              f"out = {_toml_value(out)}"]
     for run in skipped:
@@ -247,13 +245,3 @@ def spec_text(store: ResultsStore, out: str) -> str:
         lines += [f"{key} = {_toml_value(value)}" for key, value in entry.items()
                   if value is not None]
     return "\n".join(lines) + "\n"
-
-
-def _system_text(system: dict[str, Any]) -> str:
-    """``rag:k=4`` from a stored system spec (every argument, so defaults changed since do
-    not change the run)."""
-    args = system.get("args") or {}
-    if not args:
-        return str(system.get("name"))
-    return f"{system.get('name')}:" + ",".join(
-        f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in sorted(args.items()))

@@ -188,17 +188,20 @@ def run_planned(plan: PlannedRun, store: ResultsStore, model: Any, *,
                                          resumed=resumed))
 
 
-def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None
-            ) -> list[Failure]:
+def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None,
+            said: set[str] | None = None) -> list[Failure]:
     """Every planned run of ``job`` into an open store, with a result line each; returns the
     failures. The job's notes come once its first run is registered (a store that cannot be
-    written is one line)."""
+    written is one line), each once in ``said`` (the notes printed already)."""
     failures: list[Failure] = []
+    said = set() if said is None else said
     for index, plan in enumerate(job.runs):
         resumed = register_planned(plan, store, job.model)
         if index == 0:
             for note in job.notes:
-                print(note, file=sys.stderr)
+                if note not in said:
+                    print(note, file=sys.stderr)
+                    said.add(note)
         result = run_interruptible(execute_run(
             plan, plan.open(store), store, job.model, executor=executor,
             show_progress=job.show_progress, resumed=resumed))
@@ -218,9 +221,10 @@ def drive(jobs: RunJob | Sequence[RunJob], executor: Executor | None = None,
     for job in jobs:
         check_endpoint(job.model, job.sampling, job.systems)
     failures: list[tuple[RunJob, list[Failure]]] = []
+    said: set[str] = set()  # notes shared by several jobs are printed once
     for job in jobs:
         with ResultsStore(job.out, writer=True) as store:
-            failed = run_job(job, store, executor)
+            failed = run_job(job, store, executor, said)
         if failed:
             failures.append((job, failed))
     if failures:

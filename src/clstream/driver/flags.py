@@ -69,6 +69,10 @@ def add_driver_arguments(p: argparse.ArgumentParser) -> None:
     add_backend_arguments(p)
 
 
+# SamplingParams fields whose flag has another name.
+_SAMPLING_FLAGS = {"n": "samples"}
+
+
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
     # Imported here: the option groups above build parsers, which must not load pydantic.
     from pydantic import ValidationError
@@ -83,7 +87,8 @@ def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
         )
     except ValidationError as exc:
         err = exc.errors()[0]
-        flag = "--" + str(err["loc"][0]).replace("_", "-").replace("--n", "--samples")
+        field = str(err["loc"][0])
+        flag = "--" + _SAMPLING_FLAGS.get(field, field.replace("_", "-"))
         raise SpecError(f"flag {flag}: {err['msg']}") from None
 
 

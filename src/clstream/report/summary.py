@@ -15,6 +15,7 @@ from clstream.core.reader import ResultsReader
 from clstream.core.registry import names, resolve
 from clstream.driver.transport import transport_history
 from clstream.models.pricing import cost_usd
+from clstream.store.export import select_runs
 
 
 def _token_totals(stages: dict[str, dict[str, float]]) -> dict[str, int]:
@@ -23,11 +24,13 @@ def _token_totals(stages: dict[str, dict[str, float]]) -> dict[str, int]:
 
 
 def summarize(
-    store: ResultsReader, prices: dict[str, dict[str, float]] | None = None
+    store: ResultsReader, prices: dict[str, dict[str, float]] | None = None, *,
+    protocol: str | None = None, dataset: str | None = None,
 ) -> dict[str, Any]:
+    """Every run of ``store`` (of ``protocol``, over ``dataset``, when given), summarized."""
     runs_out = []
     known = names("protocol")
-    for run in store.runs():
+    for run in select_runs(store, protocol, dataset):
         stages = store.usage_by_stage(run.run_id)
         tokens = _token_totals(stages)
         entry: dict[str, Any] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import ClstreamError, StoreError
@@ -43,24 +44,70 @@ def _stored_labels(kind: str, label: str, spec: Any) -> set[str]:
     return labels
 
 
-def select_run(store: ResultsReader, system: str, model: str | None = None) -> RunRow:
-    """The one run whose system label (or run id) is ``system``, optionally for ``model``.
+def dataset_matches(store: ResultsReader, run: RunRow, dataset: str) -> bool:
+    """Whether ``dataset`` names the run's dataset: its SHA-256 or a prefix of at least 6
+    hex digits, or the path it was read from (as stored, resolved, or its file name)."""
+    text = dataset.strip()
+    if len(text) >= 6 and run.dataset_sha256.startswith(text.lower()):
+        return True
+    try:
+        stored = store.get_dataset(run.dataset_sha256)[0]
+    except ClstreamError:
+        return False
+    if not stored:
+        return False
+    candidates = {stored, Path(stored).name}
+    try:
+        candidates.add(str(Path(stored).resolve()))
+        return bool(candidates & {text, str(Path(text).resolve())})
+    except OSError:
+        return text in candidates
+
+
+def select_runs(store: ResultsReader, protocol: str | None = None,
+                dataset: str | None = None) -> list[RunRow]:
+    """The runs of ``store`` of ``protocol`` over ``dataset`` (either may be None: any)."""
+    return [r for r in store.runs()
+            if (protocol is None or r.protocol == protocol)
+            and (dataset is None or dataset_matches(store, r, dataset))]
+
+
+def _describe(store: ResultsReader, run: RunRow) -> str:
+    try:
+        path = store.get_dataset(run.dataset_sha256)[0]
+    except ClstreamError:
+        path = ""
+    where = Path(path).name if path else run.dataset_sha256[:8]
+    return f"{run.run_id} ({run.protocol}, {where}, {run.model})"
+
+
+def select_run(store: ResultsReader, system: str, model: str | None = None, *,
+               protocol: str | None = None, dataset: str | None = None) -> RunRow:
+    """The one run whose system label (or run id) is ``system``, optionally for ``model``,
+    ``protocol`` and ``dataset`` (:func:`dataset_matches`).
 
     Labels match as typed or canonically: ``rag:k=8`` finds the run labelled ``rag`` when 8 is
     the declared default, and a run stored under a pre-canonical label is found by either."""
     systems = _typed_labels("system", system)
     models = None if model is None else _typed_labels("model", model)
-    runs = [r for r in store.runs()
+    candidates = select_runs(store, protocol, dataset)
+    runs = [r for r in candidates
             if r.run_id == system
             or systems & _stored_labels("system", r.system, r.spec.get("system"))]
     if models is not None:
         runs = [r for r in runs if models & _stored_labels("model", r.model, r.spec.get("model"))]
     if not runs:
-        known = ", ".join(sorted({r.system for r in store.runs()})) or "none"
-        raise StoreError(f"{store.dir}: no run of system {system!r} (runs here: {known})")
+        known = ", ".join(sorted({r.system for r in candidates})) or "none"
+        scope = "".join([f" of {protocol}" if protocol else "",
+                         f" over {dataset}" if dataset else ""])
+        raise StoreError(f"{store.dir}: no run{scope} of system {system!r} (runs here: "
+                         f"{known})")
     if len(runs) > 1:
-        ids = ", ".join(f"{r.run_id} ({r.model})" for r in runs)
-        raise StoreError(
-            f"{store.dir}: system {system!r} has several runs ({ids}); pass --model or a run id"
-        )
+        ids = ", ".join(_describe(store, r) for r in runs)
+        wanted = [flag for flag, value, values in (
+            ("--protocol", protocol, {r.protocol for r in runs}),
+            ("--dataset", dataset, {r.dataset_sha256 for r in runs}),
+            ("--model", model, {r.model for r in runs})) if value is None and len(values) > 1]
+        raise StoreError(f"{store.dir}: system {system!r} has several runs ({ids}); pass "
+                         f"{', '.join(wanted)}{' or ' if wanted else ''}a run id")
     return runs[0]

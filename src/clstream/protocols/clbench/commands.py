@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
@@ -71,7 +72,8 @@ _ROWS = (("reward", "reward"), ("stateless_reward", "stateless reward"), ("gain"
 
 
 def score(args: argparse.Namespace) -> int:
-    records = load_clbench_records(args.records, allow_missing=args.allow_missing)
+    records = load_checked(args.records, "clbench-records", lambda: load_clbench_records(
+        args.records, allow_missing=args.allow_missing))
     note = _missing_note(records)
     if note:
         print(note, file=sys.stderr)

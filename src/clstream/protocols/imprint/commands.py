@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.contracts import System, supervision_of
+from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError
 from clstream.core.files import write_atomic
 from clstream.core.specs import RunSpec
@@ -95,7 +96,7 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     code, each persona) is a cell."""
     positive("--batch", args.batch)
     positive("--parallel", args.parallel)
-    data = load_dataset(args.data)
+    data = load_checked(args.data, "imprint-dataset", lambda: load_dataset(args.data))
     if not data.items:
         raise SpecError(f"{args.data}: the dataset has no items")
     llm_items = [i.item_id for i in data.items if i.judge == "llm"]
@@ -151,8 +152,9 @@ def score(args: argparse.Namespace) -> int:
     from clstream.protocols.imprint.judging import LLMJudge
     from clstream.protocols.imprint.scoring import load_predictions, score_imprint
 
-    items = load_items(args.items)
-    predictions = load_predictions(args.predictions)
+    items = load_checked(args.items, "imprint-items", lambda: load_items(args.items))
+    predictions = load_checked(args.predictions, "imprint-predictions",
+                               lambda: load_predictions(args.predictions))
     ks = _ks(args.k)
     llm = None
     if args.judge is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.contracts import System
+from clstream.core.data_kinds import load_checked
 from clstream.core.jsonio import gc_paused
 from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
@@ -62,7 +63,7 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     """``run oaks``: one planned run per system, a document per cell."""
     positive("--docs-in-flight", args.docs_in_flight)
     positive("--cache-budget-tokens", args.cache_budget_tokens)
-    dataset = load_oaks(args.data)
+    dataset = load_checked(args.data, "oaks-data", lambda: load_oaks(args.data))
     basics = run_basics(args)
 
     def docs_in_flight(spec: RunSpec, make: Callable[[], System]) -> int:
@@ -92,8 +93,9 @@ def score(args: argparse.Namespace) -> int:
     # Reading builds millions of small objects and no reference cycles: the cyclic collector
     # would rescan them all again and again (a third of the command's time), for nothing.
     with gc_paused():
-        dataset = load_oaks(args.data)
-        preds = load_predictions(args.predictions, dataset)
+        dataset = load_checked(args.data, "oaks-data", lambda: load_oaks(args.data))
+        preds = load_checked(args.predictions, "oaks-predictions",
+                             lambda: load_predictions(args.predictions, dataset))
         result, missing = score_oaks(dataset, preds, allow_missing=args.allow_missing,
                                      predictions_path=args.predictions)
     if missing:

@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import atomic_writer
 from clstream.core.jsonio import gc_paused
@@ -63,7 +64,8 @@ def load_stream(args: argparse.Namespace) -> Any:
                             "hold-out set")
         if args.api_pool or args.category:
             raise SpecError("flags --api-pool/--category: not used with --source synthetic")
-        return load_seqmem_stream("synthetic", args.data)
+        return load_checked(args.data, "seqmem-stream",
+                            lambda: load_seqmem_stream("synthetic", args.data))
     options: dict[str, Any] = {"holdout": args.holdout or 0, "holdout_mode": args.holdout_mode,
                                "seed": args.seed, "holdout_path": args.holdout_file}
     if name == "apibench-hf":
@@ -133,7 +135,8 @@ def plan_run(args: argparse.Namespace) -> RunJob:
 # -- score -----------------------------------------------------------------------------------
 def score(args: argparse.Namespace) -> int:
     with gc_paused():  # many small acyclic objects: nothing for the cyclic collector to find
-        result = score_seqmem(load_seqmem_records(args.records))
+        result = score_seqmem(load_checked(args.records, "seqmem-records",
+                                           lambda: load_seqmem_records(args.records)))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
