@@ -199,24 +199,40 @@ class ModelMiddleware:
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         batch = list(requests)
         if self.cache is None:
-            results = list(await self.inner.generate(batch))
+            results = await self._send(batch, None)
         else:
             keys = [self.cache_key(r) for r in batch]
             results = await generate_cached(self.cache, batch, keys, self._labels, self._send)
-        for request, result in zip(batch, results, strict=False):
-            if _without_usage(result):
-                counted = count_usage(request, result.samples, self.tokenizer)
-                counted.latency_s = result.usage.latency_s
-                result.usage = counted
-                self.accounting.counted += 1
+        for result in results:
             self.accounting.add(result)
         return results
 
     async def _send(self, requests: Sequence[GenerationRequest],
-                    on_result: OnResult) -> list[GenerationResult]:
+                    on_result: OnResult | None) -> list[GenerationResult]:
+        """The backend's results, usage counted where it reported none (before the cache
+        stores them)."""
+        counted: set[int] = set()
+
+        def count(j: int, result: GenerationResult) -> None:
+            if j not in counted and _without_usage(result):
+                counted.add(j)
+                usage = count_usage(requests[j], result.samples, self.tokenizer)
+                usage.latency_s = result.usage.latency_s
+                result.usage = usage
+                self.accounting.counted += 1
+
+        def report(j: int, result: GenerationResult) -> None:
+            count(j, result)
+            if on_result is not None:
+                on_result(j, result)
+
         if isinstance(self.inner, ResultReporter):
-            return list(await self.inner.generate_each(requests, on_result))
-        return list(await self.inner.generate(requests))
+            results = list(await self.inner.generate_each(requests, report))
+        else:
+            results = list(await self.inner.generate(requests))
+        for j, result in enumerate(results):
+            count(j, result)
+        return results
 
     # -- optional parts, passed through ------------------------------------------------------
 
