@@ -65,8 +65,7 @@ class CircuitBreaker:
         if self._streak < self.failures or elapsed < self.window_s:
             return False
         self.error = (f"server at {self.where} stopped answering: {cause} "
-                      f"({self._streak} connection failures in a row over {elapsed:.1f}s; "
-                      "the remaining requests are not sent)")
+                      f"({self._streak} connection failures in a row over {elapsed:.1f}s)")
         if self._opened is not None:
             self._opened.set()
         return True
