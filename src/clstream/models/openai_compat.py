@@ -155,11 +155,13 @@ class EndpointError(ClstreamError):
 class _Congestion(AttemptFailure):
     """A failed attempt that says the server is full: a silence timeout or an interrupted
     stream (``free``: sent again at once when others were in flight) or a 429/503 (retried
-    after the usual wait)."""
+    after the usual wait). ``silent``: nothing at all came back before the timeout."""
 
-    def __init__(self, reason: str, free: bool, retry_after: float | None = None):
+    def __init__(self, reason: str, free: bool, retry_after: float | None = None,
+                 silent: bool = False):
         super().__init__(reason, True, retry_after)
         self.free = free
+        self.silent = silent
 
 
 class _Unanswered(AttemptFailure):
@@ -509,6 +511,8 @@ class OpenAICompatModel:
             except _Congestion as failure:
                 others = limit.in_flight > 1
                 limit.congested(ticket, failure.reason)
+                if not failure.silent:
+                    breaker.answered()
                 last, retry_after = failure.reason, failure.retry_after
                 if failure.free and others and free < FREE_RESENDS:
                     free += 1
@@ -608,7 +612,7 @@ class OpenAICompatModel:
                 raise _Unanswered(what, what) from exc
             what = (f"no response within {timeout:g}s" if first_token is None
                     else f"no token for {timeout:g}s")
-            raise _Congestion(what, True) from exc
+            raise _Congestion(what, True, silent=first_token is None) from exc
         except HttpFailure as exc:
             if exc.unanswered is not None and not exc.fatal:
                 raise _Unanswered(exc.reason, _lower_first(exc.unanswered)) from exc
