@@ -232,9 +232,11 @@ def main() -> None:
     p.add_argument("--tokens", type=int, default=4)
     p.add_argument("--props", action="store_true")
     p.add_argument("--interrupt", action="store_true")
+    p.add_argument("--port", type=int, default=0, help="0: any free port")
+    p.add_argument("--context", type=int, default=8192)
     args = p.parse_args()
     engine = LoopbackEngine(args.slots, args.service, args.long, args.tokens, props=args.props,
-                            interrupt=args.interrupt)
+                            interrupt=args.interrupt, port=args.port, context=args.context)
     with engine:
         print(engine.port, flush=True)
         while True:

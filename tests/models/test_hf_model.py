@@ -332,3 +332,27 @@ def test_whole_oaks_stream_runs_through_the_cli(tiny_dir: Path, tmp_path: Path) 
     rows = [json.loads(line) for line in preds.read_text().splitlines()]
     assert {(r["question_id"], r["t"]) for r in rows} == expected
     assert len(rows) == len(expected) and all(isinstance(r["output"], str) for r in rows)
+
+
+def test_a_cli_run_with_a_cache_replays_without_decoding(tiny_dir: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--cache`` is the same for a local backend as for a server: a rerun into a new results
+    directory answers every probe from the cache and decodes nothing."""
+    from clstream.cli import main
+
+    data = tmp_path / "oaks.json"
+    cache = tmp_path / "responses.sqlite"
+    assert main(["generate", "oaks-babi", "--seed", "2", "--docs", "1", "--chunks", "2",
+                 "--chunk-tokens", "120", "--max-questions", "2", "--out", str(data)]) == 0
+
+    def run_into(out: Path) -> list[dict]:
+        assert main(["run", "oaks", str(data), "--system", "window:w=2", "--model",
+                     f"hf:{tiny_dir}", "--max-tokens", "8", "--cache", str(cache),
+                     "--out", str(out), "--no-progress"]) == 0
+        preds = out / "preds.jsonl"
+        assert main(["export", str(out), "--system", "window:w=2", "--out", str(preds)]) == 0
+        return [json.loads(line) for line in preds.read_text().splitlines()]
+
+    first = run_into(tmp_path / "first")
+    monkeypatch.setattr(HFModel, "generate_sync", lambda self, requests: pytest.fail("decoded"))
+    assert run_into(tmp_path / "again") == first and len(first) == 4

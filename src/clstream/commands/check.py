@@ -57,17 +57,15 @@ def _body(model: str, prompt: str, stream: bool) -> dict[str, Any]:
 async def _ask(client: httpx.AsyncClient, model: OpenAICompatModel, prompt: str,
                stream: bool) -> dict[str, Any]:
     """One tiny request: text, usage as reported (or None), latency, time to first token."""
-    import orjson
-
     from clstream.models.openai_compat import EndpointError
-    from clstream.models.wire import StreamAssembler
+    from clstream.models.wire import StreamAssembler, dumps_body, loads_reply
 
     headers = model._headers()
     headers["Content-Type"] = "application/json"
     start = time.perf_counter()
     first: float | None = None
     async with client.stream("POST", f"{model.base_url}/chat/completions",
-                             content=orjson.dumps(_body(model.target, prompt, stream)),
+                             content=dumps_body(_body(model.target, prompt, stream)),
                              headers=headers) as response:
         if not response.is_success:
             await response.aread()
@@ -81,7 +79,7 @@ async def _ask(client: httpx.AsyncClient, model: OpenAICompatModel, prompt: str,
             payload = assembler.payload()
             streamed = True
         else:
-            payload = orjson.loads(await response.aread())
+            payload = loads_reply(await response.aread())
             streamed = False
     latency = time.perf_counter() - start
     choice = (payload.get("choices") or [{}])[0]
@@ -208,15 +206,15 @@ def handler(args: argparse.Namespace) -> int:
     import asyncio
 
     import httpx
-    import orjson
 
     from clstream.models.openai_compat import EndpointError, OpenAICompatModel, _redact
+    from clstream.models.wire import MalformedResponse
 
     model = OpenAICompatModel(args.model, base_url=args.base_url, api_key_env=args.api_key_env,
                               request_timeout=TIMEOUT_S)
     try:
         found = asyncio.run(check(model))
-    except (httpx.HTTPError, orjson.JSONDecodeError) as exc:
+    except (httpx.HTTPError, MalformedResponse) as exc:
         raise EndpointError(f"model {model.name} at {_redact(model.base_url)}: a tiny request "
                             f"failed ({type(exc).__name__}: {exc})") from None
     if args.json:

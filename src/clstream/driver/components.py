@@ -23,6 +23,7 @@ from clstream.core.contracts import Model, System
 from clstream.core.errors import SpecError
 from clstream.core.registry import canonical_component, canonical_run_spec, resolve
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
+from clstream.models.middleware import wrap
 from clstream.store.db import ResultsStore
 
 
@@ -81,8 +82,11 @@ def register_run(store: ResultsStore, spec: RunSpec, dataset_sha256: str,
 
 
 def build_model(spec: ComponentSpec, **options: Any) -> Model:
-    """Instantiate a model backend; ``options`` are backend settings from CLI flags."""
+    """Instantiate a model backend; ``options`` are backend settings from CLI flags, and
+    ``cache_path`` the response cache every backend answers through
+    (:func:`clstream.models.middleware.wrap`)."""
     cls = resolve("model", spec.name)
+    cache_path = options.pop("cache_path", None)
     kwargs = dict(spec.args)
     accepted = inspect.signature(cls).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
@@ -90,7 +94,7 @@ def build_model(spec: ComponentSpec, **options: Any) -> Model:
         if value is not None and (takes_any or key in accepted):
             kwargs[key] = value
     try:
-        return cls(**kwargs)
+        return wrap(cls(**kwargs), cache_path=cache_path)
     except TypeError as exc:
         raise SpecError(f"model {spec.label!r}: {exc}") from None
 

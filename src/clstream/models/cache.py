@@ -8,6 +8,10 @@ field has to be picked out; the server address is left out, so a cache filled ag
 endpoint replays against another serving the same model.
 
 Only successful results are stored (samples and usage, with the latency of the original call).
+Entries are written and read with orjson, and with the standard ``json`` module where orjson
+refuses: a reply holding a lone surrogate (``"\\ud800"``, valid JSON that servers send) is stored
+as its escape and read back as the same text, and the key of a body holding one is taken over
+its surrogate-preserving bytes (every other key is unchanged).
 One SQLite connection per cache, used from one process; a lock serializes access, so many
 coroutines (or threads) may share it. Each ``put`` commits, so a killed run keeps what it paid for.
 """
@@ -24,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from clstream.core.errors import StoreError
@@ -50,6 +55,22 @@ class CachedResponse:
 
     samples: list[Sample]
     usage: Usage
+
+
+def _dumps(entry: dict[str, Any]) -> str:
+    """An entry's JSON text: orjson's, else (a lone surrogate) ``json``'s ASCII escapes."""
+    try:
+        return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return json.dumps(entry, sort_keys=True, ensure_ascii=True)
+
+
+def _loads(text: str) -> Any:
+    """An entry read back: orjson first, ``json`` where orjson refuses a lone surrogate."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 class ResponseCache:
@@ -101,7 +122,7 @@ class ResponseCache:
             separators=(",", ":"),
             ensure_ascii=False,
         )
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -118,7 +139,7 @@ class ResponseCache:
         if row is None:
             return None
         try:
-            data = json.loads(row[0])
+            data = _loads(row[0])
             return CachedResponse(
                 samples=[Sample.model_validate(s) for s in data["samples"]],
                 usage=Usage.model_validate(data["usage"]),
@@ -128,14 +149,10 @@ class ResponseCache:
 
     def put(self, key: str, backend: str, model: str, samples: list[Sample], usage: Usage) -> None:
         """Store one successful result (replacing any earlier entry with the same key)."""
-        result = json.dumps(
-            {
-                "samples": [s.model_dump(mode="json") for s in samples],
-                "usage": usage.model_dump(mode="json"),
-            },
-            sort_keys=True,
-            ensure_ascii=False,
-        )
+        result = _dumps({
+            "samples": [s.model_dump(mode="json") for s in samples],
+            "usage": usage.model_dump(mode="json"),
+        })
         with self._lock:
             try:
                 self._connection().execute(

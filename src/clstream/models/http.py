@@ -64,12 +64,14 @@ class HttpTimeout(Exception):
 
 class HttpFailure(Exception):
     """The exchange failed: a refused or dropped connection (retryable) or an address no retry
-    can reach (``fatal``)."""
+    can reach (``fatal``). ``unanswered`` holds the operating system's reason when no response
+    came at all (refused, reset before an answer), None when the failure came after one began."""
 
-    def __init__(self, reason: str, fatal: bool = False):
+    def __init__(self, reason: str, fatal: bool = False, unanswered: str | None = None):
         super().__init__(reason)
         self.reason = reason
         self.fatal = fatal
+        self.unanswered = unanswered
 
 
 class Reply(Protocol):
@@ -249,10 +251,13 @@ class AiohttpClient:
         except aiohttp.InvalidURL as exc:
             raise HttpFailure(f"cannot reach {url}: {exc}", fatal=True) from exc
         except aiohttp.ClientConnectorError as exc:
-            raise HttpFailure(f"connection error ({type(exc).__name__}): {os_reason(exc)}"
-                              ) from exc
+            cause = os_reason(exc)
+            raise HttpFailure(f"connection error ({type(exc).__name__}): {cause}",
+                              unanswered=cause) from exc
         except aiohttp.ClientError as exc:
-            raise HttpFailure(f"connection error ({type(exc).__name__}): {exc}") from exc
+            raise HttpFailure(f"connection error ({type(exc).__name__}): {exc}",
+                              unanswered=None if response is not None else os_reason(exc)
+                              ) from exc
         finally:
             if turn is not None:
                 turn.sent()  # failed before its body went out
@@ -306,9 +311,11 @@ class HttpxClient:
     async def post(self, url: str, content: bytes, headers: Mapping[str, str],
                    turn: SendTurn | None = None) -> AsyncIterator[_HttpxReply]:
         extensions = {} if turn is None else {"trace": _httpcore_trace(turn)}
+        answered = False
         try:
             async with self._client.stream("POST", url, content=content, headers=headers,
                                            extensions=extensions) as response:
+                answered = True
                 if turn is not None:
                     turn.sent()
                 yield _HttpxReply(response)
@@ -317,7 +324,8 @@ class HttpxClient:
         except httpx.UnsupportedProtocol as exc:
             raise HttpFailure(f"cannot reach {url}: {exc}", fatal=True) from exc
         except httpx.TransportError as exc:
-            raise HttpFailure(f"connection error ({type(exc).__name__}): {exc}") from exc
+            raise HttpFailure(f"connection error ({type(exc).__name__}): {exc}",
+                              unanswered=None if answered else os_reason(exc)) from exc
         finally:
             if turn is not None:
                 turn.sent()

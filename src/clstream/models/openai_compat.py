@@ -19,8 +19,13 @@ retries, concurrency limits and cost accounting wrap any backend". This backend 
 - retries with exponential backoff and full jitter on 408/409/429, 5xx, timeouts, dropped
   connections and malformed bodies (:mod:`clstream.models.retry`); a request that still fails
   is returned as an error result with no samples, never as a guessed answer;
-- an optional :class:`~clstream.models.cache.ResponseCache` (hits send nothing), given as an
-  object or opened from ``cache_path``;
+- a circuit breaker (:mod:`clstream.models.breaker`): once the server has stopped answering
+  (connections refused or reset, in a row, for a while), every remaining request fails at
+  once, unretried, with one error naming the server, instead of spending minutes of retries;
+- the response cache of :mod:`clstream.models.middleware`, which wraps any backend: this one
+  keys it by the request body it sends (:meth:`OpenAICompatModel.cache_key`) and reports each
+  result as it comes (:meth:`OpenAICompatModel.generate_each`), so each answer is stored once
+  paid for; given here as an object or opened from ``cache_path``, the same cache applies;
 - usage as the server reports it, else counted with the tokenizer (a stream without usage, as
   llama-cpp-python sends, counts its text chunks as completion tokens); latency is the wall
   time of the attempt that succeeded (backoff waits are not part of it);
@@ -76,7 +81,6 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-import orjson
 
 from clstream.core.contracts import Tokenizer
 from clstream.core.errors import ClstreamError, SpecError
@@ -90,6 +94,7 @@ from clstream.core.types import (
     SamplingParams,
     Usage,
 )
+from clstream.models.breaker import CircuitBreaker
 from clstream.models.cache import ResponseCache
 from clstream.models.concurrency import DEFAULT_CEILING, DEFAULT_START, ConcurrencyLimit, Turn
 from clstream.models.endpoint import (
@@ -107,6 +112,7 @@ from clstream.models.http import (
     new_client,
     os_reason,
 )
+from clstream.models.middleware import OnResult, generate_cached
 from clstream.models.retry import (
     AttemptFailure,
     RetryPolicy,
@@ -121,6 +127,8 @@ from clstream.models.wire import (
     build_body,
     check_extra_body,
     count_usage,
+    dumps_body,
+    loads_reply,
     parse_samples,
     parse_usage,
     stream_body,
@@ -147,11 +155,22 @@ class EndpointError(ClstreamError):
 class _Congestion(AttemptFailure):
     """A failed attempt that says the server is full: a silence timeout or an interrupted
     stream (``free``: sent again at once when others were in flight) or a 429/503 (retried
-    after the usual wait)."""
+    after the usual wait). ``silent``: nothing at all came back before the timeout."""
 
-    def __init__(self, reason: str, free: bool, retry_after: float | None = None):
+    def __init__(self, reason: str, free: bool, retry_after: float | None = None,
+                 silent: bool = False):
         super().__init__(reason, True, retry_after)
         self.free = free
+        self.silent = silent
+
+
+class _Unanswered(AttemptFailure):
+    """A failed attempt that got no response at all (``cause``: the operating system's
+    reason), which the circuit breaker counts."""
+
+    def __init__(self, reason: str, cause: str):
+        super().__init__(reason, True)
+        self.cause = cause
 
 
 class _NoStream(Exception):
@@ -183,6 +202,7 @@ class _LoopState:
 
     loop: weakref.ReferenceType[asyncio.AbstractEventLoop]
     limit: ConcurrencyLimit
+    breaker: CircuitBreaker
     client: HttpClient | None = None
     users: int = 0
 
@@ -248,6 +268,11 @@ def _reason(status: int, body: str, secrets: list[str], limit: int = _REASON_CHA
         message = json.dumps(message)
     reason = _shorten(message if isinstance(message, str) and message.strip() else text, limit)
     return f"HTTP {status}: {reason}" if reason else f"HTTP {status}"
+
+
+def _lower_first(text: str) -> str:
+    """``Connection refused`` as it reads inside a sentence."""
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
 def _positive(name: str, value: Any, integer: bool = False) -> None:
@@ -349,7 +374,7 @@ class OpenAICompatModel:
         state = self._state
         if state is None or state.loop() is not loop:
             limit = ConcurrencyLimit(self.start_concurrency(), self.max_concurrency is None)
-            state = _LoopState(weakref.ref(loop), limit)
+            state = _LoopState(weakref.ref(loop), limit, CircuitBreaker(_redact(self.base_url)))
             self._state = state
         return state
 
@@ -409,13 +434,27 @@ class OpenAICompatModel:
 
     # -- generation ------------------------------------------------------------------------
 
+    def cache_key(self, request: GenerationRequest) -> str:
+        """The response-cache key of ``request``: the backend and the body sent for it."""
+        return ResponseCache.key(BACKEND, build_body(self.target, request, self.extra_body))
+
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        if self.cache is None:
+            return await self.generate_each(requests, None)
+        return await generate_cached(self.cache, requests,
+                                     [self.cache_key(r) for r in requests],
+                                     (BACKEND, self.target), self.generate_each)
+
+    async def generate_each(self, requests: Sequence[GenerationRequest],
+                            on_result: OnResult | None) -> list[GenerationResult]:
+        """Results of ``requests`` in their order; ``on_result`` hears of each one as soon as
+        it is known."""
         state = self._loop_state()
         if state.client is not None:
-            return await self._gather(state, state.client, requests)
+            return await self._gather(state, state.client, requests, on_result)
         client = self._new_pool()
         try:
-            return await self._gather(state, client, requests)
+            return await self._gather(state, client, requests, on_result)
         finally:
             await client.aclose()
 
@@ -424,30 +463,21 @@ class OpenAICompatModel:
         state: _LoopState,
         client: HttpClient,
         requests: Sequence[GenerationRequest],
+        on_result: OnResult | None,
     ) -> list[GenerationResult]:
         # Order numbers are taken here, in the caller's order, so admission follows it.
-        return list(await asyncio.gather(*(self._one(state, client, r, next(self._orders))
-                                           for r in requests)))
+        return list(await asyncio.gather(*(
+            self._one(state, client, r, next(self._orders), i, on_result)
+            for i, r in enumerate(requests))))
 
     async def _one(
         self, state: _LoopState, client: HttpClient, request: GenerationRequest,
-        order: int,
+        order: int, index: int, on_result: OnResult | None,
     ) -> GenerationResult:
         body = build_body(self.target, request, self.extra_body)
-        key = ResponseCache.key(BACKEND, body) if self.cache is not None else ""
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                return GenerationResult(
-                    key=request.key,
-                    samples=hit.samples,
-                    usage=hit.usage,
-                    cache_hit=True,
-                    stage=request.stage,
-                )
         result = await self._with_retries(state, client, request, body, order)
-        if result.ok and self.cache is not None:
-            self.cache.put(key, BACKEND, self.target, result.samples, result.usage)
+        if on_result is not None:
+            on_result(index, result)
         return result
 
     async def _with_retries(
@@ -460,12 +490,17 @@ class OpenAICompatModel:
     ) -> GenerationResult:
         rng = jitter_rng(request.key)
         attempts = self.policy.attempts
-        limit = state.limit
+        limit, breaker = state.limit, state.breaker
         last = ""
         retry_after: float | None = None
         attempt = free = 0
         while attempt < attempts:
+            if breaker.error is not None:
+                return self._stopped(limit, request, breaker.error)
             ticket = await limit.acquire(order)
+            if breaker.error is not None:
+                limit.released(ticket)
+                return self._stopped(limit, request, breaker.error)
             try:
                 samples, usage, first_token_s = await self._attempt(client, request, body,
                                                                     ticket.turn)
@@ -476,6 +511,8 @@ class OpenAICompatModel:
             except _Congestion as failure:
                 others = limit.in_flight > 1
                 limit.congested(ticket, failure.reason)
+                if not failure.silent:
+                    breaker.answered()
                 last, retry_after = failure.reason, failure.retry_after
                 if failure.free and others and free < FREE_RESENDS:
                     free += 1
@@ -483,8 +520,14 @@ class OpenAICompatModel:
                     continue  # the queue was full, not the request wrong: no retry spent
                 if failure.reason == UNFINISHED:
                     self.stream = False  # cut short with nothing else waiting: streams break
+            except _Unanswered as failure:
+                limit.released(ticket)
+                last, retry_after = failure.reason, None
+                if breaker.failed(failure.cause) or breaker.error is not None:
+                    return self._stopped(limit, request, breaker.error or last)
             except AttemptFailure as failure:
                 limit.released(ticket, error=not failure.retryable)
+                breaker.answered()
                 last, retry_after = failure.reason, failure.retry_after
                 if not failure.retryable:
                     return self._error(request, f"{failure.reason} (not retried)")
@@ -492,6 +535,7 @@ class OpenAICompatModel:
                 limit.released(ticket)
                 raise
             else:
+                breaker.answered()
                 limit.succeeded(ticket, first_token_s, usage.latency_s, usage.completion_tokens)
                 return GenerationResult(
                     key=request.key, samples=samples, usage=usage, stage=request.stage,
@@ -499,9 +543,15 @@ class OpenAICompatModel:
                 )
             attempt += 1
             if attempt < attempts:
-                await asyncio.sleep(self.policy.delay(attempt - 1, rng, retry_after))
+                await breaker.sleep(self.policy.delay(attempt - 1, rng, retry_after))
         limit.stats.errors += 1
         return self._error(request, f"failed after {attempts} attempts; last error: {last}")
+
+    def _stopped(self, limit: ConcurrencyLimit, request: GenerationRequest, why: str
+                 ) -> GenerationResult:
+        """A request failed by the open circuit breaker (no further attempt)."""
+        limit.stats.errors += 1
+        return self._error(request, why)
 
     def _error(self, request: GenerationRequest, message: str) -> GenerationResult:
         return GenerationResult(
@@ -526,7 +576,7 @@ class OpenAICompatModel:
         the body goes out after those of the requests admitted before it."""
         url = f"{self.base_url}/chat/completions"
         streamed = self.stream
-        content = orjson.dumps(stream_body(body) if streamed else body)
+        content = dumps_body(stream_body(body) if streamed else body)
         headers = self._headers()
         headers["Content-Type"] = "application/json"
         timeout = self.request_timeout
@@ -555,20 +605,17 @@ class OpenAICompatModel:
                     payload: Any = assembler.payload()
                     chunks = assembler.tokens
                 else:
-                    raw = await reply.body()
-                    try:
-                        payload = orjson.loads(raw)
-                    except orjson.JSONDecodeError as exc:
-                        raise AttemptFailure(f"malformed response: body is not JSON ({exc})",
-                                             True) from exc
+                    payload = loads_reply(await reply.body())
         except (TimeoutError, HttpTimeout) as exc:
             if isinstance(exc, HttpTimeout) and exc.connect:
-                raise AttemptFailure(f"no connection within {min(timeout, 30.0):g}s",
-                                     True) from exc
+                what = f"no connection within {min(timeout, 30.0):g}s"
+                raise _Unanswered(what, what) from exc
             what = (f"no response within {timeout:g}s" if first_token is None
                     else f"no token for {timeout:g}s")
-            raise _Congestion(what, True) from exc
+            raise _Congestion(what, True, silent=first_token is None) from exc
         except HttpFailure as exc:
+            if exc.unanswered is not None and not exc.fatal:
+                raise _Unanswered(exc.reason, _lower_first(exc.unanswered)) from exc
             raise AttemptFailure(exc.reason, not exc.fatal) from exc
         except MalformedResponse as exc:
             raise AttemptFailure(f"malformed response: {exc}", True) from exc

@@ -25,6 +25,11 @@ reasoning, tool-call pieces) and keeps the finish reason and the usage of the fi
 hands back a body of the non-streamed shape, so both paths are checked by the same parser. The
 stream fields are added after the cache key is taken (:func:`stream_body`): a streamed and a
 plain request for the same answer share one cache entry.
+
+JSON: bodies are encoded and replies decoded with orjson, and with the standard ``json`` module
+where orjson refuses (:func:`dumps_body`, :func:`loads_reply`): a reply whose text holds a lone
+surrogate escape (``"\\ud800"``) is valid JSON that servers do send, and a prompt may quote such
+a reply back; orjson rejects both, and a refusal would fail the request on every resume.
 """
 
 from __future__ import annotations
@@ -64,6 +69,26 @@ _THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
 
 class MalformedResponse(Exception):
     """A 2xx response whose body is not a usable chat completion."""
+
+
+def dumps_body(body: dict[str, Any]) -> bytes:
+    """A request body as JSON bytes: orjson's, else ``json``'s (a lone surrogate, escaped)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, ensure_ascii=True).encode()
+
+
+def loads_reply(raw: bytes, what: str = "body") -> Any:
+    """A reply body (or stream chunk) decoded: orjson first, ``json`` where orjson refuses a
+    lone surrogate; text that neither reads raises :class:`MalformedResponse`."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            raise MalformedResponse(f"{what} is not JSON ({exc})") from None
 
 
 def request_seed(request: GenerationRequest) -> int:
@@ -285,10 +310,7 @@ class StreamAssembler:
         if data == b"[DONE]":
             self.done = True
             return False
-        try:
-            chunk = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise MalformedResponse(f"stream chunk is not JSON ({exc})") from exc
+        chunk = loads_reply(data, "stream chunk")
         if not isinstance(chunk, dict):
             raise MalformedResponse("stream chunk is not a JSON object")
         if "error" in chunk and "choices" not in chunk:
