@@ -1,7 +1,7 @@
 """A circuit breaker for a remote model server that stopped answering.
 
-DESIGN.md ("Caching, retries, concurrency limits"; "Trust": a run that failed says why and
-how to resume): retries are for a server that answers badly now and then, not for one that is
+docs/design.md (§3.2 the model contract; §7 trust: a run that failed says why and how to
+resume): retries are for a server that answers badly now and then, not for one that is
 gone. When a server dies in the middle of a run, every remaining request would otherwise spend
 all its retries (seven attempts, minutes of backoff) on connections nobody accepts, and the run
 would crawl through thousands of failures before it ends.

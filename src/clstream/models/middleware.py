@@ -1,5 +1,5 @@
-"""What wraps any model backend: the response cache and token accounting (DESIGN.md: "caching,
-retries, concurrency limits and cost accounting wrap any backend").
+"""What wraps any model backend: the response cache and token accounting (docs/design.md
+§3.2: the model contract's caching and cost accounting wrap any backend).
 
 :func:`wrap` puts a :class:`ModelMiddleware` around a :class:`~clstream.core.contracts.Model`,
 whatever its backend (``openai:``, ``hf:``, ``vllm:``, ``builtin`` or one registered later):
