@@ -191,7 +191,8 @@ def test_a_protocol_added_by_one_registry_line_runs_through_every_verb(
     assert run["protocol"] == "toy" and run["status"]["complete"] is True
     acc = run["metrics"]["accuracy"]
     assert main(["summary", str(out)]) == 0
-    assert f"[toy]\nwindow:w=1 accuracy={acc:.3f}" in capsys.readouterr().out
+    assert re.search(rf"^\[toy\] dataset [0-9a-f]{{8}}\nwindow:w=1 accuracy={acc:.3f}$",
+                     capsys.readouterr().out, re.M)  # each dataset's rows under its own name
     assert main(["export", str(out), "--system", "window:w=1", "--out", str(preds)]) == 0
     assert len(preds.read_text().splitlines()) == 5
     capsys.readouterr()

@@ -133,3 +133,63 @@ def load_target(target: str) -> Any:
     """
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+@dataclass(frozen=True)
+class ProtocolPackage:
+    """Where a protocol package keeps its parts, each a ``"module:name"`` target imported on
+    first use (:func:`load_target`): the stored-run summary and its text rows, the export and
+    the report section."""
+
+    summarize_run: str
+    summary_lines: str
+    export_run: str
+    report_section: str
+
+
+def package_verbs(package: str, name: str, run_help: str, score_help: str
+                  ) -> tuple[Command, Command]:
+    """``run NAME`` and ``score NAME`` of a protocol package laid out the usual way: flags in
+    ``PACKAGE.arguments`` (``add_run_NAME_arguments``, ``add_score_arguments``), handlers and
+    the run plan in ``PACKAGE.commands`` (``run``, ``plan_run``, ``score``)."""
+    arguments, commands = f"{package}.arguments", f"{package}.commands"
+    return (Command(name, run_help, f"{arguments}:add_run_{name}_arguments", f"{commands}:run",
+                    plan=f"{commands}:plan_run"),
+            Command(name, score_help, f"{arguments}:add_score_arguments", f"{commands}:score"))
+
+
+def package_generator(package: str, name: str, help: str) -> Command:
+    """``generate NAME`` of a protocol package laid out the usual way
+    (``PACKAGE.arguments:add_generate_arguments``, ``PACKAGE.commands:generate``)."""
+    return Command(name, help, f"{package}.arguments:add_generate_arguments",
+                   f"{package}.commands:generate")
+
+
+class PackagedProtocol:
+    """A :class:`StreamProtocol` whose parts are named, not imported: its verbs (their flags
+    in light ``arguments`` modules), summary, export and report are ``"module:name"`` targets
+    loaded when used, so building the command line (every ``--help``, ``--version``) costs
+    nothing of the protocol's code (docs/design.md §2.2: a lazy registry). A subclass sets the
+    class attributes and :meth:`demo`."""
+
+    name: str
+    title: str
+    summary: str
+    run_command: Command
+    score_command: Command
+    generators: tuple[Command, ...]
+    parts: ProtocolPackage
+
+    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
+        result: dict[str, Any] = load_target(self.parts.summarize_run)(store, run)
+        return result
+
+    def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
+        lines: list[str] = load_target(self.parts.summary_lines)(runs)
+        return lines
+
+    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
+        return int(load_target(self.parts.export_run)(store, run, out))
+
+    def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
+        return load_target(self.parts.report_section)(runs, labels, source)

@@ -5,46 +5,40 @@ instance); the difference between the two arms, paired by instance, is what the 
 
 :data:`PROTOCOL` is what the registry names ``clbench``. The package's ``envs`` hold the
 environments, ``policies`` their builtin (non-LLM) policies, ``runner`` plays systems through
-them, ``records`` reads the docs/clbench.md §3.1 records file, ``metrics`` holds the paper's metrics as
+them, ``records`` reads the records file (docs/clbench.md §3.1), ``metrics`` holds the paper's
+metrics as
 pure functions and the ``score clbench`` JSON, ``summary`` and ``report`` present a stored run,
 ``materials`` writes what ``generate clbench`` shows, and ``commands`` the command-line verbs.
 
-This module imports none of them: the verbs (their flags in ``arguments``), summary, export
-and report are named as ``"module:name"`` targets and imported when used, so that building the
-command line (every ``--help``, ``--version``) costs nothing of this protocol's code (docs/design.md
-§2.2: a lazy registry).
+This module imports none of them (:class:`~clstream.core.protocol.PackagedProtocol`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from clstream.core.protocol import Command, load_target
+from clstream.core.protocol import (
+    PackagedProtocol,
+    ProtocolPackage,
+    package_generator,
+    package_verbs,
+)
 from clstream.core.registry import names
 
-if TYPE_CHECKING:
-    from clstream.core.reader import ResultsReader
-    from clstream.core.records import RunRow
-
-_ARGUMENTS = "clstream.protocols.clbench.arguments"
-_COMMANDS = "clstream.protocols.clbench.commands"
-_SUMMARY = "clstream.protocols.clbench.summary"
+_PACKAGE = "clstream.protocols.clbench"
 
 
-class ClbenchProtocol:
+class ClbenchProtocol(PackagedProtocol):
     name = "clbench"
     title = "Stateful environments (CL-Bench)"
     summary = ("instances in drifting environments, stateful against stateless; normalized "
                "gain, stability and plasticity")
-    run_command = Command("clbench", "stateful environments, stateful and stateless arms "
-                          "(CL-Bench)", f"{_ARGUMENTS}:add_run_clbench_arguments",
-                          f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
-    score_command = Command("clbench", "score CL-Bench records (docs/clbench.md §3.1)",
-                            f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
-    generators = (Command("clbench", "write a CL-Bench environment's materials for inspection "
-                          "(schedule, first observations, data files)",
-                          f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
+    run_command, score_command = package_verbs(
+        _PACKAGE, "clbench", "stateful environments, stateful and stateless arms (CL-Bench)",
+        "score CL-Bench records (docs/clbench.md §3.1)")
+    generators = (package_generator(
+        _PACKAGE, "clbench", "write a CL-Bench environment's materials for inspection "
+        "(schedule, first observations, data files)"),)
     # The builtin (non-LLM) policy of each environment, by task name (registry kind "policy"):
     # the builtin model acts with it when a prompt asks for an action in that environment.
     policies = {
@@ -53,18 +47,11 @@ class ClbenchProtocol:
         "database_exploration": "clstream.protocols.clbench.policies:SchemaExplorer",
     }
 
-    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
-        return load_target(f"{_SUMMARY}:summarize_clbench_run")(store, run)
-
-    def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return load_target(f"{_SUMMARY}:text_rows")(runs)
-
-    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
-        return load_target(f"{_SUMMARY}:export_clbench")(store, run, out)
-
-    def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
-        return load_target("clstream.protocols.clbench.report:render_clbench_section")(
-            runs, labels, source)
+    parts = ProtocolPackage(
+        summarize_run=f"{_PACKAGE}.summary:summarize_clbench_run",
+        summary_lines=f"{_PACKAGE}.summary:text_rows",
+        export_run=f"{_PACKAGE}.summary:export_clbench",
+        report_section=f"{_PACKAGE}.report:render_clbench_section")
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         systems = ["memory-free", "full"] + (["icl"] if "icl" in names("system") else [])

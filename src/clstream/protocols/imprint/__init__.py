@@ -11,54 +11,40 @@ filters, ``prompts`` how an item is asked, ``runner`` plays methods over a datas
 ``score imprint`` JSON, ``summary`` and ``report`` present a stored run, and ``commands`` the
 command-line verbs.
 
-This module imports none of them: the verbs (their flags in ``arguments``), summary, export
-and report are named as ``"module:name"`` targets and imported when used, so that building the
-command line (every ``--help``, ``--version``) costs nothing of this protocol's code (docs/design.md
-§2.2: a lazy registry).
+This module imports none of them (:class:`~clstream.core.protocol.PackagedProtocol`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from clstream.core.protocol import Command, load_target
+from clstream.core.protocol import (
+    PackagedProtocol,
+    ProtocolPackage,
+    package_generator,
+    package_verbs,
+)
 
-if TYPE_CHECKING:
-    from clstream.core.reader import ResultsReader
-    from clstream.core.records import RunRow
-
-_ARGUMENTS = "clstream.protocols.imprint.arguments"
-_COMMANDS = "clstream.protocols.imprint.commands"
-_SUMMARY = "clstream.protocols.imprint.summary"
+_PACKAGE = "clstream.protocols.imprint"
 
 
-class ImprintProtocol:
+class ImprintProtocol(PackagedProtocol):
     name = "imprint"
     title = "Corpus internalization (ImprintBench)"
     summary = ("a corpus taken in, then held-out questions in six families; Pass@1, Pass@k, "
                "AllCorrect@k and compression")
-    run_command = Command("imprint", "corpus internalization: methods over a dataset "
-                          "(ImprintBench)", f"{_ARGUMENTS}:add_run_imprint_arguments",
-                          f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
-    score_command = Command("imprint", "score ImprintBench predictions (docs/imprint.md §3.3)",
-                            f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
-    generators = (Command("imprint", "write an ImprintBench dataset: news, code or persona, "
-                          "procedural or from your own files",
-                          f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
+    run_command, score_command = package_verbs(
+        _PACKAGE, "imprint", "corpus internalization: methods over a dataset (ImprintBench)",
+        "score ImprintBench predictions (docs/imprint.md §3.3)")
+    generators = (package_generator(
+        _PACKAGE, "imprint", "write an ImprintBench dataset: news, code or persona, "
+        "procedural or from your own files"),)
 
-    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
-        return load_target(f"{_SUMMARY}:summarize_imprint_run")(store, run)
-
-    def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return load_target(f"{_SUMMARY}:text_rows")(runs)
-
-    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
-        return load_target(f"{_SUMMARY}:export_imprint")(store, run, out)
-
-    def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
-        return load_target("clstream.protocols.imprint.report:render_imprint_section")(
-            runs, labels, source)
+    parts = ProtocolPackage(
+        summarize_run=f"{_PACKAGE}.summary:summarize_imprint_run",
+        summary_lines=f"{_PACKAGE}.summary:text_rows",
+        export_run=f"{_PACKAGE}.summary:export_imprint",
+        report_section=f"{_PACKAGE}.report:render_imprint_section")
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         out: list[list[str]] = []

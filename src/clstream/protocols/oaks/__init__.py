@@ -7,51 +7,38 @@ and loader (``data``, ``loader``), the OAKS-BABI generator (``babi*``, ``haystac
 judging and metrics (``answers``, ``metrics``), the runner, summary, report section, export and
 command-line verbs.
 
-This module imports none of them: the verbs (their flags in ``arguments``), summary, export
-and report are named as ``"module:name"`` targets and imported when used, so that building the
-command line (every ``--help``, ``--version``) costs nothing of this protocol's code (docs/design.md
-§2.2: a lazy registry).
+This module imports none of them (:class:`~clstream.core.protocol.PackagedProtocol`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from clstream.core.protocol import Command, load_target
+from clstream.core.protocol import (
+    PackagedProtocol,
+    ProtocolPackage,
+    package_generator,
+    package_verbs,
+)
 
-if TYPE_CHECKING:
-    from clstream.core.reader import ResultsReader
-    from clstream.core.records import RunRow
-
-_ARGUMENTS = "clstream.protocols.oaks.arguments"
-_COMMANDS = "clstream.protocols.oaks.commands"
+_PACKAGE = "clstream.protocols.oaks"
 
 
-class OaksProtocol:
+class OaksProtocol(PackagedProtocol):
     name = "oaks"
     title = "Streaming knowledge (OAKS)"
     summary = "chunks arrive in order; the same questions are asked after every chunk"
-    run_command = Command("oaks", "streaming knowledge (OAKS)",
-                          f"{_ARGUMENTS}:add_run_oaks_arguments",
-                          f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
-    score_command = Command("oaks", "score OAKS predictions (docs/oaks.md §3.2)",
-                            f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
-    generators = (Command("oaks-babi", "bAbI-style OAKS stream (docs/oaks.md §6)",
-                          f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
+    run_command, score_command = package_verbs(
+        _PACKAGE, "oaks", "streaming knowledge (OAKS)",
+        "score OAKS predictions (docs/oaks.md §3.2)")
+    generators = (package_generator(_PACKAGE, "oaks-babi",
+                                    "bAbI-style OAKS stream (docs/oaks.md §6)"),)
 
-    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
-        return load_target("clstream.protocols.oaks.summary:summarize_oaks_run")(store, run)
-
-    def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return load_target("clstream.protocols.oaks.summary:text_rows")(runs)
-
-    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
-        return load_target("clstream.protocols.oaks.export:export_oaks")(store, run, out)
-
-    def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
-        return load_target("clstream.protocols.oaks.report:render_oaks_section")(
-            runs, labels, source)
+    parts = ProtocolPackage(
+        summarize_run=f"{_PACKAGE}.summary:summarize_oaks_run",
+        summary_lines=f"{_PACKAGE}.summary:text_rows",
+        export_run=f"{_PACKAGE}.export:export_oaks",
+        report_section=f"{_PACKAGE}.report:render_oaks_section")
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         data = workdir / "oaks-babi.json"

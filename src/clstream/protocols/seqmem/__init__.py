@@ -6,52 +6,39 @@ tasks at checkpoints and past tasks at later horizons measure generalization and
 loaders and synthetic stream (``tasks``, ``synthetic``), the run plan and runner, metrics,
 summary, report section, export and command-line verbs.
 
-This module imports none of them: the verbs (their flags in ``arguments``), summary, export
-and report are named as ``"module:name"`` targets and imported when used, so that building the
-command line (every ``--help``, ``--version``) costs nothing of this protocol's code (docs/design.md
-§2.2: a lazy registry).
+This module imports none of them (:class:`~clstream.core.protocol.PackagedProtocol`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from clstream.core.protocol import Command, load_target
+from clstream.core.protocol import (
+    PackagedProtocol,
+    ProtocolPackage,
+    package_generator,
+    package_verbs,
+)
 
-if TYPE_CHECKING:
-    from clstream.core.reader import ResultsReader
-    from clstream.core.records import RunRow
-
-_ARGUMENTS = "clstream.protocols.seqmem.arguments"
-_COMMANDS = "clstream.protocols.seqmem.commands"
+_PACKAGE = "clstream.protocols.seqmem"
 
 
-class SeqMemProtocol:
+class SeqMemProtocol(PackagedProtocol):
     name = "seqmem"
     title = "Sequential task streams (SeqMem-Eval)"
     summary = "tasks with feedback update a memory; online, hold-out and backward transfer"
-    run_command = Command("seqmem", "sequential task stream with evolving memory (SeqMem-Eval)",
-                          f"{_ARGUMENTS}:add_run_seqmem_arguments",
-                          f"{_COMMANDS}:run", plan=f"{_COMMANDS}:plan_run")
-    score_command = Command("seqmem", "score SeqMem records (docs/seqmem.md §3.1)",
-                            f"{_ARGUMENTS}:add_score_arguments", f"{_COMMANDS}:score")
-    generators = (Command("seqmem-synthetic",
-                          "procedural SeqMem task stream in which feedback reveals hidden rules",
-                          f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
+    run_command, score_command = package_verbs(
+        _PACKAGE, "seqmem", "sequential task stream with evolving memory (SeqMem-Eval)",
+        "score SeqMem records (docs/seqmem.md §3.1)")
+    generators = (package_generator(
+        _PACKAGE, "seqmem-synthetic",
+        "procedural SeqMem task stream in which feedback reveals hidden rules"),)
 
-    def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
-        return load_target("clstream.protocols.seqmem.summary:summarize_seqmem_run")(store, run)
-
-    def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return load_target("clstream.protocols.seqmem.summary:text_rows")(runs)
-
-    def export_run(self, store: ResultsReader, run: RunRow, out: Path) -> int:
-        return load_target(f"{_COMMANDS}:export_seqmem")(store, run, out)
-
-    def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
-        return load_target("clstream.protocols.seqmem.report:render_seqmem_section")(
-            runs, labels, source)
+    parts = ProtocolPackage(
+        summarize_run=f"{_PACKAGE}.summary:summarize_seqmem_run",
+        summary_lines=f"{_PACKAGE}.summary:text_rows",
+        export_run=f"{_PACKAGE}.commands:export_seqmem",
+        report_section=f"{_PACKAGE}.report:render_seqmem_section")
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         data = workdir / "seqmem-synthetic.json"
