@@ -147,24 +147,6 @@ class ProtocolPackage:
     report_section: str
 
 
-def package_verbs(package: str, name: str, run_help: str, score_help: str
-                  ) -> tuple[Command, Command]:
-    """``run NAME`` and ``score NAME`` of a protocol package laid out the usual way: flags in
-    ``PACKAGE.arguments`` (``add_run_NAME_arguments``, ``add_score_arguments``), handlers and
-    the run plan in ``PACKAGE.commands`` (``run``, ``plan_run``, ``score``)."""
-    arguments, commands = f"{package}.arguments", f"{package}.commands"
-    return (Command(name, run_help, f"{arguments}:add_run_{name}_arguments", f"{commands}:run",
-                    plan=f"{commands}:plan_run"),
-            Command(name, score_help, f"{arguments}:add_score_arguments", f"{commands}:score"))
-
-
-def package_generator(package: str, name: str, help: str) -> Command:
-    """``generate NAME`` of a protocol package laid out the usual way
-    (``PACKAGE.arguments:add_generate_arguments``, ``PACKAGE.commands:generate``)."""
-    return Command(name, help, f"{package}.arguments:add_generate_arguments",
-                   f"{package}.commands:generate")
-
-
 class PackagedProtocol:
     """A :class:`StreamProtocol` whose parts are named, not imported: its verbs (their flags
     in light ``arguments`` modules), summary, export and report are ``"module:name"`` targets
@@ -179,6 +161,25 @@ class PackagedProtocol:
     score_command: Command
     generators: tuple[Command, ...]
     parts: ProtocolPackage
+
+    @staticmethod
+    def verbs(package: str, name: str, run_help: str, score_help: str
+              ) -> tuple[Command, Command]:
+        """``run NAME`` and ``score NAME`` of a package laid out the usual way: flags in
+        ``PACKAGE.arguments`` (``add_run_NAME_arguments``, ``add_score_arguments``), handlers
+        and the run plan in ``PACKAGE.commands`` (``run``, ``plan_run``, ``score``)."""
+        arguments, commands = f"{package}.arguments", f"{package}.commands"
+        return (Command(name, run_help, f"{arguments}:add_run_{name}_arguments",
+                        f"{commands}:run", plan=f"{commands}:plan_run"),
+                Command(name, score_help, f"{arguments}:add_score_arguments",
+                        f"{commands}:score"))
+
+    @staticmethod
+    def generator(package: str, name: str, help: str) -> Command:
+        """``generate NAME`` of a package laid out the usual way
+        (``PACKAGE.arguments:add_generate_arguments``, ``PACKAGE.commands:generate``)."""
+        return Command(name, help, f"{package}.arguments:add_generate_arguments",
+                       f"{package}.commands:generate")
 
     def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
         result: dict[str, Any] = load_target(self.parts.summarize_run)(store, run)

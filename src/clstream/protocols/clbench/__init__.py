@@ -17,12 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import (
-    PackagedProtocol,
-    ProtocolPackage,
-    package_generator,
-    package_verbs,
-)
+from clstream.core.protocol import PackagedProtocol, ProtocolPackage
 from clstream.core.registry import names
 
 _PACKAGE = "clstream.protocols.clbench"
@@ -33,10 +28,10 @@ class ClbenchProtocol(PackagedProtocol):
     title = "Stateful environments (CL-Bench)"
     summary = ("instances in drifting environments, stateful against stateless; normalized "
                "gain, stability and plasticity")
-    run_command, score_command = package_verbs(
+    run_command, score_command = PackagedProtocol.verbs(
         _PACKAGE, "clbench", "stateful environments, stateful and stateless arms (CL-Bench)",
         "score CL-Bench records (docs/clbench.md §3.1)")
-    generators = (package_generator(
+    generators = (PackagedProtocol.generator(
         _PACKAGE, "clbench", "write a CL-Bench environment's materials for inspection "
         "(schedule, first observations, data files)"),)
     # The builtin (non-LLM) policy of each environment, by task name (registry kind "policy"):

@@ -18,12 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import (
-    PackagedProtocol,
-    ProtocolPackage,
-    package_generator,
-    package_verbs,
-)
+from clstream.core.protocol import PackagedProtocol, ProtocolPackage
 
 _PACKAGE = "clstream.protocols.imprint"
 
@@ -33,10 +28,10 @@ class ImprintProtocol(PackagedProtocol):
     title = "Corpus internalization (ImprintBench)"
     summary = ("a corpus taken in, then held-out questions in six families; Pass@1, Pass@k, "
                "AllCorrect@k and compression")
-    run_command, score_command = package_verbs(
+    run_command, score_command = PackagedProtocol.verbs(
         _PACKAGE, "imprint", "corpus internalization: methods over a dataset (ImprintBench)",
         "score ImprintBench predictions (docs/imprint.md §3.3)")
-    generators = (package_generator(
+    generators = (PackagedProtocol.generator(
         _PACKAGE, "imprint", "write an ImprintBench dataset: news, code or persona, "
         "procedural or from your own files"),)
 

@@ -14,12 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import (
-    PackagedProtocol,
-    ProtocolPackage,
-    package_generator,
-    package_verbs,
-)
+from clstream.core.protocol import PackagedProtocol, ProtocolPackage
 
 _PACKAGE = "clstream.protocols.oaks"
 
@@ -28,10 +23,10 @@ class OaksProtocol(PackagedProtocol):
     name = "oaks"
     title = "Streaming knowledge (OAKS)"
     summary = "chunks arrive in order; the same questions are asked after every chunk"
-    run_command, score_command = package_verbs(
+    run_command, score_command = PackagedProtocol.verbs(
         _PACKAGE, "oaks", "streaming knowledge (OAKS)",
         "score OAKS predictions (docs/oaks.md §3.2)")
-    generators = (package_generator(_PACKAGE, "oaks-babi",
+    generators = (PackagedProtocol.generator(_PACKAGE, "oaks-babi",
                                     "bAbI-style OAKS stream (docs/oaks.md §6)"),)
 
     parts = ProtocolPackage(

@@ -13,12 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import (
-    PackagedProtocol,
-    ProtocolPackage,
-    package_generator,
-    package_verbs,
-)
+from clstream.core.protocol import PackagedProtocol, ProtocolPackage
 
 _PACKAGE = "clstream.protocols.seqmem"
 
@@ -27,10 +22,10 @@ class SeqMemProtocol(PackagedProtocol):
     name = "seqmem"
     title = "Sequential task streams (SeqMem-Eval)"
     summary = "tasks with feedback update a memory; online, hold-out and backward transfer"
-    run_command, score_command = package_verbs(
+    run_command, score_command = PackagedProtocol.verbs(
         _PACKAGE, "seqmem", "sequential task stream with evolving memory (SeqMem-Eval)",
         "score SeqMem records (docs/seqmem.md §3.1)")
-    generators = (package_generator(
+    generators = (PackagedProtocol.generator(
         _PACKAGE, "seqmem-synthetic",
         "procedural SeqMem task stream in which feedback reveals hidden rules"),)
 
