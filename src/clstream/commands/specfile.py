@@ -1,4 +1,5 @@
-"""Run spec files: ``clstream run --spec FILE`` and ``clstream runs DIR --spec``.
+"""Run spec files: ``clstream run --spec FILE`` and ``clstream runs DIR --spec``
+(docs/design.md §11.2).
 
 A spec file (TOML) names runs the way the command line does, so a run it names gets the same
 run id as the same run given as flags: each ``[[run]]`` entry is turned into the arguments of

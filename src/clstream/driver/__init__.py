@@ -1,4 +1,4 @@
-"""The one driver every ``run`` goes through (docs/design.md, "One driver").
+"""The one driver every ``run`` goes through (docs/design.md §11.1).
 
 A protocol's ``run`` command turns its flags into a :class:`~clstream.driver.plan.RunJob`
 (:mod:`clstream.driver.plan`) and calls :func:`~clstream.driver.execute.drive`. The modules:

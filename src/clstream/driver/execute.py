@@ -2,8 +2,8 @@
 progress, transport log, wall time, the result lines, the failure line and the exit status.
 
 A protocol's ``run`` command builds a :class:`~clstream.driver.plan.RunJob` from its flags and
-calls :func:`drive`; nothing else of a run is the protocol's own (docs/design.md, "One
-driver"). For each planned run, in order: the endpoint is checked before anything is written;
+calls :func:`drive`; nothing else of a run is the protocol's own (docs/design.md
+§11.1). For each planned run, in order: the endpoint is checked before anything is written;
 then the dataset is stored, the run registered (a resume when its id is stored), and its
 cells handed to the executor; the wall time of the session and the transport's history are
 stored however the session ends.

@@ -1,4 +1,4 @@
-"""A run as a value: what a protocol hands the driver (docs/design.md, "One driver").
+"""A run as a value: what a protocol hands the driver (docs/design.md §11.1).
 
 A ``run`` command builds one :class:`RunJob`: the model, the sampling, the results directory
 and one :class:`PlannedRun` per system. A planned run is its spec (whose hash is the run id)
