@@ -43,12 +43,12 @@ def _first_value(path: Path) -> Any:
     text = head.decode("utf-8", errors="replace")
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     first = text.split("\n", 1)[0]
     try:
         return {"$line": json.loads(first)}
-    except ValueError:
+    except (ValueError, RecursionError):  # hostile files: sniffing never adds an error
         return None
 
 

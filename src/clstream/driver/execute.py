@@ -33,7 +33,7 @@ from clstream.driver.components import register_run, run_info
 from clstream.driver.failures import Failure, finish, first_error
 from clstream.driver.plan import Cell, CellRunner, PlannedRun, RunJob, RunResult
 from clstream.driver.preflight import check_endpoint
-from clstream.driver.progress import progress_bar
+from clstream.driver.progress import Notes, progress_bar
 from clstream.driver.transport import TransportLog
 from clstream.store.db import ResultsStore
 
@@ -122,7 +122,7 @@ def _counts(store: ResultsStore, run_id: str, totals: dict[str, int]) -> dict[st
 
 async def execute_run(plan: PlannedRun, runner: CellRunner, store: ResultsStore, model: Any,
                       *, executor: Executor | None = None, show_progress: bool = True,
-                      resumed: bool = False) -> RunResult:
+                      resumed: bool = False, notes: Notes | None = None) -> RunResult:
     """Run every cell of one registered run; the session's wall time and transport history
     are stored however it ends."""
     start = time.perf_counter()
@@ -130,7 +130,7 @@ async def execute_run(plan: PlannedRun, runner: CellRunner, store: ResultsStore,
     cells = list(runner.cells())
     totals = {kind: int(runner.totals().get(kind, 0)) for kind in plan.units}
     before = _counts(store, run_id, totals)
-    bar = (progress_bar(sum(totals.values()), sum(before.values()), plan.label)
+    bar = (progress_bar(sum(totals.values()), sum(before.values()), plan.label, notes)
            if show_progress else None)
     progress = bar if bar is not None else _Silent()
     transport = TransportLog(model)
@@ -191,20 +191,18 @@ def run_planned(plan: PlannedRun, store: ResultsStore, model: Any, *,
 def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None,
             said: set[str] | None = None) -> list[Failure]:
     """Every planned run of ``job`` into an open store, with a result line each; returns the
-    failures. The job's notes come once its first run is registered (a store that cannot be
-    written is one line), each once in ``said`` (the notes printed already)."""
+    failures. The job's notes not in ``said`` (those printed already) come with the first
+    progress or result line (:class:`~clstream.driver.progress.Notes`)."""
     failures: list[Failure] = []
     said = set() if said is None else said
-    for index, plan in enumerate(job.runs):
+    notes = Notes([note for note in job.notes if note not in said])
+    said.update(job.notes)
+    for plan in job.runs:
         resumed = register_planned(plan, store, job.model)
-        if index == 0:
-            for note in job.notes:
-                if note not in said:
-                    print(note, file=sys.stderr)
-                    said.add(note)
         result = run_interruptible(execute_run(
             plan, plan.open(store), store, job.model, executor=executor,
-            show_progress=job.show_progress, resumed=resumed))
+            show_progress=job.show_progress, resumed=resumed, notes=notes))
+        notes.flush()
         print(result_line(result, dict(plan.units)), file=sys.stderr)
         if not result.complete:
             failures.append(_failure(store, plan, result))

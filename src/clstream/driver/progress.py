@@ -29,13 +29,28 @@ def _counts(limit: ConcurrencyLimit) -> tuple[int, int, int]:
     return limit.stats.requests, limit.stats.errors, limit.stats.output_tokens
 
 
+class Notes:
+    """Lines a run says before anything else it prints (``no --model given: ...``): printed
+    once, with the first progress or result line, so a run that fails before printing
+    anything still fails in one line."""
+
+    def __init__(self, lines: list[str] | None = None) -> None:
+        self.lines = list(lines or [])
+
+    def flush(self) -> None:
+        for line in self.lines:
+            print(line, file=sys.stderr, flush=True)
+        self.lines = []
+
+
 class PlainProgress:
     """Progress for a stderr that is not a terminal: one line every ``interval`` seconds (from
     a daemon thread, so a run stuck on one slow answer still reports) and one at the end."""
 
     def __init__(self, total: int, initial: int, desc: str,
-                 interval: float | None = None) -> None:
+                 interval: float | None = None, notes: Notes | None = None) -> None:
         self.total, self.n, self.desc = total, initial, desc
+        self._notes = notes or Notes()
         self._initial = initial
         self._start = time.monotonic()
         # Counters at the start, per backend: a backend made later (a new event loop) starts
@@ -76,11 +91,13 @@ class PlainProgress:
 
     def _tick(self) -> None:
         while not self._stop.wait(self._interval):
+            self._notes.flush()
             print(self.line(), file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if not self._stop.is_set():
             self._stop.set()
+            self._notes.flush()
             print(self.line(), file=sys.stderr, flush=True)
 
 
@@ -88,10 +105,14 @@ ProgressBar = tqdm | PlainProgress | None
 """A progress display, or None where none is shown."""
 
 
-def progress_bar(total: int, initial: int, desc: str) -> tqdm | PlainProgress:
-    """A progress bar with ETA on a terminal; plain lines every 30 s elsewhere."""
+def progress_bar(total: int, initial: int, desc: str, notes: Notes | None = None
+                 ) -> tqdm | PlainProgress:
+    """A progress bar with ETA on a terminal; plain lines every 30 s elsewhere; ``notes``
+    come before the first line either shows."""
     if not sys.stderr.isatty():
-        return PlainProgress(total, initial, desc)
+        return PlainProgress(total, initial, desc, notes=notes)
+    if notes is not None:
+        notes.flush()
     return tqdm(
         total=total, initial=initial, desc=desc, unit="probe", dynamic_ncols=True, leave=False,
     )
