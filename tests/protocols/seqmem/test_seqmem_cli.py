@@ -79,7 +79,7 @@ def test_summary_text_table_is_grouped_by_protocol(
     capsys.readouterr()
     assert main(["summary", str(results / "runs")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "[seqmem]"
+    assert lines[0].startswith("[seqmem] ") and "(dataset " in lines[0]  # rows under their dataset
     header = lines[1].split()
     for column in ("online", "holdout", "IV", "BWT(1)", "F(1)", "ret", "upd", "tokens"):
         assert column in header
