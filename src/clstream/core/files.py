@@ -22,11 +22,12 @@ file"), so the results store and the caches can say why they cannot write.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import secrets
 import sqlite3
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -221,3 +222,13 @@ def write_atomic(path: str | Path, data: bytes | str, *, make_parent: bool = Fal
     raw = data.encode("utf-8") if isinstance(data, str) else data
     with atomic_writer(path, binary=True, make_parent=make_parent) as fh:
         fh.write(raw)
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
+    """Write ``rows`` as JSON Lines, atomically (:func:`atomic_writer`); returns how many."""
+    count = 0
+    with atomic_writer(path) as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+            count += 1
+    return count

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 if TYPE_CHECKING:
     from clstream.core.reader import ResultsReader
@@ -147,12 +148,24 @@ class ProtocolPackage:
     report_section: str
 
 
+MANIFEST = "protocol.toml"
+"""The file beside a packaged protocol's ``__init__`` that declares it."""
+
+
 class PackagedProtocol:
-    """A :class:`StreamProtocol` whose parts are named, not imported: its verbs (their flags
-    in light ``arguments`` modules), summary, export and report are ``"module:name"`` targets
-    loaded when used, so building the command line (every ``--help``, ``--version``) costs
-    nothing of the protocol's code (docs/design.md §2.2: a lazy registry). A subclass sets the
-    class attributes and :meth:`demo`."""
+    """A :class:`StreamProtocol` declared by a ``protocol.toml`` in its package, its parts
+    named there and loaded when used, so building the command line (every ``--help``,
+    ``--version``) costs nothing of the protocol's code (docs/design.md §2.2: a lazy
+    registry).
+
+    The manifest gives ``name``, ``title``, ``summary``, ``run_help`` and ``score_help``, a
+    ``[generators]`` table (generator name -> help), a ``[parts]`` table (the targets of
+    :class:`ProtocolPackage`, relative to the package) and, optionally, ``[policies]``. The
+    verbs follow the package's layout: flags in ``arguments`` (``add_run_NAME_arguments``,
+    ``add_score_arguments``, ``add_generate_arguments``), handlers and the run plan in
+    ``commands`` (``run``, ``plan_run``, ``score``, ``generate``). A subclass adds
+    :meth:`demo`; :meth:`declared` builds the object from the package's manifest.
+    """
 
     name: str
     title: str
@@ -161,25 +174,37 @@ class PackagedProtocol:
     score_command: Command
     generators: tuple[Command, ...]
     parts: ProtocolPackage
+    policies: dict[str, str]
 
-    @staticmethod
-    def verbs(package: str, name: str, run_help: str, score_help: str
-              ) -> tuple[Command, Command]:
-        """``run NAME`` and ``score NAME`` of a package laid out the usual way: flags in
-        ``PACKAGE.arguments`` (``add_run_NAME_arguments``, ``add_score_arguments``), handlers
-        and the run plan in ``PACKAGE.commands`` (``run``, ``plan_run``, ``score``)."""
+    @classmethod
+    def declared(cls, package: str) -> Self:
+        """The protocol that the manifest of ``package`` (a module name) declares."""
+        import tomllib
+
+        spec = importlib.util.find_spec(package)
+        origin = spec.origin if spec is not None else None
+        if origin is None:
+            raise ImportError(f"protocol package {package!r} not found")
+        with open(Path(origin).with_name(MANIFEST), "rb") as handle:
+            manifest = tomllib.load(handle)
         arguments, commands = f"{package}.arguments", f"{package}.commands"
-        return (Command(name, run_help, f"{arguments}:add_run_{name}_arguments",
-                        f"{commands}:run", plan=f"{commands}:plan_run"),
-                Command(name, score_help, f"{arguments}:add_score_arguments",
-                        f"{commands}:score"))
-
-    @staticmethod
-    def generator(package: str, name: str, help: str) -> Command:
-        """``generate NAME`` of a package laid out the usual way
-        (``PACKAGE.arguments:add_generate_arguments``, ``PACKAGE.commands:generate``)."""
-        return Command(name, help, f"{package}.arguments:add_generate_arguments",
-                       f"{package}.commands:generate")
+        name = str(manifest["name"])
+        self = cls()
+        self.name, self.title, self.summary = name, manifest["title"], manifest["summary"]
+        self.run_command = Command(name, manifest["run_help"],
+                                   f"{arguments}:add_run_{name}_arguments", f"{commands}:run",
+                                   plan=f"{commands}:plan_run")
+        self.score_command = Command(name, manifest["score_help"],
+                                     f"{arguments}:add_score_arguments", f"{commands}:score")
+        self.generators = tuple(
+            Command(generator, help, f"{arguments}:add_generate_arguments",
+                    f"{commands}:generate")
+            for generator, help in manifest.get("generators", {}).items())
+        self.parts = ProtocolPackage(**{part: f"{package}.{target}"
+                                        for part, target in manifest["parts"].items()})
+        self.policies = {task: f"{package}.{target}"
+                         for task, target in manifest.get("policies", {}).items()}
+        return self
 
     def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:
         result: dict[str, Any] = load_target(self.parts.summarize_run)(store, run)

@@ -29,10 +29,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from clstream.core.errors import StoreError
+from clstream.core.reader import ResultsReader
 
 HELD_STREAMS = 16  # streams whose last state a store keeps in memory
 DROP_CANDIDATES = 8  # head positions tried when a list lost items at its start
@@ -207,3 +209,26 @@ class SnapshotChains:
                 (json.dumps(held.state, sort_keys=False), run_id, stream, step))
         if dependents:
             self._held.pop((run_id, stream), None)
+
+
+def rebuild_chain(store: ResultsReader, run_id: str, stream: str, t: int,
+                  apply: Callable[[Any, Any], Any]) -> Any | None:
+    """A state stored by a protocol as its own chain (runs stored before the store kept
+    deltas): step ``t`` holds ``{"full": state}`` or ``{"delta": ...}`` against step t - 1;
+    walks back to the last whole state and applies the deltas forward with ``apply``. None
+    when a step of the chain is missing."""
+    chain: list[Any] = []
+    step = t
+    while True:
+        row = store.load_state(run_id, stream, step)
+        if row is None:
+            return None
+        stored = row[1]
+        if "full" in stored:
+            state = stored["full"]
+            break
+        chain.append(stored["delta"])
+        step -= 1
+    for delta in reversed(chain):
+        state = apply(state, delta)
+    return state

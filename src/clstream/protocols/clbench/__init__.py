@@ -10,43 +10,20 @@ metrics as
 pure functions and the ``score clbench`` JSON, ``summary`` and ``report`` present a stored run,
 ``materials`` writes what ``generate clbench`` shows, and ``commands`` the command-line verbs.
 
-This module imports none of them (:class:`~clstream.core.protocol.PackagedProtocol`).
+This module imports none of them: ``protocol.toml`` names its verbs and parts
+(:class:`~clstream.core.protocol.PackagedProtocol`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol, ProtocolPackage
+from clstream.core.protocol import PackagedProtocol
 from clstream.core.registry import names
-
-_PACKAGE = "clstream.protocols.clbench"
 
 
 class ClbenchProtocol(PackagedProtocol):
-    name = "clbench"
-    title = "Stateful environments (CL-Bench)"
-    summary = ("instances in drifting environments, stateful against stateless; normalized "
-               "gain, stability and plasticity")
-    run_command, score_command = PackagedProtocol.verbs(
-        _PACKAGE, "clbench", "stateful environments, stateful and stateless arms (CL-Bench)",
-        "score CL-Bench records (docs/clbench.md §3.1)")
-    generators = (PackagedProtocol.generator(
-        _PACKAGE, "clbench", "write a CL-Bench environment's materials for inspection "
-        "(schedule, first observations, data files)"),)
-    # The builtin (non-LLM) policy of each environment, by task name (registry kind "policy"):
-    # the builtin model acts with it when a prompt asks for an action in that environment.
-    policies = {
-        "blind_spectrum_monitoring": "clstream.protocols.clbench.policies:SpectrumRegistry",
-        "sales_prediction": "clstream.protocols.clbench.policies:SalesForecaster",
-        "database_exploration": "clstream.protocols.clbench.policies:SchemaExplorer",
-    }
-
-    parts = ProtocolPackage(
-        summarize_run=f"{_PACKAGE}.summary:summarize_clbench_run",
-        summary_lines=f"{_PACKAGE}.summary:text_rows",
-        export_run=f"{_PACKAGE}.summary:export_clbench",
-        report_section=f"{_PACKAGE}.report:render_clbench_section")
+    """Declared by ``protocol.toml`` beside this module; its brief demonstration is code."""
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         systems = ["memory-free", "full"] + (["icl"] if "icl" in names("system") else [])
@@ -57,4 +34,4 @@ class ClbenchProtocol(PackagedProtocol):
                  *[arg for s in systems for arg in ("--system", s)]]]
 
 
-PROTOCOL = ClbenchProtocol()
+PROTOCOL = ClbenchProtocol.declared(__name__)

@@ -22,6 +22,7 @@ from typing import Any
 
 from clstream.core.errors import StoreError
 from clstream.store.db import ResultsStore
+from clstream.store.snapshots import rebuild_chain
 
 
 def apply_delta(old: Any, delta: Any) -> Any:
@@ -48,21 +49,10 @@ def stored_form(previous: Any, state: Any, t: int) -> dict[str, Any]:
 
 def load_snapshot(store: ResultsStore, run_id: str, stream: str, t: int) -> dict[str, Any]:
     """The snapshot stored for ``t`` of ``stream``, rebuilt from its deltas."""
-    chain: list[Any] = []
-    step = t
-    while True:
-        row = store.load_state(run_id, stream, step)
-        if row is None:
-            raise StoreError(f"{store.dir}: snapshot {step} of {stream!r} (run {run_id}) is "
-                             "missing; delete the run to start it again")
-        stored = row[1]
-        if "full" in stored:
-            state = stored["full"]
-            break
-        chain.append(stored["delta"])
-        step -= 1
-    for delta in reversed(chain):
-        state = apply_delta(state, delta)
+    state = rebuild_chain(store, run_id, stream, t, apply_delta)
+    if state is None:
+        raise StoreError(f"{store.dir}: snapshot {t} of {stream!r} (run {run_id}) is missing "
+                         "or incomplete; delete the run to start it again")
     if not isinstance(state, dict):
         raise StoreError(f"{store.dir}: snapshot {t} of {stream!r} (run {run_id}) is malformed")
     return state

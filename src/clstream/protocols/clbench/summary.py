@@ -22,14 +22,13 @@ made for it, a rollout's cost is their sum and a task's the mean over its scored
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from itertools import accumulate
 from typing import Any
 
 from clstream.core.errors import StoreError
-from clstream.core.files import atomic_writer
+from clstream.core.files import write_jsonl
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap
@@ -142,11 +141,7 @@ def export_clbench(store: ResultsReader, run: RunRow, out: Any) -> int:
     """Write the run's scored records in the docs/clbench.md §3.1 form (JSONL), atomically."""
     if run.protocol != "clbench":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not clbench")
-    rows = export_rows(store, run)
-    with atomic_writer(out) as fh:
-        for row in rows:
-            fh.write(json.dumps(row) + "\n")
-    return len(rows)
+    return write_jsonl(out, export_rows(store, run))
 
 
 def _running_sums(rewards: Sequence[float]) -> list[float]:

@@ -11,35 +11,19 @@ filters, ``prompts`` how an item is asked, ``runner`` plays methods over a datas
 ``score imprint`` JSON, ``summary`` and ``report`` present a stored run, and ``commands`` the
 command-line verbs.
 
-This module imports none of them (:class:`~clstream.core.protocol.PackagedProtocol`).
+This module imports none of them: ``protocol.toml`` names its verbs and parts
+(:class:`~clstream.core.protocol.PackagedProtocol`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol, ProtocolPackage
-
-_PACKAGE = "clstream.protocols.imprint"
+from clstream.core.protocol import PackagedProtocol
 
 
 class ImprintProtocol(PackagedProtocol):
-    name = "imprint"
-    title = "Corpus internalization (ImprintBench)"
-    summary = ("a corpus taken in, then held-out questions in six families; Pass@1, Pass@k, "
-               "AllCorrect@k and compression")
-    run_command, score_command = PackagedProtocol.verbs(
-        _PACKAGE, "imprint", "corpus internalization: methods over a dataset (ImprintBench)",
-        "score ImprintBench predictions (docs/imprint.md §3.3)")
-    generators = (PackagedProtocol.generator(
-        _PACKAGE, "imprint", "write an ImprintBench dataset: news, code or persona, "
-        "procedural or from your own files"),)
-
-    parts = ProtocolPackage(
-        summarize_run=f"{_PACKAGE}.summary:summarize_imprint_run",
-        summary_lines=f"{_PACKAGE}.summary:text_rows",
-        export_run=f"{_PACKAGE}.summary:export_imprint",
-        report_section=f"{_PACKAGE}.report:render_imprint_section")
+    """Declared by ``protocol.toml`` beside this module; its brief demonstration is code."""
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         out: list[list[str]] = []
@@ -54,4 +38,4 @@ class ImprintProtocol(PackagedProtocol):
         return out
 
 
-PROTOCOL = ImprintProtocol()
+PROTOCOL = ImprintProtocol.declared(__name__)

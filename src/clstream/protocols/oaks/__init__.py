@@ -7,33 +7,19 @@ and loader (``data``, ``loader``), the OAKS-BABI generator (``babi*``, ``haystac
 judging and metrics (``answers``, ``metrics``), the runner, summary, report section, export and
 command-line verbs.
 
-This module imports none of them (:class:`~clstream.core.protocol.PackagedProtocol`).
+This module imports none of them: ``protocol.toml`` names its verbs and parts
+(:class:`~clstream.core.protocol.PackagedProtocol`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol, ProtocolPackage
-
-_PACKAGE = "clstream.protocols.oaks"
+from clstream.core.protocol import PackagedProtocol
 
 
 class OaksProtocol(PackagedProtocol):
-    name = "oaks"
-    title = "Streaming knowledge (OAKS)"
-    summary = "chunks arrive in order; the same questions are asked after every chunk"
-    run_command, score_command = PackagedProtocol.verbs(
-        _PACKAGE, "oaks", "streaming knowledge (OAKS)",
-        "score OAKS predictions (docs/oaks.md §3.2)")
-    generators = (PackagedProtocol.generator(_PACKAGE, "oaks-babi",
-                                    "bAbI-style OAKS stream (docs/oaks.md §6)"),)
-
-    parts = ProtocolPackage(
-        summarize_run=f"{_PACKAGE}.summary:summarize_oaks_run",
-        summary_lines=f"{_PACKAGE}.summary:text_rows",
-        export_run=f"{_PACKAGE}.export:export_oaks",
-        report_section=f"{_PACKAGE}.report:render_oaks_section")
+    """Declared by ``protocol.toml`` beside this module; its brief demonstration is code."""
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         data = workdir / "oaks-babi.json"
@@ -44,4 +30,4 @@ class OaksProtocol(PackagedProtocol):
                  *[arg for s in systems for arg in ("--system", s)]]]
 
 
-PROTOCOL = OaksProtocol()
+PROTOCOL = OaksProtocol.declared(__name__)

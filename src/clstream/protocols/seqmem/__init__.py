@@ -6,34 +6,19 @@ tasks at checkpoints and past tasks at later horizons measure generalization and
 loaders and synthetic stream (``tasks``, ``synthetic``), the run plan and runner, metrics,
 summary, report section, export and command-line verbs.
 
-This module imports none of them (:class:`~clstream.core.protocol.PackagedProtocol`).
+This module imports none of them: ``protocol.toml`` names its verbs and parts
+(:class:`~clstream.core.protocol.PackagedProtocol`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol, ProtocolPackage
-
-_PACKAGE = "clstream.protocols.seqmem"
+from clstream.core.protocol import PackagedProtocol
 
 
 class SeqMemProtocol(PackagedProtocol):
-    name = "seqmem"
-    title = "Sequential task streams (SeqMem-Eval)"
-    summary = "tasks with feedback update a memory; online, hold-out and backward transfer"
-    run_command, score_command = PackagedProtocol.verbs(
-        _PACKAGE, "seqmem", "sequential task stream with evolving memory (SeqMem-Eval)",
-        "score SeqMem records (docs/seqmem.md §3.1)")
-    generators = (PackagedProtocol.generator(
-        _PACKAGE, "seqmem-synthetic",
-        "procedural SeqMem task stream in which feedback reveals hidden rules"),)
-
-    parts = ProtocolPackage(
-        summarize_run=f"{_PACKAGE}.summary:summarize_seqmem_run",
-        summary_lines=f"{_PACKAGE}.summary:text_rows",
-        export_run=f"{_PACKAGE}.commands:export_seqmem",
-        report_section=f"{_PACKAGE}.report:render_seqmem_section")
+    """Declared by ``protocol.toml`` beside this module; its brief demonstration is code."""
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         data = workdir / "seqmem-synthetic.json"
@@ -45,4 +30,4 @@ class SeqMemProtocol(PackagedProtocol):
                  *[arg for s in systems for arg in ("--system", s)]]]
 
 
-PROTOCOL = SeqMemProtocol()
+PROTOCOL = SeqMemProtocol.declared(__name__)

@@ -13,7 +13,7 @@ from typing import Any
 
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
-from clstream.core.files import atomic_writer
+from clstream.core.files import write_jsonl
 from clstream.core.jsonio import gc_paused
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
@@ -161,8 +161,4 @@ def export_seqmem(store: ResultsReader, run: RunRow, out: str | Path) -> int:
     """Write the run's records exactly as docs/seqmem.md §3.1 defines them (JSONL), atomically."""
     if run.protocol != "seqmem":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not seqmem")
-    rows = seqmem_rows(store, run)
-    with atomic_writer(out) as fh:
-        for row in rows:
-            fh.write(json.dumps(row) + "\n")
-    return len(rows)
+    return write_jsonl(out, seqmem_rows(store, run))

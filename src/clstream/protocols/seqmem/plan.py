@@ -18,6 +18,7 @@ from typing import Any
 from clstream.core.errors import SpecError
 from clstream.core.specs import derive_seed
 from clstream.store.db import ResultsStore
+from clstream.store.snapshots import rebuild_chain
 
 MEMORY = "memory"  # the stream name under which memory snapshots are stored
 
@@ -125,20 +126,7 @@ def apply_delta(old: Any, delta: dict[str, Any]) -> Any:
 
 def load_memory(store: ResultsStore, run_id: str, t: int) -> dict[str, Any] | None:
     """The system snapshot stored for step t (after t updates) of a SeqMem run, or None."""
-    chain: list[dict[str, Any]] = []
-    step = t
-    while True:
-        row = store.load_state(run_id, MEMORY, step)
-        if row is None:
-            return None
-        stored = row[1]
-        if "full" in stored:
-            state = stored["full"]
-            break
-        chain.append(stored["delta"])
-        step -= 1
-    for delta in reversed(chain):
-        state = apply_delta(state, delta)
+    state: dict[str, Any] | None = rebuild_chain(store, run_id, MEMORY, t, apply_delta)
     return state
 
 
