@@ -26,7 +26,7 @@ def _prices(path: str | None) -> dict[str, dict[str, float]] | None:
 
 def _summarize(directory: str, prices: str | None) -> dict[str, Any]:
     """The summary of every run in ``directory`` (what ``summary --json`` prints)."""
-    from clstream.report.summary import summarize
+    from clstream.report.store_summary import summarize
     from clstream.store.db import ResultsStore
 
     with ResultsStore(directory) as store:

@@ -41,9 +41,14 @@ from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
 from clstream.systems import corpus_prompts as P
 from clstream.systems.base import snapshot_error, staged
+from clstream.systems.chunked_summary import (
+    SAME_MODEL,
+    document_parts,
+    helper_model,
+    truncate_right,
+)
 from clstream.systems.oracle import InContextMethod
 from clstream.systems.passages import passage_of
-from clstream.systems.summary import SAME_MODEL, document_parts, helper_model, truncate_right
 
 MAX_COMPLETION = 8192  # cap on one rewrite's completion tokens (Table 12)
 FALLBACKS = ("append", "keep")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 _ARGUMENTS = "clstream.protocols.clbench.arguments"
 _COMMANDS = "clstream.protocols.clbench.commands"
-_SUMMARY = "clstream.protocols.clbench.summary"
+_RUN_SUMMARY = "clstream.protocols.clbench.run_summary"
 
 
 class ClbenchProtocol:
@@ -53,13 +53,13 @@ class ClbenchProtocol:
     }
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
-        return load_target(f"{_SUMMARY}:summarize_clbench_run")(store, run)
+        return load_target(f"{_RUN_SUMMARY}:summarize_clbench_run")(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return load_target(f"{_SUMMARY}:text_rows")(runs)
+        return load_target(f"{_RUN_SUMMARY}:text_rows")(runs)
 
     def export_run(self, store: Any, run: RunRow, out: Path) -> int:
-        return load_target(f"{_SUMMARY}:export_clbench")(store, run, out)
+        return load_target(f"{_RUN_SUMMARY}:export_clbench")(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
         return load_target("clstream.protocols.clbench.report:render_clbench_section")(

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 _ARGUMENTS = "clstream.protocols.imprint.arguments"
 _COMMANDS = "clstream.protocols.imprint.commands"
-_SUMMARY = "clstream.protocols.imprint.summary"
+_RUN_SUMMARY = "clstream.protocols.imprint.run_summary"
 
 
 class ImprintProtocol:
@@ -47,13 +47,13 @@ class ImprintProtocol:
                           f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
-        return load_target(f"{_SUMMARY}:summarize_imprint_run")(store, run)
+        return load_target(f"{_RUN_SUMMARY}:summarize_imprint_run")(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return load_target(f"{_SUMMARY}:text_rows")(runs)
+        return load_target(f"{_RUN_SUMMARY}:text_rows")(runs)
 
     def export_run(self, store: Any, run: RunRow, out: Path) -> int:
-        return load_target(f"{_SUMMARY}:export_imprint")(store, run, out)
+        return load_target(f"{_RUN_SUMMARY}:export_imprint")(store, run, out)
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
         return load_target("clstream.protocols.imprint.report:render_imprint_section")(

@@ -40,10 +40,10 @@ class SeqMemProtocol:
                           f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
-        return load_target("clstream.protocols.seqmem.summary:summarize_seqmem_run")(store, run)
+        return load_target("clstream.protocols.seqmem.run_summary:summarize_seqmem_run")(store, run)
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return load_target("clstream.protocols.seqmem.summary:text_rows")(runs)
+        return load_target("clstream.protocols.seqmem.run_summary:text_rows")(runs)
 
     def export_run(self, store: Any, run: RunRow, out: Path) -> int:
         return load_target(f"{_COMMANDS}:export_seqmem")(store, run, out)
