@@ -28,7 +28,7 @@ from clstream.core.types import Query
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.oaks import prompts as oaks_prompts
 from clstream.protocols.seqmem import prompts as seqmem_prompts
-from clstream.systems import conversation_prompts as C
+from clstream.systems import conversation_prompts
 from clstream.systems.conversation import ConversationMethod, Turn
 from clstream.systems.icl import Icl
 
@@ -41,7 +41,7 @@ def test_declared_arguments() -> None:
     assert Icl.params["budget"].default == 120_000 and Icl.params["reserve"].default == 500
     system = Icl(Scripted(), budget=900)
     assert system.describe()["args"] == {"budget": 900, "reserve": 500}
-    assert system.describe()["prompt_template_hash"] == C.template_fingerprint()
+    assert system.describe()["prompt_template_hash"] == conversation_prompts.template_fingerprint()
     with pytest.raises(SpecError, match="unknown argument"):
         Icl(Scripted(), k=3)
     with pytest.raises(SpecError, match=">= 1"):
@@ -59,7 +59,8 @@ def test_environment_steps_become_request_reply_result_turns_across_instances() 
         ("user", q1), ("assistant", '{"action": "push"}'),
         ("user", "Result of your last action:\nThe door does not move."),
         ("user", q2), ("assistant", '{"action": "key"}'),
-        ("user", "Result of your last action:\nThe door opens.\n" + C.INSTANCE_DONE),
+        ("user",
+         "Result of your last action:\nThe door opens.\n" + conversation_prompts.INSTANCE_DONE),
         ("user", q3), ("assistant", '{"action": "look"}'),
         ("user", "Result of your last action:\nA second door."),
     ]
@@ -84,7 +85,8 @@ def test_feedback_becomes_task_answer_verdict_and_falls_back_on_the_event() -> N
     (user, task), (assistant, answer), (user2, said) = texts(system)
     assert (user, task) == ("user", q.prompt)
     assert (assistant, answer) == ("assistant", "thinking\n## Answer: 12")
-    assert said.startswith(C.FEEDBACK_HEADER + "\nPast task: What is the vault code of Tirovan?")
+    assert said.startswith(conversation_prompts.FEEDBACK_HEADER
+                           + "\nPast task: What is the vault code of Tirovan?")
     assert "Answer given: 12\nOutcome: wrong\nFeedback: Incorrect. Correct answer: 4721." in said
     # no reply waiting (a restored system): the event's own task and answer stand in
     other = Icl(Scripted())
@@ -250,8 +252,9 @@ def test_the_transcript_reads_back_as_environment_steps() -> None:
     run(system.respond(action_query("i3", 1, "A third door.")))
     steps = layout.transcript_steps(model.requests[-1].messages)
     assert [(s.observation, s.action, s.feedback) for s in steps] == [
-        (first.text, 'Thinking.\n{"action": "push"}', "It opens.\n" + C.INSTANCE_DONE),
-        (second.text, '{"action": "key"}', "Locked.\n" + C.INSTANCE_DONE)]
+        (first.text, 'Thinking.\n{"action": "push"}',
+         "It opens.\n" + conversation_prompts.INSTANCE_DONE),
+        (second.text, '{"action": "key"}', "Locked.\n" + conversation_prompts.INSTANCE_DONE)]
 
 
 def test_an_observation_without_a_waiting_reply_keeps_what_it_carries() -> None:

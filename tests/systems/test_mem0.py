@@ -22,7 +22,7 @@ from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Chunk, Document
 from clstream.core.types import GenerationRequest, Query
 from clstream.protocols.oaks import prompts as oaks_prompts
-from clstream.systems import conversation_prompts as C
+from clstream.systems import conversation_prompts
 from clstream.systems.mem0 import Mem0
 
 SEEDED = ["The red door opens with the brass key.", "The vault code of Tirovan is 4721.",
@@ -143,7 +143,7 @@ def test_answers_show_the_top_k_most_similar_facts() -> None:
     run(system.respond(oaks_prompts.ask(Query("q@1", "Which key opens the red door?"))))
     user = model.requests[-1].messages[-1].content
     section = user.split("\n\n")[0].splitlines()
-    assert section[0] == C.MEMORIES_HEADER
+    assert section[0] == conversation_prompts.MEMORIES_HEADER
     assert section[1:] == ["- The red door opens with the brass key.",
                            "- The red door is painted."]
     assert user.endswith(oaks_prompts.question_text(Query("q", "Which key opens the red door?")))
@@ -194,7 +194,7 @@ def test_declared_arguments() -> None:
     ("ADDITIONAL thoughts", None),
 ])
 def test_parse_memory_op(text: str, op: tuple | None) -> None:
-    parsed = C.parse_memory_op(text, 2)
+    parsed = conversation_prompts.parse_memory_op(text, 2)
     assert (parsed.op, parsed.number, parsed.text) == op if op else parsed is None
 
 
