@@ -246,10 +246,11 @@ class ChunkedSummary(InContextMethod):
         return []
 
     def _target_of(self, tokens: int) -> int:
-        target = self.args["tokens"]
+        target: int = self.args["tokens"]
         if not self.args["per_doc"]:
             return target
-        nominal = math.ceil(tokens * target / self.args["chunk"])
+        chunk: int = self.args["chunk"]
+        nominal = math.ceil(tokens * target / chunk)
         return min(target, max(MIN_DOC_TARGET, nominal))
 
     def chunks(self) -> list[Chunk]:

@@ -192,7 +192,8 @@ class FullContext(_ContextSystem):
         return [self._fit(self.args["budget"] - question_tokens, instructions)], None
 
     def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
-        return min(self.args["budget"], fixed + sum(blocks))
+        budget: int = self.args["budget"]
+        return min(budget, fixed + sum(blocks))
 
 
 class RollingWindow(_ContextSystem):

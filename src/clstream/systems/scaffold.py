@@ -123,8 +123,9 @@ class MemoryScaffold(InContextMethod):
 
     def budget_for(self, corpus_tokens: int) -> int:
         fixed = self.args["budget"]
-        derived = fixed if fixed > 0 else corpus_tokens // self.args["ratio"]
-        return max(self.args["min_budget"], derived)
+        derived: int = fixed if fixed > 0 else corpus_tokens // self.args["ratio"]
+        least: int = self.args["min_budget"]
+        return max(least, derived)
 
     async def observe(self, event: Event) -> list[GenerationResult]:
         passage = passage_of(event, len(self.log))

@@ -53,13 +53,16 @@ class ClbenchProtocol:
     }
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
-        return load_target(f"{_RUN_SUMMARY}:summarize_clbench_run")(store, run)
+        summary: dict[str, Any] = load_target(f"{_RUN_SUMMARY}:summarize_clbench_run")(store, run)
+        return summary
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return load_target(f"{_RUN_SUMMARY}:text_rows")(runs)
+        lines: list[str] = load_target(f"{_RUN_SUMMARY}:text_rows")(runs)
+        return lines
 
     def export_run(self, store: Any, run: RunRow, out: Path) -> int:
-        return load_target(f"{_RUN_SUMMARY}:export_clbench")(store, run, out)
+        written: int = load_target(f"{_RUN_SUMMARY}:export_clbench")(store, run, out)
+        return written
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
         return load_target("clstream.protocols.clbench.report:render_clbench_section")(

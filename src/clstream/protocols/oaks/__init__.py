@@ -40,13 +40,17 @@ class OaksProtocol:
                           f"{_ARGUMENTS}:add_generate_arguments", f"{_COMMANDS}:generate"),)
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
-        return load_target("clstream.protocols.oaks.run_summary:summarize_oaks_run")(store, run)
+        summary: dict[str, Any] = load_target(
+            "clstream.protocols.oaks.run_summary:summarize_oaks_run")(store, run)
+        return summary
 
     def summary_lines(self, runs: list[dict[str, Any]]) -> list[str]:
-        return load_target("clstream.protocols.oaks.run_summary:text_rows")(runs)
+        lines: list[str] = load_target("clstream.protocols.oaks.run_summary:text_rows")(runs)
+        return lines
 
     def export_run(self, store: Any, run: RunRow, out: Path) -> int:
-        return load_target("clstream.protocols.oaks.export:export_oaks")(store, run, out)
+        written: int = load_target("clstream.protocols.oaks.export:export_oaks")(store, run, out)
+        return written
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
         return load_target("clstream.protocols.oaks.report:render_oaks_section")(

@@ -133,7 +133,7 @@ def load_memory(store: ResultsStore, run_id: str, t: int) -> dict[str, Any] | No
             return None
         stored = row[1]
         if "full" in stored:
-            state = stored["full"]
+            state: dict[str, Any] = stored["full"]
             break
         chain.append(stored["delta"])
         step -= 1
