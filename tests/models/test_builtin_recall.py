@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from clstream.core.layout import Experience, experiences_section
 from clstream.core.types import GenerationRequest, Message, Query
 from clstream.models.builtin import BuiltinReader, recalled_reply
 from clstream.models.tokenizers import approx_tokenizer
@@ -21,16 +22,16 @@ def ask(messages: tuple[Message, ...]) -> tuple[str, int]:
     return result.samples[0].text, result.usage.prompt_tokens
 
 
-def solver(records: list[seqmem_prompts.Exemplar], text: str, kind: str = "synthetic",
+def solver(records: list[Experience], text: str, kind: str = "synthetic",
            options: tuple[str, ...] = ()) -> tuple[Message, ...]:
     query = Query(id="q", text=text, kind=kind, options=options)
-    return seqmem_prompts.solver_messages([seqmem_prompts.exemplars_section(records)], query)
+    return seqmem_prompts.solver_messages([experiences_section(records)], query)
 
 
-WRONG = seqmem_prompts.Exemplar(
+WRONG = Experience(
     "What is the vault code of Tirovan?", "## Answer: 1234",
     "Incorrect. The vault code of Tirovan is 4721. Correct answer: 4721.", False)
-RIGHT = seqmem_prompts.Exemplar(
+RIGHT = Experience(
     "How many zaps make 3 brous?", "Counted.\n## Answer: 12", "Correct.", True)
 
 
@@ -47,7 +48,7 @@ def test_without_a_matching_record_the_reading_path_answers() -> None:
     assert plain[0].endswith("## Answer: Unknown")
     assert not with_records[0].endswith("4721")
     assert with_records[0].startswith("Closest statement")  # the lexical reading path
-    failed_no_answer = seqmem_prompts.Exemplar("What is the vault code of Quill?", "## Answer: 1",
+    failed_no_answer = Experience("What is the vault code of Quill?", "## Answer: 1",
                                                "Incorrect.", False)
     text, _ = ask(solver([failed_no_answer], "What is the vault code of Quill?"))
     assert "## Answer: 1" not in text  # a wrong answer with no stated correction is not reused
@@ -78,7 +79,7 @@ def test_prompt_tokens_count_the_whole_prompt_on_the_recall_path() -> None:
 ])
 def test_recalled_answers_follow_the_task_format(kind: str, feedback: str,
                                                  options: tuple[str, ...], expected: str) -> None:
-    record = seqmem_prompts.Exemplar("How many zaps make 4 brous?", "## Answer: 3", feedback, False)
+    record = Experience("How many zaps make 4 brous?", "## Answer: 3", feedback, False)
     text, _ = ask(solver([record], "How many zaps make 4 brous?", kind, options))
     assert text.endswith(expected)
 
