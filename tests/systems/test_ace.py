@@ -5,6 +5,7 @@ texts are passages; probes change nothing; snapshots round-trip."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conversation_fakes import (
@@ -39,7 +40,7 @@ def scripted(reflect: str = "", curate: str = "", answer: str = '{"action": "wai
     return Scripted(reply)
 
 
-def with_bullets(model: Scripted, *bullets: tuple[str, int, int], **args: object) -> Ace:
+def with_bullets(model: Scripted, *bullets: tuple[str, int, int], **args: Any) -> Ace:
     system = Ace(model, **args)
     for n, (text, helpful, harmful) in enumerate(bullets, 1):
         system.bullets.append(Bullet(f"b{n}", text, helpful, harmful))

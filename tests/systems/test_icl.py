@@ -4,6 +4,7 @@ budget, probes never in memory, per-request seeds, snapshots."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conversation_fakes import (
@@ -212,7 +213,7 @@ def test_snapshot_restore_round_trip() -> None:
     {"turns": [], "next_index": -1},
     {"turns": "nope", "next_index": 0},
 ])
-def test_restore_rejects_malformed_snapshots(memory: dict) -> None:
+def test_restore_rejects_malformed_snapshots(memory: dict[str, Any]) -> None:
     with pytest.raises(DataError):
         Icl(Scripted()).restore({"method": "icl", "memory": memory})
     with pytest.raises(DataError, match="method"):

@@ -5,6 +5,7 @@ answer, probes change nothing, snapshots search as the original."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conversation_fakes import (
@@ -42,7 +43,7 @@ def facts(system: Mem0) -> list[str]:
     return [f["text"] for f in system.snapshot()["memory"]["facts"]]
 
 
-def seeded(model: Scripted, **args: object) -> Mem0:
+def seeded(model: Scripted, **args: Any) -> Mem0:
     system = Mem0(model, **args)
     for text in SEEDED:
         system._add(text)
@@ -193,9 +194,12 @@ def test_declared_arguments() -> None:
     ("DELETE 3", None),  # only two shown
     ("ADDITIONAL thoughts", None),
 ])
-def test_parse_memory_op(text: str, op: tuple | None) -> None:
+def test_parse_memory_op(text: str, op: tuple[str, int | None, str] | None) -> None:
     parsed = conversation_prompts.parse_memory_op(text, 2)
-    assert (parsed.op, parsed.number, parsed.text) == op if op else parsed is None
+    if op is None:
+        assert parsed is None
+    else:
+        assert parsed is not None and (parsed.op, parsed.number, parsed.text) == op
 
 
 

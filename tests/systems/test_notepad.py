@@ -5,6 +5,7 @@ shown at the next; probes change nothing; snapshots resume at a boundary."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conversation_fakes import (
@@ -33,8 +34,9 @@ from clstream.systems.notepad import Notepad
 ACT = '{"action": "push"}'
 
 
-def memory(system: Notepad) -> dict:
-    return system.snapshot()["memory"]
+def memory(system: Notepad) -> dict[str, Any]:
+    state: dict[str, Any] = system.snapshot()["memory"]
+    return state
 
 
 def reply(notes: str | None, action: str = ACT) -> str:
