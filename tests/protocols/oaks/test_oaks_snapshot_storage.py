@@ -5,18 +5,21 @@ keep the whole document read so far, and the store keeps each chunk's snapshot a
 
 from __future__ import annotations
 
-import asyncio
+import sys
 from pathlib import Path
 
 import pytest
 
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
+from clstream.driver.components import system_factory
 from clstream.models.builtin import BuiltinReader
-from clstream.protocols.common import system_factory
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.runner import OaksRunner
 from clstream.store.db import ResultsStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from planned import drive_runner  # noqa: E402
 
 
 def stored_bytes_per_chunk(tmp: Path, system: str, chunks: int) -> float:
@@ -27,16 +30,15 @@ def stored_bytes_per_chunk(tmp: Path, system: str, chunks: int) -> float:
     spec = RunSpec(protocol="oaks", dataset_hash=dataset.sha256,
                    system=ComponentSpec.parse(system), model=parse_model_spec("builtin"))
     with ResultsStore(tmp / f"res{chunks}", writer=True) as store:
-        runner = OaksRunner(dataset, spec, store, system_factory(spec, model),
-                            show_progress=False)
-        runner.register({})
-        result = asyncio.run(runner.run())
+        make = system_factory(spec, model)
+        runner = OaksRunner(dataset, spec, store, make)
+        result = drive_runner(runner, store, spec, {"probe": "probes"}, model, make)
         assert result.errors == 0
         steps, stored = store.conn.execute(
             "SELECT COUNT(*), SUM(LENGTH(CAST(state AS BLOB))) FROM states").fetchone()
         assert steps == chunks
         (doc,) = dataset.documents
-        last = store.load_state(runner.run_id, doc.bid)
+        last = store.load_state(spec.run_id, doc.bid)
         assert last is not None and len(last[1]["memory"]["turns"]) == chunks
     return float(stored) / chunks
 
