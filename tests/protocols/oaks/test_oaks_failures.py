@@ -70,6 +70,7 @@ def one_error_line(err: str) -> str:
 def summary_json(out: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     capsys.readouterr()
     assert cli(["summary", str(out), "--json"]) == 0
+    run: dict[str, Any]
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     return run
 
