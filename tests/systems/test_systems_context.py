@@ -61,7 +61,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 def recorded(system: ContextSystem) -> list[list[GenerationRequest]]:
     """The requests ``system``'s recording model was sent, call by call."""
     assert isinstance(system.model, RecordingModel)
-    return recorded(system)
+    return system.model.calls
 
 
 def feed(system: ContextSystem, n: int, stream: str = "doc") -> None:

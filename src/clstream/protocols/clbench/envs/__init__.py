@@ -14,7 +14,6 @@ from clstream.protocols.clbench.envs.sales import SalesEnv
 from clstream.protocols.clbench.envs.spectrum import SpectrumEnv
 
 
-
 class EnvironmentClass(Protocol):
     """An environment class as :data:`ENVIRONMENTS` holds it: built from a seed and the name of
     a schedule (the base class itself takes a built schedule, so ``type[EnvironmentBase]`` would
