@@ -31,13 +31,13 @@ test: $(VENV)/.installed-test
 	bash scripts/system-packages.sh
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/lint-imports
-	$(BIN)/mypy src
+	$(BIN)/mypy src/clstream tests
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/lint-imports
-	$(BIN)/mypy src
+	$(BIN)/mypy src/clstream tests
 
 # Every script under benchmarks/, one after another, each rewriting its figures in
 # benchmarks/README.md (tens of minutes on two cores; benchmarks/README.md says what each times).

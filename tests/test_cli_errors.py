@@ -7,7 +7,9 @@ import hashlib
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,7 +39,7 @@ def stream(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _mutate(stream: Path, tmp_path: Path, edit) -> Path:
+def _mutate(stream: Path, tmp_path: Path, edit: Callable[[list[Any]], None]) -> Path:
     docs = json.loads(stream.read_text())
     edit(docs)
     bad = tmp_path / "bad.json"
@@ -50,7 +52,7 @@ def test_malformed_data_files(stream: Path, tmp_path: Path) -> None:
     syntax.write_text('[{"meta": ')
     _one_line_error(_run("score", "oaks", str(syntax), str(syntax)), "syntax.json")
 
-    def drop_gold(docs: list) -> None:
+    def drop_gold(docs: list[Any]) -> None:
         qa = next(iter(docs[0]["data"]["qas"].values()))
         del qa["chunk_to_answer"]["3"]
 
@@ -59,7 +61,7 @@ def test_malformed_data_files(stream: Path, tmp_path: Path) -> None:
     _one_line_error(_run("run", "oaks", str(bad), "--system", "full", "--out",
                          str(tmp_path / "o")), "bad.json", qid, "chunk_to_answer")
 
-    def drop_chunk(docs: list) -> None:
+    def drop_chunk(docs: list[Any]) -> None:
         del docs[0]["data"]["chunks"]["2"]
 
     _one_line_error(_run("run", "oaks", str(_mutate(stream, tmp_path, drop_chunk)), "--system",

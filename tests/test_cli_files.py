@@ -16,7 +16,6 @@ import pytest
 
 from clstream import cli
 from clstream.cli import main
-from clstream.core import files
 
 HOSTILE = {
     "deep": b"[" * 100_000 + b"]" * 100_000,
@@ -137,7 +136,7 @@ def test_a_full_disk_while_writing_leaves_nothing_partial(
 
     for name in ("s.json", "p.jsonl", "report.html", "t.json"):
         (tmp_path / name).write_text("old")
-    monkeypatch.setattr(files.os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", full)
     commands = [
         ["generate", "oaks-babi", "--seed", "3", "--out", str(tmp_path / "s.json")],
         ["generate", "seqmem-synthetic", "--tasks", "12", "--holdout", "2",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clstream.core.errors import SpecError
-from clstream.core.registry import canonical_component, canonical_run_spec, resolve
+from clstream.core.registry import canonical_component, canonical_run_spec, params_of, resolve
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
 
 
@@ -64,7 +64,9 @@ def test_run_ids_of_equal_settings_are_equal(fake_components: str) -> None:
 
 
 def test_rag_and_its_default_k_are_one_run() -> None:
-    default_k = resolve("system", "rag").params["k"].default
+    params = params_of(resolve("system", "rag"))
+    assert params is not None
+    default_k = params["k"].default
     a, b = run_spec("rag"), run_spec(f"rag:k={default_k}")
     c = run_spec(f"rag:k={default_k + 1}")
     assert a.run_id == b.run_id != c.run_id

@@ -8,11 +8,11 @@ import json
 import os
 import sqlite3
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from clstream.core import files
 from clstream.core.errors import ClstreamError, DataError
 from clstream.core.files import (
     WriteError,
@@ -28,7 +28,7 @@ def _listing(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
-def _fail(code: int):
+def _fail(code: int) -> Callable[..., None]:
     def raiser(*args: object, **kwargs: object) -> None:
         raise OSError(code, os.strerror(code))
 
@@ -57,7 +57,7 @@ def test_full_disk_leaves_old_target_and_no_temp(
 ) -> None:
     target = tmp_path / "out.json"
     target.write_text("old")
-    monkeypatch.setattr(files.os, patched, _fail(errno.ENOSPC))
+    monkeypatch.setattr(os, patched, _fail(errno.ENOSPC))
     with pytest.raises(WriteError) as info:
         write_atomic(target, "new content")
     assert target.read_text() == "old"
@@ -167,9 +167,9 @@ def test_disk_cause_sees_a_full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyP
         f_flag = os.ST_RDONLY
         f_bavail = 10**9
 
-    monkeypatch.setattr(files.os, "statvfs", lambda path: Full())
+    monkeypatch.setattr(os, "statvfs", lambda path: Full())
     assert disk_cause(tmp_path / "not" / "yet") == "no space left on device"
-    monkeypatch.setattr(files.os, "statvfs", lambda path: ReadOnly())
+    monkeypatch.setattr(os, "statvfs", lambda path: ReadOnly())
     assert disk_cause(tmp_path) == "read-only file system"
 
 

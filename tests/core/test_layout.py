@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from clstream.core import layout
 from clstream.core.types import Query
 
@@ -106,7 +108,7 @@ def test_experiences_are_read_back_in_sections_and_in_passages() -> None:
     assert layout.current_question("no label") == ""
 
 
-def test_fingerprints_track_template_text(monkeypatch) -> None:
+def test_fingerprints_track_template_text(monkeypatch: pytest.MonkeyPatch) -> None:
     first = layout.template_fingerprint()
     assert re.fullmatch(r"[0-9a-f]{64}", first)
     combined = layout.fingerprint(["A=1"])

@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 
 from clstream.core.errors import SpecError
@@ -31,7 +33,7 @@ def test_defaults_filled_and_values_checked() -> None:
     ({"on": 1}, "'on' must be true or false"),
     ({"w": "x"}, "'w' must be a number"),
 ])
-def test_bad_values_name_the_component(args: dict, why: str) -> None:
+def test_bad_values_name_the_component(args: dict[str, Any], why: str) -> None:
     with pytest.raises(SpecError, match=f"^system 'x': (argument )?{why}"):
         check_args("system 'x'", PARAMS, args)
 

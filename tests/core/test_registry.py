@@ -23,6 +23,13 @@ from clstream.core.registry import (
 )
 
 
+def system_class_name(name: str) -> str:
+    """The name of the class registered as system ``name``."""
+    cls = resolve("system", name)
+    assert isinstance(cls, type)
+    return cls.__name__
+
+
 def test_builtin_names_registered() -> None:
     assert {"full", "window", "rag", "rag+window"} <= set(names("system"))
     assert "builtin" in names("model")
@@ -76,13 +83,13 @@ def test_a_name_registered_twice_is_refused() -> None:
     with pytest.raises(RegistryError, match="system 'rag' is already registered as") as err:
         register("system", "rag", "clstream.systems.context:FullContext")
     assert isinstance(err.value, SpecError) and isinstance(err.value, ValueError)
-    assert resolve("system", "rag").__name__ == "RagSystem"
+    assert system_class_name("rag") == "RagSystem"
     try:
         register("system", "rag", "clstream.systems.context:FullContext", replace=True)
-        assert resolve("system", "rag").__name__ == "FullContext"
+        assert system_class_name("rag") == "FullContext"
     finally:
         register("system", "rag", target, replace=True)
-    assert resolve("system", "rag").__name__ == "RagSystem"
+    assert system_class_name("rag") == "RagSystem"
 
 
 @pytest.mark.parametrize("target", ["no-colon", "mod:", ":obj", "a:b:c", ""])

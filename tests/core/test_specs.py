@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 
 from clstream.core.errors import SpecError
@@ -28,14 +30,14 @@ def test_model_spec_keeps_path() -> None:
 
 
 def test_run_id_is_hash_of_spec() -> None:
-    base = dict(protocol="oaks", dataset_hash="abc", system=ComponentSpec.parse("rag:k=3"),
+    base: dict[str, Any] = dict(protocol="oaks", dataset_hash="abc", system=ComponentSpec.parse("rag:k=3"),
                 model=parse_model_spec("builtin"))
     a, b = RunSpec(**base), RunSpec(**base)
     assert a.run_id == b.run_id and len(a.run_id) == 16
     assert RunSpec(**base, seed=1).run_id != a.run_id
     assert RunSpec(**base, sampling=SamplingParams(temperature=0.0)).run_id != a.run_id
     # arg order on the command line does not change the id
-    other = dict(base, system=ComponentSpec.parse("rag:k=3"))
+    other: dict[str, Any] = dict(base, system=ComponentSpec.parse("rag:k=3"))
     assert RunSpec(**other).run_id == a.run_id
 
 

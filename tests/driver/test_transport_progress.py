@@ -84,13 +84,13 @@ def test_a_system_too_big_for_the_served_context_is_refused_naming_both_numbers(
     model = SimpleNamespace(name="openai:small", server=ServerInfo(context_length=8192))
     sampling = SamplingParams(max_tokens=512)
     with pytest.raises(SpecError) as err:
-        check_context(model, sampling, [spec("window:w=4"), spec("full")])  # type: ignore[arg-type]
+        check_context(model, sampling, [spec("window:w=4"), spec("full")])
     message = str(err.value)
     assert "120,000" in message and "8,192" in message and "'full" in message
     assert "\n" not in message
-    check_context(model, sampling, [spec("full:budget=7000")])  # type: ignore[arg-type]
+    check_context(model, sampling, [spec("full:budget=7000")])
     unknown = SimpleNamespace(name="openai:x", server=ServerInfo())
-    check_context(unknown, sampling, [spec("full")])  # type: ignore[arg-type]
+    check_context(unknown, sampling, [spec("full")])
 
 
 def test_counts_start_at_the_bar_and_follow_backends_made_later(

@@ -15,10 +15,9 @@ from clstream.judges.evaluators import (
     Verdict,
     build_program,
     evaluator_for,
-    extract_choice,
-    extract_code,
     final_answer,
 )
+from clstream.judges.extraction import extract_choice, extract_code
 from clstream.judges.isolation import detect
 from clstream.protocols.seqmem.tasks import SeqTask
 

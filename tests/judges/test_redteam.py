@@ -24,6 +24,7 @@ import clstream.protocols.seqmem.tasks as seqmem_tasks
 from clstream.cli import main
 from clstream.core.registry import register, unregister
 from clstream.core.secrets import REDACTED
+from clstream.judges import evaluators
 from clstream.judges.evaluators import Evaluator, Verdict
 from clstream.judges.isolation import detect
 from clstream.store.db import ResultsStore
@@ -68,11 +69,12 @@ def _descendants(root: int) -> list[str]:
         if state != "Z":
             children.setdefault(int(ppid), []).append(int(pid))
             names[int(pid)] = name
-    found, todo = [], list(children.get(root, []))
+    found: list[str] = []
+    todo = list(children.get(root, []))
     while todo:
-        pid = todo.pop()
-        found.append(f"{pid} {names.get(pid)}")
-        todo += children.get(pid, [])
+        child = todo.pop()
+        found.append(f"{child} {names.get(child)}")
+        todo += children.get(child, [])
     return found
 
 
@@ -113,7 +115,7 @@ def test_attacks_are_contained_end_to_end(
     register("model", "scripted", "redteam.scripted:ScriptedModel", replace=True)
 
     seen: list[tuple[str, Verdict]] = []
-    real_evaluator_for = seqmem_tasks.evaluator_for
+    real_evaluator_for = evaluators.evaluator_for
 
     def evaluator_for(kind: str, **options: Any) -> Evaluator:
         if kind == "code":

@@ -36,7 +36,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import sys
 import threading
 import time
 from typing import Any
@@ -244,4 +243,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from typing import Any
 
 from fake_openai_server import FakeOpenAIServer, always
 
@@ -77,7 +78,7 @@ def test_a_dead_server_fails_every_request_within_seconds() -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     model = OpenAICompatModel("m", base_url=url, max_concurrency=4)
 
-    async def go() -> list:
+    async def go() -> list[Any]:
         async with model:
             return await model.generate([req(f"k{i}") for i in range(40)])
 

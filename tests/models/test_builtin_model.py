@@ -1,4 +1,5 @@
 import asyncio
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -8,7 +9,7 @@ from clstream.core.contracts import Model
 from clstream.core.errors import SpecError
 from clstream.core.registry import resolve
 from clstream.core.specs import parse_model_spec
-from clstream.core.types import GenerationRequest, Message, Query, SamplingParams
+from clstream.core.types import GenerationRequest, GenerationResult, Message, Query, SamplingParams
 from clstream.models import builtin_reader
 from clstream.models.builtin import BuiltinReader
 from clstream.models.tokenizers import approx_tokenizer
@@ -17,7 +18,7 @@ from clstream.protocols.oaks import prompts
 CHUNKS = [(0, "Mara went to the kitchen. Tobin went to the garden."), (1, "Mara went to the hall.")]
 
 
-def request(question: str, key: str = "k", **params) -> GenerationRequest:
+def request(question: str, key: str = "k", **params: Any) -> GenerationRequest:
     context = prompts.context_text(CHUNKS)
     return GenerationRequest(
         key=key,
@@ -26,25 +27,25 @@ def request(question: str, key: str = "k", **params) -> GenerationRequest:
     )
 
 
-def generate(model, requests):
+def generate(model: Model, requests: list[GenerationRequest]) -> list[GenerationResult]:
     return asyncio.run(model.generate(requests))
 
 
-def test_builtin_is_a_model_in_the_registry():
+def test_builtin_is_a_model_in_the_registry() -> None:
     model = resolve("model", "builtin")(**parse_model_spec("builtin").args)
     assert isinstance(model, Model) and model.name == "builtin"
     info = model.describe()
     assert info["backend"] == "builtin" and info["baseline"] is True and info["version"]
 
 
-def test_builtin_rejects_unknown_arguments_and_targets():
+def test_builtin_rejects_unknown_arguments_and_targets() -> None:
     with pytest.raises(SpecError, match="temperature"):
         BuiltinReader(temperature=0.1)
     with pytest.raises(SpecError, match="gpt"):
         BuiltinReader(**parse_model_spec("builtin:gpt").args)
 
 
-def test_builtin_samples_are_identical_and_usage_counted():
+def test_builtin_samples_are_identical_and_usage_counted() -> None:
     model = BuiltinReader()
     req = request("Where is Mara?", n=3)
     [result] = generate(model, [req])
@@ -57,7 +58,7 @@ def test_builtin_samples_are_identical_and_usage_counted():
     assert result.usage.latency_s >= 0 and result.key == "k" and result.ok
 
 
-def test_builtin_is_deterministic_across_instances_and_order():
+def test_builtin_is_deterministic_across_instances_and_order() -> None:
     reqs = [request(q, key=str(i)) for i, q in enumerate(["Where is Tobin?", "Where is Mara?"])]
     first = generate(BuiltinReader(), reqs)
     again = generate(BuiltinReader(), list(reversed(reqs)))
@@ -66,7 +67,7 @@ def test_builtin_is_deterministic_across_instances_and_order():
     assert first[0].samples[0].text.endswith("## Answer: garden")
 
 
-def test_builtin_respects_max_tokens_and_stop():
+def test_builtin_respects_max_tokens_and_stop() -> None:
     model = BuiltinReader()
     [cut] = generate(model, [request("Where is Mara?", max_tokens=3)])
     assert cut.samples[0].finish_reason == "length"
@@ -76,11 +77,11 @@ def test_builtin_respects_max_tokens_and_stop():
     assert stopped.samples[0].finish_reason == "stop"
 
 
-def test_builtin_reads_a_context_once_for_many_questions(monkeypatch):
-    built = []
+def test_builtin_reads_a_context_once_for_many_questions(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
     original = builtin_reader.ReadText.__init__
 
-    def counting(self, passages):
+    def counting(self: builtin_reader.ReadText, passages: list[tuple[int, str]]) -> None:
         built.append(len(passages))
         original(self, passages)
 
@@ -91,7 +92,7 @@ def test_builtin_reads_a_context_once_for_many_questions(monkeypatch):
     assert built == [2]
 
 
-def test_builtin_answers_prompts_without_the_oaks_layout():
+def test_builtin_answers_prompts_without_the_oaks_layout() -> None:
     model = BuiltinReader()
     messages = (Message(role="user", content="Ada went to the mill.\n\nWhere is Ada?"),)
     [result] = generate(model, [GenerationRequest(key="x", messages=messages)])
@@ -113,7 +114,7 @@ prose = st.lists(st.one_of(fragments, st.text(max_size=8)), max_size=40).map("".
 
 @settings(max_examples=150, deadline=None)
 @given(prose, prose)
-def test_builtin_never_fails_on_arbitrary_prompts(system_text, user_text):
+def test_builtin_never_fails_on_arbitrary_prompts(system_text: str, user_text: str) -> None:
     model = BuiltinReader()
     messages = (Message(role="system", content=system_text), Message(role="user", content=user_text))
     [result] = generate(model, [GenerationRequest(key="z", messages=messages)])

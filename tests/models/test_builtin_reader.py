@@ -20,7 +20,7 @@ STORY = [
 ]
 
 
-def ask(question: str, chunks=STORY, options: tuple[str, ...] = ()) -> str:
+def ask(question: str, chunks: list[str] = STORY, options: tuple[str, ...] = ()) -> str:
     context = prompts.context_text(list(enumerate(chunks)))
     query = Query("q", question, options=options, kind="mc" if options else "open")
     request = GenerationRequest(key="q", messages=prompts.build_messages(context, query))
@@ -65,11 +65,11 @@ def ask(question: str, chunks=STORY, options: tuple[str, ...] = ()) -> str:
         ("What colour was the sky?", "Unknown"),
     ],
 )  # fmt: skip
-def test_builtin_answers_hand_checked_story(question, answer):
+def test_builtin_answers_hand_checked_story(question: str, answer: str) -> None:
     assert ask(question) == answer
 
 
-def test_builtin_latest_state_wins_and_follows_the_text():
+def test_builtin_latest_state_wins_and_follows_the_text() -> None:
     chunks = ["Ada went to the cellar.", "Ada went to the attic.", "Ada went to the cellar."]
     assert ask("Where is Ada?", chunks[:1]) == "cellar"
     assert ask("Where is Ada?", chunks[:2]) == "attic"
@@ -80,7 +80,7 @@ def test_builtin_latest_state_wins_and_follows_the_text():
     )
 
 
-def test_builtin_orders_passages_by_chunk_index_not_position():
+def test_builtin_orders_passages_by_chunk_index_not_position() -> None:
     context = prompts.split_context_text(
         [(7, "Ada went to the attic.")], [(2, "Ada went to the hall.")]
     )
@@ -91,7 +91,7 @@ def test_builtin_orders_passages_by_chunk_index_not_position():
     assert "chunk index 7" in result.samples[0].text
 
 
-def test_builtin_multiple_choice_picks_supported_option_or_abstains():
+def test_builtin_multiple_choice_picks_supported_option_or_abstains() -> None:
     options = ("the kitchen", "the office", "the garden", "We cannot answer this at this point")
     assert ask("Where is Mara?", options=options) == "B"
     assert ask("Where is Mara?", STORY[:1], options=options) == "A"
@@ -105,12 +105,12 @@ def test_builtin_multiple_choice_picks_supported_option_or_abstains():
     assert ask("What did Lyra eat?", novel, options=opts) == "D"
 
 
-def test_builtin_empty_context_is_unknown():
+def test_builtin_empty_context_is_unknown() -> None:
     assert ask("Where is Mara?", []) == "Unknown"
     assert ask("Where is Mara?", [], options=("hall", "cannot answer yet")) == "B"
 
 
-def test_builtin_reads_events_from_varied_sentences():
+def test_builtin_reads_events_from_varied_sentences() -> None:
     display: dict[str, str] = {}
     events = sentence_events(
         "Afterwards, Mara journeyed back to the hallway and picked up the red ball there.", display

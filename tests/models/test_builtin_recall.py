@@ -8,11 +8,12 @@ import asyncio
 
 import pytest
 
+from clstream.core.layout import Experience, experiences_section
 from clstream.core.types import GenerationRequest, Message, Query
 from clstream.models.builtin import BuiltinReader, recalled_reply
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.oaks import prompts
-from clstream.protocols.seqmem import prompts as P
+from clstream.protocols.seqmem import prompts as seqmem_prompts
 
 
 def ask(messages: tuple[Message, ...]) -> tuple[str, int]:
@@ -21,15 +22,17 @@ def ask(messages: tuple[Message, ...]) -> tuple[str, int]:
     return result.samples[0].text, result.usage.prompt_tokens
 
 
-def solver(records: list[P.Exemplar], text: str, kind: str = "synthetic",
+def solver(records: list[Experience], text: str, kind: str = "synthetic",
            options: tuple[str, ...] = ()) -> tuple[Message, ...]:
     query = Query(id="q", text=text, kind=kind, options=options)
-    return P.solver_messages([P.exemplars_section(records)], query)
+    return seqmem_prompts.solver_messages([experiences_section(records)], query)
 
 
-WRONG = P.Exemplar("What is the vault code of Tirovan?", "## Answer: 1234",
-                   "Incorrect. The vault code of Tirovan is 4721. Correct answer: 4721.", False)
-RIGHT = P.Exemplar("How many zaps make 3 brous?", "Counted.\n## Answer: 12", "Correct.", True)
+WRONG = Experience(
+    "What is the vault code of Tirovan?", "## Answer: 1234",
+    "Incorrect. The vault code of Tirovan is 4721. Correct answer: 4721.", False)
+RIGHT = Experience(
+    "How many zaps make 3 brous?", "Counted.\n## Answer: 12", "Correct.", True)
 
 
 def test_a_stated_answer_or_a_correct_answer_given_is_reused() -> None:
@@ -45,8 +48,8 @@ def test_without_a_matching_record_the_reading_path_answers() -> None:
     assert plain[0].endswith("## Answer: Unknown")
     assert not with_records[0].endswith("4721")
     assert with_records[0].startswith("Closest statement")  # the lexical reading path
-    failed_no_answer = P.Exemplar("What is the vault code of Quill?", "## Answer: 1",
-                                  "Incorrect.", False)
+    failed_no_answer = Experience("What is the vault code of Quill?", "## Answer: 1",
+                                               "Incorrect.", False)
     text, _ = ask(solver([failed_no_answer], "What is the vault code of Quill?"))
     assert "## Answer: 1" not in text  # a wrong answer with no stated correction is not reused
 
@@ -76,18 +79,18 @@ def test_prompt_tokens_count_the_whole_prompt_on_the_recall_path() -> None:
 ])
 def test_recalled_answers_follow_the_task_format(kind: str, feedback: str,
                                                  options: tuple[str, ...], expected: str) -> None:
-    record = P.Exemplar("How many zaps make 4 brous?", "## Answer: 3", feedback, False)
+    record = Experience("How many zaps make 4 brous?", "## Answer: 3", feedback, False)
     text, _ = ask(solver([record], "How many zaps make 4 brous?", kind, options))
     assert text.endswith(expected)
 
 
 def test_recalled_reply_formats() -> None:
-    code_block = P.question_block(Query(id="q", text="def f(x):", kind="code"))
+    code_block = seqmem_prompts.question_block(Query(id="q", text="def f(x):", kind="code"))
     reply = recalled_reply("def f(x):\n    return x", code_block)
     assert "```python\ndef f(x):\n    return x\n```" in reply
     fenced = "```python\ndef f(x):\n    return 1\n```"
     assert recalled_reply(fenced, code_block).endswith(fenced)
-    math_block = P.question_block(Query(id="q", text="1+1?", kind="math"))
+    math_block = seqmem_prompts.question_block(Query(id="q", text="1+1?", kind="math"))
     assert recalled_reply("\\boxed{2}", math_block).endswith("## Answer: \\boxed{2}")
     api = "<<<domain>>>: x,\n<<<api_call>>>: f()"
     assert recalled_reply(api, "Question: q").endswith(api)

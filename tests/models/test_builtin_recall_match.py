@@ -5,7 +5,7 @@ from __future__ import annotations
 from clstream.core import layout
 from clstream.core.types import Query
 from clstream.models.builtin_recall import recall_answer, stated_answer
-from clstream.protocols.seqmem import prompts as S
+from clstream.protocols.seqmem import prompts as seqmem_prompts
 
 
 def _ex(question: str, output: str, feedback: str, success: bool) -> layout.Experience:
@@ -13,8 +13,8 @@ def _ex(question: str, output: str, feedback: str, success: bool) -> layout.Expe
 
 
 def _prompt(experiences: list[layout.Experience], question: str) -> str:
-    messages = S.solver_messages([layout.experiences_section(experiences)],
-                                 Query(id="q", text=question, kind="synthetic"))
+    messages = seqmem_prompts.solver_messages([layout.experiences_section(experiences)],
+                                              Query(id="q", text=question, kind="synthetic"))
     assert [m.role for m in messages] == ["system", "user"]
     return messages[1].content
 

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_openai_server import FakeOpenAIServer, always
@@ -23,7 +24,7 @@ from clstream.core.types import (
 from clstream.models.cache import ResponseCache
 from clstream.models.openai_compat import OpenAICompatModel
 
-FAST = {"backoff_base": 0.001, "backoff_max": 0.01}
+FAST: dict[str, Any] = {"backoff_base": 0.001, "backoff_max": 0.01}
 
 
 def req(key: str, text: str | None = None, **params: object) -> GenerationRequest:

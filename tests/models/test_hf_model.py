@@ -6,6 +6,7 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,7 +79,7 @@ def model(tiny_dir: Path) -> HFModel:
     return HFModel(str(tiny_dir), device="cpu")
 
 
-def req(key: str, text: str, **params: object) -> GenerationRequest:
+def req(key: str, text: str, **params: Any) -> GenerationRequest:
     return GenerationRequest(
         key=key,
         messages=(Message(role="system", content="Answer briefly ."),
@@ -254,7 +255,7 @@ def test_max_model_len_caps_and_rejects(tiny_dir: Path, model: HFModel) -> None:
     ok, bad = run(capped, [request, long])
     assert ok.ok and ok.usage.completion_tokens <= 2
     assert bad.samples == [] and "max_model_len" in (bad.error or "")
-    assert bad.error.startswith(f"hf:{tiny_dir}")
+    assert (bad.error or "").startswith(f"hf:{tiny_dir}")
 
 
 def test_thinking_flag_reaches_the_template(model: HFModel) -> None:
@@ -345,7 +346,7 @@ def test_a_cli_run_with_a_cache_replays_without_decoding(tiny_dir: Path, tmp_pat
     assert main(["generate", "oaks-babi", "--seed", "2", "--docs", "1", "--chunks", "2",
                  "--chunk-tokens", "120", "--max-questions", "2", "--out", str(data)]) == 0
 
-    def run_into(out: Path) -> list[dict]:
+    def run_into(out: Path) -> list[dict[str, Any]]:
         assert main(["run", "oaks", str(data), "--system", "window:w=2", "--model",
                      f"hf:{tiny_dir}", "--max-tokens", "8", "--cache", str(cache),
                      "--out", str(out), "--no-progress"]) == 0

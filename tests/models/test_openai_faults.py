@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from fake_openai_server import (
@@ -19,7 +20,7 @@ from clstream.core.types import GenerationRequest, GenerationResult, Message, Sa
 from clstream.models.openai_compat import OpenAICompatModel
 from clstream.models.retry import RetryPolicy
 
-FAST = {"backoff_base": 0.001, "backoff_max": 0.01}
+FAST: dict[str, Any] = {"backoff_base": 0.001, "backoff_max": 0.01}
 
 
 def req(key: str, n: int = 1) -> GenerationRequest:
@@ -76,7 +77,9 @@ def test_retries_recover_from_each_fault(fault: str) -> None:
 
 
 def test_a_request_that_always_fails_becomes_an_error_result() -> None:
-    doomed = lambda body: "doomed" in body["messages"][0]["content"]  # noqa: E731
+    def doomed(body: dict[str, Any]) -> bool:
+        return "doomed" in body["messages"][0]["content"]
+
     with FakeOpenAIServer(plan=always("500", when=doomed)) as srv:
         model = OpenAICompatModel("m", base_url=srv.base_url, max_retries=3, **FAST)
         bad, good = run(model, [req("doomed"), req("fine")])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from typing import Any
 
 import pytest
 from fake_openai_server import FakeOpenAIServer, always
@@ -88,7 +89,7 @@ def test_a_404_from_the_server_names_the_model() -> None:
 
 
 def test_a_rejected_parameter_quotes_the_server_message() -> None:
-    def reject(body: dict) -> str | None:
+    def reject(body: dict[str, Any]) -> str | None:
         return "top_k must be -1 (disable), or at least 1, got 5." if body["top_k"] == 5 else None
 
     with FakeOpenAIServer(model="m", reject=reject) as srv:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from fake_openai_server import FakeOpenAIServer, expected_text, fraction
@@ -16,7 +17,7 @@ from clstream.models.http import aiohttp_available
 from clstream.models.openai_compat import OpenAICompatModel
 from clstream.models.wire import MalformedResponse, StreamAssembler, parse_samples
 
-FAST = {"backoff_base": 0.001, "backoff_max": 0.01}
+FAST: dict[str, Any] = {"backoff_base": 0.001, "backoff_max": 0.01}
 
 
 def req(key: str, long: bool = False, n: int = 1) -> GenerationRequest:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import pickle
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 from fake_openai_server import (
@@ -62,7 +63,7 @@ def test_body_carries_every_sampling_parameter_top_level(server: FakeOpenAIServe
     model = OpenAICompatModel(
         "m1", base_url=server.base_url, extra_body={"repetition_penalty": 1.1}
     )
-    params = dict(
+    params: dict[str, Any] = dict(
         temperature=0.3,
         top_p=0.9,
         top_k=40,
@@ -293,7 +294,7 @@ def test_results_do_not_depend_on_batch_composition_or_order(server: FakeOpenAIS
     assert texts == [[s.text for s in r.samples] for r in reversed_]
     assert texts == [[s.text for s in r.samples] for r in alone]
     assert len({t[0] for t in texts}) == 6  # same prompt, different keys -> different seeds
-    seeds_by_key: dict[int, set[int]] = {}
+    seeds_by_key: dict[int, set[str]] = {}
     for body in server.requests:
         seeds_by_key.setdefault(body["seed"], set()).add(json.dumps(body, sort_keys=True))
     assert all(len(bodies) == 1 for bodies in seeds_by_key.values())

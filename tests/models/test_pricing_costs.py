@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,7 +106,7 @@ def test_cost_defaults_and_usage_objects() -> None:
 def test_cost_accepts_short_token_names() -> None:
     price = {"prompt": 2.0, "cached": 0.5, "completion": 10.0, "reasoning": 20.0}
     long = {"prompt_tokens": 9, "cached_tokens": 4, "completion_tokens": 7, "reasoning_tokens": 3}
-    short = {"prompt": 9, "cached": 4, "completion": 7, "reasoning": 3, "latency_s": 1.5}
+    short: dict[str, Any] = {"prompt": 9, "cached": 4, "completion": 7, "reasoning": 3, "latency_s": 1.5}
     assert (
         cost_usd(short, price)
         == cost_usd(long, price)

@@ -43,7 +43,8 @@ class FakeLLM:
     def get_tokenizer(self) -> Any:
         return self._tok
 
-    def chat(self, conversations: list, sampling_params: list, **kwargs: Any) -> list:
+    def chat(self, conversations: list[list[dict[str, str]]], sampling_params: list[Any],
+             **kwargs: Any) -> list[Any]:
         self.calls.append({"conversations": conversations, "params": sampling_params, **kwargs})
         if any("TOO LONG" in m["content"] for c in conversations for m in c):
             raise ValueError("prompt is longer than max_model_len")
@@ -154,5 +155,6 @@ def test_a_failing_request_fails_alone(fake_vllm: types.ModuleType, model_dir: P
     model = VLLMModel(str(model_dir))
     results = model.generate_sync([req("ok1"), req("bad", text="TOO LONG"), req("ok2")])
     assert [r.ok for r in results] == [True, False, True]
-    assert results[1].error.startswith(f"vllm:{model_dir}") and "max_model_len" in results[1].error
+    error = results[1].error
+    assert error is not None and error.startswith(f"vllm:{model_dir}") and "max_model_len" in error
     assert results[0].samples[0].text == "answer-0"

@@ -17,7 +17,7 @@ from clstream.systems import context
 
 class ObserveCounts:
     def __init__(self, monkeypatch: pytest.MonkeyPatch,
-                 system_class: type[Any] = context._ContextSystem):
+                 system_class: type[Any] = context.ContextSystem):
         self.by_system: Counter[int] = Counter()  # id(system) -> events observed
         self.by_stream: Counter[str] = Counter()  # the event's stream id -> events observed
         self.by_document: Counter[str] = Counter()  # the event's doc id -> events observed

@@ -100,6 +100,17 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     add_driver_arguments(p)
 
 
+def _add_score_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data")
+    p.add_argument("predictions")
+
+
+def _add_generate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True)
+
+
 def _run(args: argparse.Namespace) -> int:
     return drive(_plan(args))
 
@@ -131,12 +142,9 @@ class ToyProtocol:
     title = "Counter stream"
     summary = "a counter changes; the system is asked its reading after every step"
     run_command = Command("toy", "counter stream", _add_run_arguments, _run, plan=_plan)
-    score_command = Command("toy", "score counter predictions", lambda p: (
-        p.add_argument("data"), p.add_argument("predictions")), _score)
-    generators = (Command("toy-counter", "a counter stream", lambda p: (
-        p.add_argument("--steps", type=int, default=6), p.add_argument("--seed", type=int,
-                                                                        default=0),
-        p.add_argument("--out", required=True)), _generate),)
+    score_command = Command("toy", "score counter predictions", _add_score_arguments, _score)
+    generators = (Command("toy-counter", "a counter stream", _add_generate_arguments,
+                          _generate),)
 
     def summarize_run(self, store: Any, run: RunRow) -> dict[str, Any]:
         readings = store.get_dataset(run.dataset_sha256)[1]["readings"]

@@ -102,7 +102,8 @@ def test_index_grows_past_its_capacity() -> None:
     unit = normalize_rows(np.asarray([vectors[f"d{i}"] for i in range(50)]))
     expected = np.argsort(-(unit @ unit[17]), kind="stable")[:5]
     assert [d for d, _ in index.search("d17", 5)] == expected.tolist()
-    assert index.search("d17", 1)[0] == (17, pytest.approx(1.0))
+    [(doc, score)] = index.search("d17", 1)
+    assert doc == 17 and score == pytest.approx(1.0)
 
 
 def test_each_text_is_embedded_once() -> None:
@@ -130,7 +131,8 @@ def test_sqlite_cache_persists_across_processes(tmp_path: Path) -> None:
     again = TableEmbedder()
     vectors = CachedEmbedder(again, EmbeddingCache(path)).embed(["xz", "x"])
     assert again.calls == []
-    assert np.allclose(vectors, [[2 ** -0.5, 0, 2 ** -0.5], [1, 0, 0]])
+    expected: list[list[float]] = [[2 ** -0.5, 0, 2 ** -0.5], [1, 0, 0]]
+    assert np.allclose(vectors, expected)
     other = TableEmbedder()
     other.name = "other-model"
     CachedEmbedder(other, EmbeddingCache(path)).embed(["x"])  # keys include the embedder name
@@ -157,7 +159,7 @@ def test_minilm_retrieves_by_meaning(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     embedder = load_embedder("minilm")
     assert load_embedder("minilm") is embedder  # one model per process
-    assert embedder.name == f"st:{MINILM.resolve()}"
+    assert MINILM is not None and embedder.name == f"st:{MINILM.resolve()}"
     index = DenseIndex(embedder)
     docs = [
         "Mary travelled to the kitchen after breakfast.",

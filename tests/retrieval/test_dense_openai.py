@@ -85,7 +85,7 @@ def test_embeddings_are_ordered_normalized_and_batched(server: Server) -> None:
     client = embedder(server, batch_size=2)
     vectors = client.embed(["aa", "b", "abc", "cc", "a"])
     assert vectors.shape == (5, 3)
-    expected = [[1, 0, 0], [0, 1, 0], [3 ** -0.5] * 3, [0, 0, 1], [1, 0, 0]]
+    expected: list[list[float]] = [[1, 0, 0], [0, 1, 0], [3 ** -0.5] * 3, [0, 0, 1], [1, 0, 0]]
     assert np.allclose(vectors, expected)
     assert [b["input"] for b in server.bodies] == [["aa", "b"], ["abc", "cc"], ["a"]]
     assert all(b["model"] == "tiny-embed" for b in server.bodies)

@@ -16,7 +16,8 @@ DOCS = [
 ]
 
 
-def brute_force(docs: dict[int, str], query: str, k1: float = 1.5, b: float = 0.75):
+def brute_force(docs: dict[int, str], query: str, k1: float = 1.5,
+                b: float = 0.75) -> list[tuple[int, float]]:
     """BM25 recomputed from scratch for every document, with no shared state."""
     tokenized = {d: [w for w in text.lower().replace(",", " ").split()] for d, text in docs.items()}
     tokenized = {
@@ -28,7 +29,7 @@ def brute_force(docs: dict[int, str], query: str, k1: float = 1.5, b: float = 0.
     n = len(docs)
     avgdl = sum(len(t) for t in tokenized.values()) / n
     terms = list(dict.fromkeys(w for w in tokenize(query)))
-    scores = {}
+    scores: dict[int, float] = {}
     for d, words in tokenized.items():
         tf = Counter(words)
         score = 0.0
@@ -44,19 +45,19 @@ def brute_force(docs: dict[int, str], query: str, k1: float = 1.5, b: float = 0.
     return sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
 
 
-def build(docs):
+def build(docs: dict[int, str]) -> IncrementalBM25:
     index = IncrementalBM25()
     for d, text in docs.items():
         index.add(d, text)
     return index
 
 
-def test_bm25_tokenize_lowercases_and_drops_stopwords():
+def test_bm25_tokenize_lowercases_and_drops_stopwords() -> None:
     assert tokenize("The Apple, and THE pear!") == ["apple", "pear"]
 
 
 @pytest.mark.parametrize("query", ["apple", "Tobin garden apple", "the harbour storm", "kitchen"])
-def test_bm25_matches_brute_force(query):
+def test_bm25_matches_brute_force(query: str) -> None:
     docs = dict(enumerate(DOCS))
     got = build(docs).search(query, k=10)
     want = brute_force(docs, query)
@@ -65,7 +66,7 @@ def test_bm25_matches_brute_force(query):
         assert s1 == pytest.approx(s2)
 
 
-def test_bm25_top_k_limit_filters_and_ties():
+def test_bm25_top_k_limit_filters_and_ties() -> None:
     docs = {0: "red fox", 1: "red fox", 2: "red fox", 3: "blue whale"}
     index = build(docs)
     assert [d for d, _ in index.search("fox", k=2)] == [2, 1]  # equal scores: newest first
@@ -76,13 +77,13 @@ def test_bm25_top_k_limit_filters_and_ties():
     assert index.search("unseen", k=3) == []
 
 
-def test_bm25_idf_is_never_negative():
+def test_bm25_idf_is_never_negative() -> None:
     index = build({i: "common word" for i in range(10)})
     assert index.idf("common") > 0
     assert all(score > 0 for _, score in index.search("common", k=10))
 
 
-def test_bm25_rejects_duplicate_ids_and_bad_params():
+def test_bm25_rejects_duplicate_ids_and_bad_params() -> None:
     index = build({0: "x"})
     with pytest.raises(ValueError):
         index.add(0, "again")
@@ -97,7 +98,8 @@ texts = st.lists(words, min_size=0, max_size=12).map(" ".join)
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(texts, min_size=1, max_size=8), st.lists(words, min_size=1, max_size=4))
-def test_bm25_incremental_equals_batch_and_brute_force(docs, query_words):
+def test_bm25_incremental_equals_batch_and_brute_force(docs: list[str],
+                                                       query_words: list[str]) -> None:
     query = " ".join(query_words)
     incremental = IncrementalBM25()
     for i, text in enumerate(docs):

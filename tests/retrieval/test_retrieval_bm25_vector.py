@@ -17,7 +17,8 @@ WORDS = "apple kitchen garden storm harbour lantern mara tobin bell dusk road ga
 
 
 def both(index: IncrementalBM25, query: str, k: int, max_doc_id: int | None,
-         exclude: set[int] | None, monkeypatch: pytest.MonkeyPatch) -> tuple[list, list]:
+         exclude: set[int] | None, monkeypatch: pytest.MonkeyPatch
+         ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     monkeypatch.setattr(bm25, "VECTOR_FROM", 10**9)
     loop = index.search(query, k, max_doc_id=max_doc_id, exclude=exclude)
     monkeypatch.setattr(bm25, "VECTOR_FROM", 0)

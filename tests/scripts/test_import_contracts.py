@@ -12,6 +12,7 @@ from types import ModuleType
 
 import grimp
 import pytest
+from importlinter.domain.contract import ContractCheck
 
 from clstream.core.registry import register, unregister
 
@@ -58,10 +59,11 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         del sys.modules[module]
 
 
-def _check(contracts: ModuleType, kind: str, graph: grimp.ImportGraph) -> object:
+def _check(contracts: ModuleType, kind: str, graph: grimp.ImportGraph) -> ContractCheck:
     contract = getattr(contracts, kind)(name=kind, session_options={},
                                         contract_options={"root": f"{PACKAGE}.protocols"})
-    return contract.check(graph, verbose=False)
+    check: ContractCheck = contract.check(graph, verbose=False)
+    return check
 
 
 def test_protocols_come_from_the_registry(contracts: ModuleType, tree: Path) -> None:

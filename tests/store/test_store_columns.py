@@ -59,7 +59,7 @@ def test_typed_columns_round_trip(tmp_path: Path) -> None:
 def test_existing_record_calls_are_unchanged(tmp_path: Path) -> None:
     rec = Record("probe", "q@1", {"output": "x"}, stream="d", t=3, error=None,
                  stage="generate", usage=Usage(), cache_hit=True)
-    assert rec.step == 3 and rec.rollout is rec.arm is rec.sample is rec.score is None
+    assert rec.step == 3 and all(v is None for v in (rec.rollout, rec.arm, rec.sample, rec.score))
     assert Record("call", "k", {}).t == 0  # the default step stays 0, as before
     with ResultsStore(tmp_path / "res", writer=True) as store:
         store.put_records("r", [rec])

@@ -100,10 +100,10 @@ def test_database_that_cannot_be_opened_releases_the_lock(
     def cannot_open(*args: object, **kwargs: object) -> sqlite3.Connection:
         raise sqlite3.OperationalError("attempt to write a readonly database")
 
-    monkeypatch.setattr(db.sqlite3, "connect", cannot_open)
+    monkeypatch.setattr(sqlite3, "connect", cannot_open)
     with pytest.raises(StoreError) as info:
         ResultsStore(tmp_path / "res", writer=True)
     assert str(info.value).startswith(f"{tmp_path / 'res' / 'results.sqlite'}: ")
     assert "readonly" in str(info.value)
-    monkeypatch.setattr(db.sqlite3, "connect", real_connect)
+    monkeypatch.setattr(sqlite3, "connect", real_connect)
     ResultsStore(tmp_path / "res", writer=True).close()  # the lock was released

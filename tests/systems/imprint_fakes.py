@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from clstream.core.contracts import System, finalize_system
-from clstream.core.events import Document
+from clstream.core.events import Document, Event
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Sample, Usage
 from clstream.models.tokenizers import approx_tokenizer
 
@@ -49,7 +49,7 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-async def ingest(system: System, docs: Sequence[Document]) -> list[GenerationResult]:
+async def ingest(system: System, docs: Sequence[Event]) -> list[GenerationResult]:
     """reset, observe every document, finalize (the ImprintBench order); the calls made."""
     await system.reset()
     calls: list[GenerationResult] = []

@@ -5,6 +5,7 @@ texts are passages; probes change nothing; snapshots round-trip."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conversation_fakes import (
@@ -26,7 +27,7 @@ from clstream.core.types import GenerationRequest, Query
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.oaks import prompts as oaks_prompts
 from clstream.protocols.seqmem import prompts as seqmem_prompts
-from clstream.systems import conversation_prompts as C
+from clstream.systems import conversation_prompts
 from clstream.systems.ace import Ace, Bullet, near_duplicate
 
 
@@ -39,7 +40,7 @@ def scripted(reflect: str = "", curate: str = "", answer: str = '{"action": "wai
     return Scripted(reply)
 
 
-def with_bullets(model: Scripted, *bullets: tuple[str, int, int], **args: object) -> Ace:
+def with_bullets(model: Scripted, *bullets: tuple[str, int, int], **args: Any) -> Ace:
     system = Ace(model, **args)
     for n, (text, helpful, harmful) in enumerate(bullets, 1):
         system.bullets.append(Bullet(f"b{n}", text, helpful, harmful))
@@ -104,7 +105,7 @@ def test_feedback_ends_an_instance_and_shows_the_verdict() -> None:
     calls = run(system.observe(verdict(q, "## Answer: 12", False)))
     assert [c.key for c in calls] == ["online/1/reflect", "online/1/curate"]
     reflect = model.of_stage("update")[0].messages[1].content
-    assert C.OUTCOME_TEMPLATE.format(outcome="wrong") in reflect
+    assert conversation_prompts.OUTCOME_TEMPLATE.format(outcome="wrong") in reflect
     assert bullets(system) == [("b1", "Codes: 4 digits.", 0, 0)]
 
 
@@ -116,14 +117,14 @@ def test_the_playbook_is_shown_most_helpful_first_under_its_cap() -> None:
     assert [b.id for b in system.ranked()] == ["b2", "b4", "b5", "b3", "b1"]
     lines = [b.line() for b in system.ranked()]
     count = model.tokenizer.count
-    cap = count(C.PLAYBOOK_HEADER) + sum(count(line) for line in lines[:3])
+    cap = count(conversation_prompts.PLAYBOOK_HEADER) + sum(count(line) for line in lines[:3])
     capped = with_bullets(model, *rows, playbook_tokens=cap)
     assert [b.id for b in capped.shown()] == ["b2", "b4", "b5"]
     run(capped.respond(step_query("i1", 1)))
     system_msg, user = (m.content for m in model.requests[-1].messages)
-    assert system_msg == INSTRUCTIONS + "\n\n" + C.PLAYBOOK_RULES
-    assert user == (C.section(C.PLAYBOOK_HEADER, lines[:3]) + "\n"
-                    + layout.prompt_of(step_query("i1", 1)))
+    assert system_msg == INSTRUCTIONS + "\n\n" + conversation_prompts.PLAYBOOK_RULES
+    assert user == (conversation_prompts.section(conversation_prompts.PLAYBOOK_HEADER, lines[:3])
+                    + "\n" + layout.prompt_of(step_query("i1", 1)))
 
 
 def test_texts_are_passages_and_never_reach_the_reflector() -> None:

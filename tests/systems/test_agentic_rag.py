@@ -14,7 +14,7 @@ from clstream.core.registry import resolve
 from clstream.core.types import GenerationRequest, SamplingParams
 from clstream.models.builtin import BuiltinReader
 from clstream.models.openai_compat import OpenAICompatModel
-from clstream.systems import corpus_prompts as P
+from clstream.systems import corpus_prompts
 from clstream.systems.agentic_rag import AgenticRag
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
@@ -49,7 +49,7 @@ def test_text_protocol_spends_at_most_k_searches_on_unseen_documents() -> None:
     assert [len(_found(r)) for r in decisions] == [0, 1, 2]
     shown = _found(answer)
     assert len(shown) == 3 == len(set(shown))
-    assert "Acme" in user_text(answer) and P.SEARCH_LOG_HEADER.split("(")[0] not in \
+    assert "Acme" in user_text(answer) and corpus_prompts.SEARCH_LOG_HEADER.split("(")[0] not in \
         user_text(answer)
     assert len(response.results[-1].samples) == 4
     assert "Your searches so far (2 of 3 used)" in user_text(decisions[2])
@@ -131,17 +131,19 @@ def test_tool_calls_when_the_model_declares_them() -> None:
     response = run(system.respond(item("q1", QUESTION)))
     assert [r.stage for r in response.results] == ["search", "search", "generate"]
     decisions = model.of_stage("search")
-    assert all(r.tools == (P.SEARCH_TOOL,) for r in decisions)
+    assert all(r.tools == (corpus_prompts.SEARCH_TOOL,) for r in decisions)
     assert model.of_stage("generate")[0].tools == ()
     assert "search tool" in decisions[0].messages[0].content
     assert len(_found(model.of_stage("generate")[0])) == 2
 
 
 def test_tool_arguments_that_are_not_json_search_their_text() -> None:
-    assert P.tool_query({"arguments": '{"query": " Acme "}'}) == ("Acme", "")
-    assert P.tool_query({"arguments": "Acme boss"}) == ("Acme boss", "arguments are not JSON")
-    assert P.tool_query({"arguments": '{"q": 1}'})[1] == "no string 'query' argument"
-    assert P.parse_search_lines("SEARCH: a\n**Search:** b\n## Answer: c\nSEARCH: d") == ["a", "b"]
+    assert corpus_prompts.tool_query({"arguments": '{"query": " Acme "}'}) == ("Acme", "")
+    assert corpus_prompts.tool_query({"arguments": "Acme boss"}) == ("Acme boss",
+                                                                     "arguments are not JSON")
+    assert corpus_prompts.tool_query({"arguments": '{"q": 1}'})[1] == "no string 'query' argument"
+    assert corpus_prompts.parse_search_lines(
+        "SEARCH: a\n**Search:** b\n## Answer: c\nSEARCH: d") == ["a", "b"]
 
 
 def test_tool_calling_against_an_openai_server() -> None:
@@ -187,9 +189,9 @@ def test_wire_sends_tools_only_when_given_and_reads_tool_calls() -> None:
     plain = GenerationRequest(key="k", messages=(Message(role="user", content="hi"),))
     body = build_body("m", plain, {})
     assert "tools" not in body and "tool_choice" not in body
-    with_tools = plain.model_copy(update={"tools": (P.SEARCH_TOOL,)})
+    with_tools = plain.model_copy(update={"tools": (corpus_prompts.SEARCH_TOOL,)})
     tooled = build_body("m", with_tools, {})
-    assert tooled.pop("tools") == [P.SEARCH_TOOL] and tooled == body
+    assert tooled.pop("tools") == [corpus_prompts.SEARCH_TOOL] and tooled == body
     assert ResponseCache.key("openai", build_body("m", with_tools, {})) != \
         ResponseCache.key("openai", body)
     payload = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {

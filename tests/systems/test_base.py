@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from clstream.core.contracts import System
 from clstream.core.errors import DataError
 from clstream.core.events import Chunk
 from clstream.core.registry import names, resolve
@@ -41,6 +42,11 @@ def build(name: str, model: Any = None, **args: Any) -> MemorySystem:
     return system
 
 
+def build_system(name: str) -> System:
+    """The registered system ``name`` over the builtin reader, seen through its contract."""
+    return resolve("system", name)(BuiltinReader(), SamplingParams(n=2), 7)
+
+
 @pytest.mark.parametrize("name", names("system"))
 def test_every_system_is_built_on_the_base(name: str) -> None:
     system = build(name)
@@ -69,7 +75,7 @@ def test_a_missing_result_is_an_error(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["full", "icl", "notepad", "exp-rag", "agentic-rag"])
 def test_reset_returns_to_the_memory_of_a_fresh_system(name: str) -> None:
-    system = build(name)
+    system = build_system(name)
     fresh = system.snapshot()
     asyncio.run(system.observe(Chunk("s", 0, "The key is in the drawer.")))
     assert system.snapshot() != fresh
@@ -79,7 +85,7 @@ def test_reset_returns_to_the_memory_of_a_fresh_system(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["icl", "exp-rag"])
 def test_an_enveloped_snapshot_must_be_the_methods_own(name: str) -> None:
-    system = build(name)
+    system = build_system(name)
     state = system.snapshot()
     with pytest.raises(DataError, match="method"):
         system.restore({**state, "method": "another"})
@@ -89,6 +95,7 @@ def test_an_enveloped_snapshot_must_be_the_methods_own(name: str) -> None:
 
 def test_a_snapshot_list_names_the_field() -> None:
     assert snapshot_list({"chunks": [1]}, "chunks", "passages") == [1]
-    for state in ({}, {"chunks": {}}, [1]):
+    not_lists: tuple[Any, ...] = ({}, {"chunks": {}}, [1])
+    for state in not_lists:
         with pytest.raises(DataError, match="chunks.*expected a list of passages"):
             snapshot_list(state, "chunks", "passages")

@@ -4,6 +4,7 @@ budget, probes never in memory, per-request seeds, snapshots."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conversation_fakes import (
@@ -28,7 +29,7 @@ from clstream.core.types import Query
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.oaks import prompts as oaks_prompts
 from clstream.protocols.seqmem import prompts as seqmem_prompts
-from clstream.systems import conversation_prompts as C
+from clstream.systems import conversation_prompts
 from clstream.systems.conversation import ConversationMethod, Turn
 from clstream.systems.icl import Icl
 
@@ -41,7 +42,7 @@ def test_declared_arguments() -> None:
     assert Icl.params["budget"].default == 120_000 and Icl.params["reserve"].default == 500
     system = Icl(Scripted(), budget=900)
     assert system.describe()["args"] == {"budget": 900, "reserve": 500}
-    assert system.describe()["prompt_template_hash"] == C.template_fingerprint()
+    assert system.describe()["prompt_template_hash"] == conversation_prompts.template_fingerprint()
     with pytest.raises(SpecError, match="unknown argument"):
         Icl(Scripted(), k=3)
     with pytest.raises(SpecError, match=">= 1"):
@@ -59,7 +60,8 @@ def test_environment_steps_become_request_reply_result_turns_across_instances() 
         ("user", q1), ("assistant", '{"action": "push"}'),
         ("user", "Result of your last action:\nThe door does not move."),
         ("user", q2), ("assistant", '{"action": "key"}'),
-        ("user", "Result of your last action:\nThe door opens.\n" + C.INSTANCE_DONE),
+        ("user",
+         "Result of your last action:\nThe door opens.\n" + conversation_prompts.INSTANCE_DONE),
         ("user", q3), ("assistant", '{"action": "look"}'),
         ("user", "Result of your last action:\nA second door."),
     ]
@@ -84,7 +86,8 @@ def test_feedback_becomes_task_answer_verdict_and_falls_back_on_the_event() -> N
     (user, task), (assistant, answer), (user2, said) = texts(system)
     assert (user, task) == ("user", q.prompt)
     assert (assistant, answer) == ("assistant", "thinking\n## Answer: 12")
-    assert said.startswith(C.FEEDBACK_HEADER + "\nPast task: What is the vault code of Tirovan?")
+    assert said.startswith(conversation_prompts.FEEDBACK_HEADER
+                           + "\nPast task: What is the vault code of Tirovan?")
     assert "Answer given: 12\nOutcome: wrong\nFeedback: Incorrect. Correct answer: 4721." in said
     # no reply waiting (a restored system): the event's own task and answer stand in
     other = Icl(Scripted())
@@ -210,7 +213,7 @@ def test_snapshot_restore_round_trip() -> None:
     {"turns": [], "next_index": -1},
     {"turns": "nope", "next_index": 0},
 ])
-def test_restore_rejects_malformed_snapshots(memory: dict) -> None:
+def test_restore_rejects_malformed_snapshots(memory: dict[str, Any]) -> None:
     with pytest.raises(DataError):
         Icl(Scripted()).restore({"method": "icl", "memory": memory})
     with pytest.raises(DataError, match="method"):
@@ -250,8 +253,9 @@ def test_the_transcript_reads_back_as_environment_steps() -> None:
     run(system.respond(action_query("i3", 1, "A third door.")))
     steps = layout.transcript_steps(model.requests[-1].messages)
     assert [(s.observation, s.action, s.feedback) for s in steps] == [
-        (first.text, 'Thinking.\n{"action": "push"}', "It opens.\n" + C.INSTANCE_DONE),
-        (second.text, '{"action": "key"}', "Locked.\n" + C.INSTANCE_DONE)]
+        (first.text, 'Thinking.\n{"action": "push"}',
+         "It opens.\n" + conversation_prompts.INSTANCE_DONE),
+        (second.text, '{"action": "key"}', "Locked.\n" + conversation_prompts.INSTANCE_DONE)]
 
 
 def test_an_observation_without_a_waiting_reply_keeps_what_it_carries() -> None:

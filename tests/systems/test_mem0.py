@@ -5,6 +5,7 @@ answer, probes change nothing, snapshots search as the original."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conversation_fakes import (
@@ -22,7 +23,7 @@ from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Chunk, Document
 from clstream.core.types import GenerationRequest, Query
 from clstream.protocols.oaks import prompts as oaks_prompts
-from clstream.systems import conversation_prompts as C
+from clstream.systems import conversation_prompts
 from clstream.systems.mem0 import Mem0
 
 SEEDED = ["The red door opens with the brass key.", "The vault code of Tirovan is 4721.",
@@ -42,7 +43,7 @@ def facts(system: Mem0) -> list[str]:
     return [f["text"] for f in system.snapshot()["memory"]["facts"]]
 
 
-def seeded(model: Scripted, **args: object) -> Mem0:
+def seeded(model: Scripted, **args: Any) -> Mem0:
     system = Mem0(model, **args)
     for text in SEEDED:
         system._add(text)
@@ -143,7 +144,7 @@ def test_answers_show_the_top_k_most_similar_facts() -> None:
     run(system.respond(oaks_prompts.ask(Query("q@1", "Which key opens the red door?"))))
     user = model.requests[-1].messages[-1].content
     section = user.split("\n\n")[0].splitlines()
-    assert section[0] == C.MEMORIES_HEADER
+    assert section[0] == conversation_prompts.MEMORIES_HEADER
     assert section[1:] == ["- The red door opens with the brass key.",
                            "- The red door is painted."]
     assert user.endswith(oaks_prompts.question_text(Query("q", "Which key opens the red door?")))
@@ -193,9 +194,12 @@ def test_declared_arguments() -> None:
     ("DELETE 3", None),  # only two shown
     ("ADDITIONAL thoughts", None),
 ])
-def test_parse_memory_op(text: str, op: tuple | None) -> None:
-    parsed = C.parse_memory_op(text, 2)
-    assert (parsed.op, parsed.number, parsed.text) == op if op else parsed is None
+def test_parse_memory_op(text: str, op: tuple[str, int | None, str] | None) -> None:
+    parsed = conversation_prompts.parse_memory_op(text, 2)
+    if op is None:
+        assert parsed is None
+    else:
+        assert parsed is not None and (parsed.op, parsed.number, parsed.text) == op
 
 
 

@@ -13,7 +13,7 @@ from clstream.core.registry import resolve
 from clstream.core.types import GenerationRequest
 from clstream.models.builtin import BuiltinReader
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems import corpus_prompts as P
+from clstream.systems import corpus_prompts
 from clstream.systems.scaffold import MemoryScaffold, fit_budget
 
 
@@ -25,13 +25,13 @@ def _rewrite(request: GenerationRequest) -> str:
 
 
 def test_parse_accepts_heading_styles_and_refuses_missing_sections() -> None:
-    parsed = P.parse_scaffold("<memory>\n## Active\n- a\n- b\n## Superseded\n- c\n"
-                              "## Uncertain\n(none)\n</memory>")
+    parsed = corpus_prompts.parse_scaffold("<memory>\n## Active\n- a\n- b\n## Superseded\n- c\n"
+                                           "## Uncertain\n(none)\n</memory>")
     assert parsed.sections == {"Active": ["- a", "- b"], "Superseded": ["- c"], "Uncertain": []}
-    assert P.parse_scaffold("Active:\nx\nUncertain:\ny").problem == \
+    assert corpus_prompts.parse_scaffold("Active:\nx\nUncertain:\ny").problem == \
         "missing section(s) Superseded"
-    assert P.parse_scaffold("").problem == "empty reply"
-    assert P.parse_scaffold("<memory>\nActive\nz\nSuperseded\nUncertain").sections == \
+    assert corpus_prompts.parse_scaffold("").problem == "empty reply"
+    assert corpus_prompts.parse_scaffold("<memory>\nActive\nz\nSuperseded\nUncertain").sections == \
         {"Active": ["z"], "Superseded": [], "Uncertain": []}
 
 
@@ -53,7 +53,7 @@ def test_rewrites_after_every_document_under_the_budget() -> None:
     assert system.memory["Uncertain"] == ["- nothing disputed"]
     assert [e["status"] for e in system.log] == ["rewritten"] * 4
     shown = system._request(item("q", "What rose?")).messages[1].content
-    assert shown.startswith(P.SCAFFOLD_HEADER) and "Osk" not in shown
+    assert shown.startswith(corpus_prompts.SCAFFOLD_HEADER) and "Osk" not in shown
 
 
 def test_fixed_budget_and_its_completion_cap() -> None:
@@ -72,7 +72,8 @@ def test_unusable_reply_appends_under_active_within_budget_and_is_labelled() -> 
     assert not any("Maria" in line for line in system.memory["Active"])  # oldest dropped
     kept = MemoryScaffold(Scripted(lambda r: "no"), fallback="keep")
     calls = run(ingest(kept, corpus()))
-    assert [c.stage for c in calls] == ["update"] * 4 and kept.text() == P.render_scaffold(
+    assert [c.stage for c in calls] == ["update"] * 4
+    assert kept.text() == corpus_prompts.render_scaffold(
         {"Active": [], "Superseded": [], "Uncertain": []})
     assert kept._sections(item("q", "x")) == []
 
@@ -80,7 +81,8 @@ def test_unusable_reply_appends_under_active_within_budget_and_is_labelled() -> 
 def test_fit_budget_cuts_a_single_long_line() -> None:
     long = {"Active": ["word " * 300], "Superseded": [], "Uncertain": []}
     fitted = fit_budget(long, 30, approx_tokenizer())
-    assert approx_tokenizer().count(P.render_scaffold(fitted)) <= 30 and fitted["Active"]
+    assert approx_tokenizer().count(corpus_prompts.render_scaffold(fitted)) <= 30
+    assert fitted["Active"]
 
 
 def test_failed_call_changes_nothing() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from clstream.core.contracts import System
 from clstream.core.events import Feedback
 from clstream.core.types import Query
 from clstream.models.builtin import BuiltinReader
@@ -23,7 +24,7 @@ KEEPS_FAILURES = {ExpRecent, ExpRag, DcRs, GMemory}
 
 
 async def answer_after_one_task(cls: Any, success: bool) -> str:
-    system = cls(model=BuiltinReader())
+    system: System = cls(model=BuiltinReader())
     query = Query(id="online/1", text=QUESTION, kind="synthetic",
                   meta={"task_id": "t1", "attempt": 1})
     first = await system.respond(query)

@@ -15,7 +15,7 @@ from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Chunk, Feedback
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Sample, Usage
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems import memory_prompts as P
+from clstream.systems import memory_prompts
 from clstream.systems.curated import Awm, DcRs
 from clstream.systems.expel import ExpelMt, ExpelSt, Rule, apply_rule_ops
 from clstream.systems.experience import ExpRag, ExpRecent, MemoryFree
@@ -188,12 +188,13 @@ def test_dc_rs_commits_the_curated_cheatsheet_only_on_its_own_feedback() -> None
     assert dc.cheatsheet == "" and len(dc.history) == 1
     q3 = query(3)
     run(dc.respond(q3))
-    pending = P.parse_cheatsheet(updates_parse(model.requests[-2]))
+    pending = memory_prompts.parse_cheatsheet(updates_parse(model.requests[-2]))
     assert pending
     run(dc.observe(feedback(q3, "x", True)))
     assert dc.cheatsheet == pending and len(dc.history) == 2
     answer_prompt = model.requests[-1].messages[1].content
-    assert P.CHEATSHEET_HEADER in answer_prompt and layout.EXPERIENCES_HEADER not in answer_prompt
+    assert memory_prompts.CHEATSHEET_HEADER in answer_prompt
+    assert layout.EXPERIENCES_HEADER not in answer_prompt
 
 
 def test_dc_rs_without_a_cheatsheet_shows_the_retrieved_records() -> None:
@@ -218,7 +219,7 @@ def test_awm_induces_workflows_on_success_only() -> None:
     assert awm.workflows[0][0].startswith("flow")
     run(awm.respond(query(3, q2.text)))
     shown = model.requests[-1].messages[1].content
-    assert P.WORKFLOWS_HEADER in shown and "Outcome: correct" in shown
+    assert memory_prompts.WORKFLOWS_HEADER in shown and "Outcome: correct" in shown
     plain = Awm(model=Scripted(nothing_parses))
     run(plain.observe(feedback(q2, "## Answer: 7", True)))
     assert plain.workflows == [[]] and len(plain.solved) == 1
@@ -226,12 +227,13 @@ def test_awm_induces_workflows_on_success_only() -> None:
 
 def test_rule_operations_follow_importance_counts() -> None:
     rules = [Rule("a", 1), Rule("b", 2), Rule("c", 3)]
-    out = apply_rule_ops(rules, [P.RuleOp("REMOVE", 1, ""), P.RuleOp("EDIT", 2, "b2"),
-                                 P.RuleOp("AGREE", 3, ""), P.RuleOp("AGREE", 9, ""),
-                                 P.RuleOp("ADD", None, "d"), P.RuleOp("ADD", None, "c")], 10)
+    op = memory_prompts.RuleOp
+    ops = [op("REMOVE", 1, ""), op("EDIT", 2, "b2"), op("AGREE", 3, ""), op("AGREE", 9, ""),
+           op("ADD", None, "d"), op("ADD", None, "c")]
+    out = apply_rule_ops(rules, ops, 10)
     assert [(r.text, r.importance) for r in out] == [("b2", 3), ("c", 4), ("d", 2)]
     assert [r.importance for r in rules] == [1, 2, 3]  # input untouched
-    capped = apply_rule_ops([Rule("x", 1), Rule("y", 5)], [P.RuleOp("ADD", None, "z")], 2)
+    capped = apply_rule_ops([Rule("x", 1), Rule("y", 5)], [op("ADD", None, "z")], 2)
     assert [r.text for r in capped] == ["y", "z"]
 
 
@@ -256,13 +258,13 @@ def test_expel_mt_reflects_between_tries_and_updates_on_pairs() -> None:
     assert [c.key for c in calls] == [f"{q1.id}/reflect"]
     q2 = query(1, attempt=2)
     run(mt.respond(q2))
-    assert P.REFLECTIONS_HEADER in model.requests[-1].messages[1].content
+    assert memory_prompts.REFLECTIONS_HEADER in model.requests[-1].messages[1].content
     calls = run(mt.observe(feedback(q2, "## Answer: 7", True, final=True)))
     assert [c.key for c in calls] == [f"{q2.id}/pair-rules"]
     assert len(mt.solved) == 1 and mt.rules and mt._scratch is None
     # a probe (attempt 1) never sees reflections
     run(mt.respond(query(5)))
-    assert P.REFLECTIONS_HEADER not in model.requests[-1].messages[1].content
+    assert memory_prompts.REFLECTIONS_HEADER not in model.requests[-1].messages[1].content
 
 
 def test_expel_mt_shows_the_failed_attempt_when_no_reflection_parses() -> None:
@@ -293,7 +295,7 @@ def test_g_memory_links_nodes_and_scores_insights() -> None:
     q3 = query(3, "What is the vault code of Tirovan?")
     run(g.respond(q3))
     shown = model.requests[-1].messages[1].content
-    assert P.INSIGHTS_HEADER in shown and layout.FAILED_EXPERIENCES_HEADER in shown
+    assert memory_prompts.INSIGHTS_HEADER in shown and layout.FAILED_EXPERIENCES_HEADER in shown
     run(g.observe(feedback(q3, "## Answer: 7", True)))
     assert g.insights[0].score == 3  # shown and succeeded: +1
     for i in (4, 5):

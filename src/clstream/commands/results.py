@@ -27,7 +27,7 @@ def _prices(path: str | None) -> dict[str, dict[str, float]] | None:
 def _summarize(args: argparse.Namespace) -> dict[str, Any]:
     """The summary of every run in ``args.dir`` of ``--protocol`` over ``--dataset`` (what
     ``summary --json`` prints)."""
-    from clstream.report.summary import summarize
+    from clstream.report.store_summary import summarize
     from clstream.store.db import ResultsStore
 
     with ResultsStore(args.dir) as store:

@@ -102,7 +102,7 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
             "ace": "clstream.systems.ace:Ace",
             "oracle": "clstream.systems.oracle:Oracle",
             "agentic-rag": "clstream.systems.agentic_rag:AgenticRag",
-            "summary": "clstream.systems.summary:ChunkedSummary",
+            "summary": "clstream.systems.chunked_summary:ChunkedSummary",
             "scaffold": "clstream.systems.scaffold:MemoryScaffold",
         },
         "model": {

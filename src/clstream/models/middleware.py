@@ -193,7 +193,8 @@ class ModelMiddleware:
 
     def cache_key(self, request: GenerationRequest) -> str:
         if self._keyed:
-            return self.inner.cache_key(request)  # type: ignore[attr-defined]
+            key: str = self.inner.cache_key(request)  # type: ignore[attr-defined]
+            return key
         return request_key(self._labels[0], self._identity, request)
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:

@@ -214,8 +214,9 @@ def _check_base_url(base_url: str) -> str:
     return base_url.strip().rstrip("/")
 
 
-def _redact(url: str) -> str:
-    """The URL without any user:password part."""
+def redacted_url(url: str) -> str:
+    """The URL without any user:password part: what names an endpoint in errors, in a run's
+    description and in ``clstream check``, so credentials in a URL are never shown or stored."""
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
         return url
@@ -336,14 +337,14 @@ class OpenAICompatModel:
         self._listed_context: int | None = None
 
     def __repr__(self) -> str:
-        return f"OpenAICompatModel(name={self.name!r}, base_url={_redact(self.base_url)!r})"
+        return f"OpenAICompatModel(name={self.name!r}, base_url={redacted_url(self.base_url)!r})"
 
     def describe(self) -> dict[str, Any]:
         return {
             "backend": BACKEND,
             "name": self.name,
             "target": self.target,
-            "base_url": _redact(self.base_url),
+            "base_url": redacted_url(self.base_url),
             "api_key_env": self.api_key_env,
             "tokenizer": self.tokenizer.name,
             "tokenizer_exact": self.tokenizer.exact,
@@ -374,7 +375,7 @@ class OpenAICompatModel:
         state = self._state
         if state is None or state.loop() is not loop:
             limit = ConcurrencyLimit(self.start_concurrency(), self.max_concurrency is None)
-            state = _LoopState(weakref.ref(loop), limit, CircuitBreaker(_redact(self.base_url)))
+            state = _LoopState(weakref.ref(loop), limit, CircuitBreaker(redacted_url(self.base_url)))
             self._state = state
         return state
 
@@ -650,7 +651,7 @@ class OpenAICompatModel:
         """Check in seconds that a run can use this endpoint (module docstring); raises
         :class:`EndpointError` when it cannot, returns notes on transient trouble."""
         timeout = min(self.request_timeout, PREFLIGHT_TIMEOUT)
-        where = f"model {self.name} at {_redact(self.base_url)}"
+        where = f"model {self.name} at {redacted_url(self.base_url)}"
         async with self._new_client(timeout) as client:
             served = await self._served_models(client, timeout, where)
             props = await self._props(client, timeout)

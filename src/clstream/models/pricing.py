@@ -121,7 +121,7 @@ def _counts(totals: Mapping[str, Any]) -> dict[str, int]:
 def cost_usd(usage_totals: Mapping[str, int] | Usage, price: Mapping[str, float]) -> float:
     """Dollars for ``usage_totals`` at ``price`` (rates per million tokens, see module docs)."""
     if isinstance(usage_totals, Usage):
-        counts = {name: getattr(usage_totals, name) for name in TOKEN_FIELDS}
+        counts: dict[str, int] = {name: getattr(usage_totals, name) for name in TOKEN_FIELDS}
     else:
         counts = _counts(usage_totals)
     if any(v < 0 for v in counts.values()):

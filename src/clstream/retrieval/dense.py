@@ -69,7 +69,8 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     if matrix.ndim != 2:
         raise ValueError(f"expected a 2-d array of embeddings, got shape {matrix.shape}")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit
 
 
 def packaged_minilm_path() -> Path | None:

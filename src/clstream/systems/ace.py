@@ -39,7 +39,7 @@ from clstream.core.events import Chunk, Document, Feedback, Observation
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
 from clstream.retrieval.hybrid import make_index
-from clstream.systems import conversation_prompts as C
+from clstream.systems import conversation_prompts
 from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.conversation import (
     BUDGET_PARAMS,
@@ -109,7 +109,7 @@ class Ace(EpisodeMethod):
     # --- answering -----------------------------------------------------------------------
 
     def _rules(self) -> str:
-        return C.PLAYBOOK_RULES
+        return conversation_prompts.PLAYBOOK_RULES
 
     def ranked(self) -> list[Bullet]:
         """Bullets most helpful first: helpful - harmful, then helpful, then older first."""
@@ -120,7 +120,7 @@ class Ace(EpisodeMethod):
     def shown(self) -> list[Bullet]:
         """The ranked bullets that fit ``playbook_tokens``, in rank order."""
         count = self.model.tokenizer.count
-        room, out = self.args["playbook_tokens"] - count(C.PLAYBOOK_HEADER), []
+        room, out = self.args["playbook_tokens"] - count(conversation_prompts.PLAYBOOK_HEADER), []
         for bullet in self.ranked():
             cost = count(bullet.line())
             if cost > room:
@@ -130,7 +130,8 @@ class Ace(EpisodeMethod):
         return out
 
     def _head(self) -> list[str]:
-        return [C.section(C.PLAYBOOK_HEADER, (b.line() for b in self.shown()))]
+        return [conversation_prompts.section(conversation_prompts.PLAYBOOK_HEADER,
+                                             (b.line() for b in self.shown()))]
 
     def _sections(self, query: Query) -> list[str]:
         positions = self.texts.similar(query.text, self.args["k"]) if self.texts else []
@@ -144,7 +145,8 @@ class Ace(EpisodeMethod):
 
     def cited(self, turns: list[Turn]) -> list[Bullet]:
         """Bullets cited by id in the replies of ``turns``, in playbook order."""
-        ids = {m for t in turns if t.role == "assistant" for m in C.BULLET_ID.findall(t.text)}
+        ids = {m for t in turns if t.role == "assistant"
+               for m in conversation_prompts.BULLET_ID.findall(t.text)}
         return [b for b in self.bullets if b.id in ids]
 
     async def _at_end(self, event: Observation | Feedback) -> list[GenerationResult]:
@@ -152,31 +154,32 @@ class Ace(EpisodeMethod):
         cited = self.cited(self.turns)
         outcome = ""
         if isinstance(event, Feedback):
-            outcome = C.OUTCOME_TEMPLATE.format(outcome="correct" if event.success else "wrong")
+            outcome = conversation_prompts.OUTCOME_TEMPLATE.format(
+                outcome="correct" if event.success else "wrong")
         trace = self.model.tokenizer.truncate_left(
             trace_text(self.turns), max(1, (self.args["budget"] - self.args["reserve"]) // 2))
-        prompt = C.REFLECT_PROMPT.format(
+        prompt = conversation_prompts.REFLECT_PROMPT.format(
             bullets="\n".join(b.line() for b in cited) or "(none)", trace=trace,
             outcome=outcome)
         reflection = await self._update_call(f"{key}/reflect", prompt)
         reply = reply_text(reflection)
         by_id = {b.id: b for b in cited}
-        for bullet_id, label in C.parse_tags(reply, by_id).items():
+        for bullet_id, label in conversation_prompts.parse_tags(reply, by_id).items():
             if label == "helpful":
                 by_id[bullet_id].helpful += 1
             elif label == "harmful":
                 by_id[bullet_id].harmful += 1
-        lessons = C.parse_lessons(reply)
+        lessons = conversation_prompts.parse_lessons(reply)
         if not lessons:
             return [reflection]
         return [reflection, await self._curate(f"{key}/curate", lessons)]
 
     async def _curate(self, key: str, lessons: list[str]) -> GenerationResult:
         playbook = "\n".join(b.line() for b in self.shown()) or "(empty)"
-        prompt = C.CURATE_PROMPT.format(playbook=playbook,
-                                        lessons="\n".join(f"- {x}" for x in lessons))
+        prompt = conversation_prompts.CURATE_PROMPT.format(
+            playbook=playbook, lessons="\n".join(f"- {x}" for x in lessons))
         call = await self._update_call(key, prompt)
-        for text in C.parse_additions(reply_text(call), self.args["max_new"]):
+        for text in conversation_prompts.parse_additions(reply_text(call), self.args["max_new"]):
             if not any(near_duplicate(text, b.text, self.args["dedupe"]) for b in self.bullets):
                 self.bullets.append(Bullet(f"b{self.next_id}", text))
                 self.next_id += 1

@@ -53,7 +53,7 @@ from clstream.core.events import Event
 from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
 from clstream.retrieval.hybrid import Retriever, make_index
-from clstream.systems import corpus_prompts as P
+from clstream.systems import corpus_prompts
 from clstream.systems.base import snapshot_list
 from clstream.systems.context import RETRIEVAL_PARAMS
 from clstream.systems.oracle import MethodBase
@@ -170,31 +170,31 @@ class AgenticRag(MethodBase):
         if not found:
             return []
         shown = [(self._passages[p].index, self._passages[p].text) for p in found]
-        return [layout.passages_section(shown, P.FOUND_HEADER)]
+        return [layout.passages_section(shown, corpus_prompts.FOUND_HEADER)]
 
     def _log_section(self, trajectory: Trajectory) -> str:
         k = self.args["k"]
-        lines = [P.SEARCH_LOG_HEADER.format(used=len(trajectory.searches), k=k)]
+        lines = [corpus_prompts.SEARCH_LOG_HEADER.format(used=len(trajectory.searches), k=k)]
         for n, s in enumerate(trajectory.searches, 1):
             query = " ".join(s.query.split())
             if s.position is None:
-                lines.append(P.SEARCH_NOTHING.format(n=n, query=query))
+                lines.append(corpus_prompts.SEARCH_NOTHING.format(n=n, query=query))
             else:
                 passage = self._passages[s.position]
                 title = _title(passage.text)
-                lines.append(P.SEARCH_FOUND.format(n=n, query=query, index=passage.index,
-                                                   title=f" ({title})" if title else ""))
+                lines.append(corpus_prompts.SEARCH_FOUND.format(
+                    n=n, query=query, index=passage.index, title=f" ({title})" if title else ""))
         return "\n".join(lines) + "\n"
 
     def _decision_request(self, trajectory: Trajectory, step: int) -> GenerationRequest:
         query = trajectory.query
         instructions = (layout.instructions_of(query) + "\n\n"
-                        + P.search_rules(self.args["k"], self.use_tools))
+                        + corpus_prompts.search_rules(self.args["k"], self.use_tools))
         # The log goes first: text before the first passage tag is not read as a passage.
         sections = [self._log_section(trajectory) if trajectory.searches else "",
                     *self._found_section(trajectory)]
         messages = layout.build_messages(instructions, sections, layout.prompt_of(query))
-        tools = (P.SEARCH_TOOL,) if self.use_tools else ()
+        tools = (corpus_prompts.SEARCH_TOOL,) if self.use_tools else ()
         return self._seeded_request(f"{query.id}/search{step}", messages, stage="search",
                                     tools=tools, n=1)
 
@@ -210,10 +210,10 @@ class AgenticRag(MethodBase):
         asked: list[tuple[str, str]] = []
         if self.use_tools:
             for call in sample.tool_calls:
-                if call.get("name") == P.SEARCH_TOOL_NAME:
-                    asked.append(P.tool_query(call))
+                if call.get("name") == corpus_prompts.SEARCH_TOOL_NAME:
+                    asked.append(corpus_prompts.tool_query(call))
         else:
-            asked = [(q, "") for q in P.parse_search_lines(sample.text)]
+            asked = [(q, "") for q in corpus_prompts.parse_search_lines(sample.text)]
         for text, problem in asked[:room]:
             self._run_search(trajectory, text, problem)
         if not asked or len(trajectory.searches) >= self.args["k"]:

@@ -193,4 +193,5 @@ class MemorySystem(ABC):
         if state.get("method") != self.name:
             raise snapshot_error("method", f"snapshot of {state.get('method')!r}, "
                                            f"this system is {self.name!r}")
-        return state["memory"]
+        memory: dict[str, Any] = state["memory"]
+        return memory

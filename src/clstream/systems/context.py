@@ -60,7 +60,7 @@ RETRIEVAL_PARAMS = {
 }
 
 
-class _ContextSystem(MemorySystem):
+class ContextSystem(MemorySystem):
     """Shared memory, snapshot and request plumbing; subclasses choose the passages."""
 
     # Memory is a pure function of the events observed and observing calls no model, so a
@@ -152,7 +152,7 @@ class _ContextSystem(MemorySystem):
         return self.complete_batch(planned, results, time.perf_counter() - start)
 
 
-class FullContext(_ContextSystem):
+class FullContext(ContextSystem):
     """All passages so far; the oldest are dropped when the prompt would exceed ``budget``."""
 
     name = "full"
@@ -192,10 +192,11 @@ class FullContext(_ContextSystem):
         return [self._fit(self.args["budget"] - question_tokens, instructions)], None
 
     def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
-        return min(self.args["budget"], fixed + sum(blocks))
+        budget: int = self.args["budget"]
+        return min(budget, fixed + sum(blocks))
 
 
-class RollingWindow(_ContextSystem):
+class RollingWindow(ContextSystem):
     """The ``w`` most recent passages."""
 
     name = "window"
@@ -227,7 +228,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / union if union else 1.0
 
 
-class RagSystem(_ContextSystem):
+class RagSystem(ContextSystem):
     """Top-``k`` passages among all seen, presented in chunk order."""
 
     name = "rag"
@@ -284,7 +285,7 @@ class RagSystem(_ContextSystem):
         return fixed + sum(sorted(blocks, reverse=True)[: self.args["k"]])
 
 
-class RagWindow(_ContextSystem):
+class RagWindow(ContextSystem):
     """The ``w`` most recent passages plus, once t > w, top-``k`` over the older ones."""
 
     name = "rag+window"

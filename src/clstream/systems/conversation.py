@@ -62,7 +62,7 @@ from clstream.core import layout
 from clstream.core.events import Chunk, Document, Event, Feedback, Observation
 from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Query, Response
-from clstream.systems import conversation_prompts as C
+from clstream.systems import conversation_prompts
 from clstream.systems.base import MemorySystem, reply_text, snapshot_error, staged
 
 TurnRole = Literal["user", "assistant"]
@@ -113,8 +113,8 @@ def is_final(fb: Feedback) -> bool:
 
 
 def outcome_text(obs: Observation) -> str:
-    text = C.RESULT_TEMPLATE.format(text=obs.text.strip())
-    return f"{text}\n{C.INSTANCE_DONE}" if obs.done else text
+    text = conversation_prompts.RESULT_TEMPLATE.format(text=obs.text.strip())
+    return f"{text}\n{conversation_prompts.INSTANCE_DONE}" if obs.done else text
 
 
 def step_parts(obs: Observation, asked: Asked | None) -> tuple[str, str]:
@@ -131,10 +131,10 @@ def verdict_text(fb: Feedback, answer: str) -> str:
     """The verdict turn: an experience block (:mod:`clstream.core.layout`) restating the task's
     first line and the answer's final line, then the outcome and the evaluator's message."""
     task = fb.query_text.strip().splitlines()
-    line = layout.clip(task[0], C.VERDICT_CHARS) if task else ""
-    given = layout.clip(layout.final_answer_text(answer), C.VERDICT_CHARS)
+    line = layout.clip(task[0], conversation_prompts.VERDICT_CHARS) if task else ""
+    given = layout.clip(layout.final_answer_text(answer), conversation_prompts.VERDICT_CHARS)
     block = layout.experience_block(layout.Experience(line, given, fb.message, fb.success))
-    return f"{C.FEEDBACK_HEADER}\n{block.strip()}"
+    return f"{conversation_prompts.FEEDBACK_HEADER}\n{block.strip()}"
 
 
 def event_key(event: Event) -> str:
@@ -243,7 +243,7 @@ class ConversationMethod(MemorySystem):
         self._load(memory)
 
     def _described(self) -> dict[str, Any]:
-        return {"prompt_template_hash": C.template_fingerprint()}
+        return {"prompt_template_hash": conversation_prompts.template_fingerprint()}
 
     # --- the scratch -----------------------------------------------------------------------
 
@@ -279,8 +279,8 @@ class ConversationMethod(MemorySystem):
         request, action = step_parts(obs, asked)
         turns = []
         if request or action:
-            turns += [self._turn("user", request or C.NO_REQUEST),
-                      self._turn("assistant", action.strip() or C.NO_REPLY)]
+            turns += [self._turn("user", request or conversation_prompts.NO_REQUEST),
+                      self._turn("assistant", action.strip() or conversation_prompts.NO_REPLY)]
         return turns + [self._turn("user", outcome_text(obs))]
 
     def _feedback_turns(self, fb: Feedback, asked: Asked | None) -> list[Turn]:
@@ -290,7 +290,7 @@ class ConversationMethod(MemorySystem):
             prompt = layout.prompt_of(Query(fb.query_id, fb.query_text))
             answer = self._split_reply(fb.answer)[0]
         return [self._turn("user", prompt),
-                self._turn("assistant", answer.strip() or C.NO_REPLY),
+                self._turn("assistant", answer.strip() or conversation_prompts.NO_REPLY),
                 self._turn("user", verdict_text(fb, answer))]
 
     def _passage_turn(self, event: Chunk | Document) -> Turn:
@@ -338,7 +338,7 @@ class ConversationMethod(MemorySystem):
 
     async def _update_call(self, key: str, prompt: str) -> GenerationResult:
         """One memory-update call (stage ``update``), seeded from its key."""
-        return await self._call(key, C.update_messages(prompt), "update")
+        return await self._call(key, conversation_prompts.update_messages(prompt), "update")
 
     # --- what subclasses provide ------------------------------------------------------------
 

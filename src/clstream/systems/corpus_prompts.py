@@ -2,7 +2,7 @@
 Table 12; docs/imprint.md §8): the chunked summary, the memory scaffold and agentic RAG.
 
 They belong to the systems layer, not to the ImprintBench package: the methods that send them
-(:mod:`clstream.systems.summary`, :mod:`clstream.systems.scaffold`,
+(:mod:`clstream.systems.chunked_summary`, :mod:`clstream.systems.scaffold`,
 :mod:`clstream.systems.agentic_rag`, and :mod:`clstream.systems.oracle` recording their hash)
 are systems, any protocol may run them, and systems never import a protocol (docs/design.md
 §2.1). ImprintBench is where they were described, hence the version string's name, which

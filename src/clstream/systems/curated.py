@@ -29,7 +29,7 @@ from typing import Any
 from clstream.core import layout
 from clstream.core.events import Feedback
 from clstream.core.types import GenerationResult, Query
-from clstream.systems import memory_prompts as P
+from clstream.systems import memory_prompts
 from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.experience import (
     RETRIEVER_PARAM,
@@ -57,19 +57,19 @@ class DcRs(ExperienceSystem):
         with self._timed(timings, "retrieve"):
             hits = self.history.similar(query.text, self.args["k"])
             retrieved = self.history.experiences([p for p, _ in hits])
-        prompt = P.CURATOR_PROMPT.format(
+        prompt = memory_prompts.CURATOR_PROMPT.format(
             cheatsheet=self.cheatsheet or "(empty)",
             examples=layout.experiences_section(retrieved) or "No similar past tasks yet.\n",
             question=query.text.strip(),
         )
-        curated = await self._call(f"{query.id}/curate", P.update_messages(prompt), "update",
-                                    timings)
+        curated = await self._call(f"{query.id}/curate", memory_prompts.update_messages(prompt),
+                                    "update", timings)
         results.append(curated)
-        new = P.parse_cheatsheet(reply_text(curated))
+        new = memory_prompts.parse_cheatsheet(reply_text(curated))
         self._pending = (query.id, new)
         if new is not None:
-            return [P.text_section(P.CHEATSHEET_HEADER, new)]
-        return [P.text_section(P.CHEATSHEET_HEADER, self.cheatsheet),
+            return [memory_prompts.text_section(memory_prompts.CHEATSHEET_HEADER, new)]
+        return [memory_prompts.text_section(memory_prompts.CHEATSHEET_HEADER, self.cheatsheet),
                 layout.experiences_section(retrieved)]
 
     async def _update(self, fb: Feedback) -> list[GenerationResult]:
@@ -110,17 +110,18 @@ class Awm(ExperienceSystem):
         flows: list[str] = []
         for p in positions:
             flows += [w for w in self.workflows[p] if w not in flows]
-        return [P.list_section(P.WORKFLOWS_HEADER, flows),
+        return [memory_prompts.list_section(memory_prompts.WORKFLOWS_HEADER, flows),
                 layout.experiences_section(self.solved.experiences(positions))]
 
     async def _update(self, fb: Feedback) -> list[GenerationResult]:
         if not fb.success:
             return []
         record = ExperienceRecord.from_feedback(fb)
-        prompt = P.INDUCTION_PROMPT.format(example=layout.experience_block(record.experience()))
+        prompt = memory_prompts.INDUCTION_PROMPT.format(
+            example=layout.experience_block(record.experience()))
         call = await self._update_call(f"{fb.query_id}/induce", prompt)
         self.solved.add(record)
-        self.workflows.append(P.parse_workflows(reply_text(call)))
+        self.workflows.append(memory_prompts.parse_workflows(reply_text(call)))
         return [call]
 
     def _dump(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from clstream.core import layout
 from clstream.core.events import Feedback
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
-from clstream.systems import memory_prompts as P
+from clstream.systems import memory_prompts
 from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.experience import (
     RETRIEVER_PARAM,
@@ -52,7 +52,8 @@ class Rule:
     importance: int
 
 
-def apply_rule_ops(rules: list[Rule], ops: list[P.RuleOp], max_rules: int) -> list[Rule]:
+def apply_rule_ops(rules: list[Rule], ops: list[memory_prompts.RuleOp],
+                   max_rules: int) -> list[Rule]:
     """The rules after ``ops`` (rules in the module docstring); the input is not modified."""
     current = [Rule(r.text, r.importance) for r in rules]
     numbered = {i + 1: rule for i, rule in enumerate(current)}
@@ -113,7 +114,8 @@ class ExpelSt(ExperienceSystem):
                         results: list[GenerationResult]) -> list[str]:
         with self._timed(timings, "retrieve"):
             hits = self.solved.similar(query.text, self.args["k"])
-        sections = [P.list_section(P.RULES_HEADER, [r.text for r in self.rules]),
+        sections = [memory_prompts.list_section(memory_prompts.RULES_HEADER,
+                                                [r.text for r in self.rules]),
                     layout.experiences_section(self.solved.experiences([p for p, _ in hits]))]
         return sections + self._retry_sections(query)
 
@@ -124,13 +126,13 @@ class ExpelSt(ExperienceSystem):
 
     async def _rule_update(self, key: str, prompt: str) -> GenerationResult:
         call = await self._update_call(key, prompt)
-        ops = P.parse_rule_ops(reply_text(call))
+        ops = memory_prompts.parse_rule_ops(reply_text(call))
         if ops:
             self.rules = apply_rule_ops(self.rules, ops, self.args["max_rules"])
         return call
 
     def _rules_text(self) -> str:
-        return P.numbered([r.text for r in self.rules])
+        return memory_prompts.numbered([r.text for r in self.rules])
 
     async def _solved(self, record: ExperienceRecord, key: str) -> list[GenerationResult]:
         """Add a solved task; run the batch update when ``batch`` have gathered."""
@@ -138,8 +140,8 @@ class ExpelSt(ExperienceSystem):
         if len(self.recent) < self.args["batch"]:
             return []
         examples = "\n".join(layout.experience_block(e) for e in self.solved.experiences(self.recent))
-        prompt = P.RULES_BATCH_PROMPT.format(max_rules=self.args["max_rules"],
-                                             rules=self._rules_text(), examples=examples)
+        prompt = memory_prompts.RULES_BATCH_PROMPT.format(
+            max_rules=self.args["max_rules"], rules=self._rules_text(), examples=examples)
         self.recent = []
         return [await self._rule_update(f"{key}/batch-rules", prompt)]
 
@@ -188,7 +190,7 @@ class ExpelMt(ExpelSt):
             return []
         notes = [a.reflection for a in scratch.failed if a.reflection]
         raw = [a.record.experience() for a in scratch.failed if not a.reflection]
-        return [P.list_section(P.REFLECTIONS_HEADER, notes),
+        return [memory_prompts.list_section(memory_prompts.REFLECTIONS_HEADER, notes),
                 layout.experiences_section(raw, layout.FAILED_EXPERIENCES_HEADER)]
 
     async def _update(self, fb: Feedback) -> list[GenerationResult]:
@@ -201,10 +203,11 @@ class ExpelMt(ExpelSt):
         if not fb.success:
             reflection = None
             if not final:
-                prompt = P.REFLECTION_PROMPT.format(attempt=layout.experience_block(record.experience()))
+                prompt = memory_prompts.REFLECTION_PROMPT.format(
+                    attempt=layout.experience_block(record.experience()))
                 call = await self._update_call(f"{fb.query_id}/reflect", prompt)
                 calls.append(call)
-                reflection = P.parse_reflection(reply_text(call))
+                reflection = memory_prompts.parse_reflection(reply_text(call))
             self._scratch.failed.append(_Attempt(record, reflection))
         if not final:
             return calls
@@ -213,7 +216,7 @@ class ExpelMt(ExpelSt):
         if not fb.success:
             return calls
         if failed:
-            prompt = P.RULES_PAIR_PROMPT.format(
+            prompt = memory_prompts.RULES_PAIR_PROMPT.format(
                 max_rules=self.args["max_rules"], rules=self._rules_text(),
                 failed=layout.experience_block(failed[-1].record.experience()),
                 succeeded=layout.experience_block(record.experience()))

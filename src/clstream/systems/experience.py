@@ -37,7 +37,7 @@ from clstream.core.events import Event, Feedback
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query, Response
 from clstream.retrieval.bm25 import IncrementalBM25
-from clstream.systems import memory_prompts as P
+from clstream.systems import memory_prompts
 from clstream.systems.base import MemorySystem, snapshot_error
 from clstream.systems.passages import PassageStore
 
@@ -196,12 +196,13 @@ class ExperienceSystem(MemorySystem):
         self._load(memory)
 
     def _described(self) -> dict[str, Any]:
-        return {"max_tries": self.max_tries, "prompt_template_hash": P.template_fingerprint()}
+        return {"max_tries": self.max_tries,
+                "prompt_template_hash": memory_prompts.template_fingerprint()}
 
     # --- shared by the methods ----------------------------------------------------------
 
     async def _update_call(self, key: str, prompt: str) -> GenerationResult:
-        return await self._call(key, P.update_messages(prompt), "update")
+        return await self._call(key, memory_prompts.update_messages(prompt), "update")
 
     def _pool(self) -> ExperiencePool:
         return ExperiencePool(self.args.get("retriever", "bm25"))

@@ -30,7 +30,7 @@ from clstream.core import layout
 from clstream.core.events import Feedback
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
-from clstream.systems import memory_prompts as P
+from clstream.systems import memory_prompts
 from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.experience import (
     RETRIEVER_PARAM,
@@ -112,7 +112,8 @@ class GMemory(ExperienceSystem):
             around = set(retrieved) | {n for p in retrieved for n in self.links[p]}
             chosen = self._pick_insights(around)
         self._plan = _Plan(query.id, retrieved, chosen)
-        return [P.list_section(P.INSIGHTS_HEADER, [self.insights[i].text for i in chosen]),
+        return [memory_prompts.list_section(memory_prompts.INSIGHTS_HEADER,
+                                            [self.insights[i].text for i in chosen]),
                 layout.experiences_section(self.nodes.experiences(wins)),
                 layout.experiences_section(self.nodes.experiences(losses), layout.FAILED_EXPERIENCES_HEADER)]
 
@@ -135,14 +136,14 @@ class GMemory(ExperienceSystem):
         if opposite:
             other = self.nodes.records[opposite[0]]
             won, lost = (record, other) if fb.success else (other, record)
-            prompt = P.INSIGHT_PROMPT.format(
-                insights=P.numbered([x.text for x in self.insights]),
+            prompt = memory_prompts.INSIGHT_PROMPT.format(
+                insights=memory_prompts.numbered([x.text for x in self.insights]),
                 succeeded=layout.experience_block(won.experience()),
                 failed=layout.experience_block(lost.experience()))
             call = await self._update_call(f"{fb.query_id}/insights", prompt)
             calls.append(call)
             known = {x.text for x in self.insights}
-            for text in P.parse_insights(reply_text(call)):
+            for text in memory_prompts.parse_insights(reply_text(call)):
                 if text not in known:
                     known.add(text)
                     self.insights.append(Insight(text, INSIGHT_START, [node, opposite[0]]))

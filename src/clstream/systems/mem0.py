@@ -38,7 +38,7 @@ from clstream.core.events import Chunk, Document, Event, Feedback, Observation
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
 from clstream.retrieval.hybrid import Retriever, make_index
-from clstream.systems import conversation_prompts as C
+from clstream.systems import conversation_prompts
 from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.context import RETRIEVAL_PARAMS
 from clstream.systems.conversation import (
@@ -115,7 +115,8 @@ class Mem0(EpisodeMethod):
 
     def _sections(self, query: Query) -> list[str]:
         shown = self._search(query.text, self.args["top_k"])
-        return [C.section(C.MEMORIES_HEADER, (f"- {self.facts[p].text}" for p in shown))]
+        return [conversation_prompts.section(conversation_prompts.MEMORIES_HEADER,
+                                             (f"- {self.facts[p].text}" for p in shown))]
 
     # --- updating ------------------------------------------------------------------------
 
@@ -135,15 +136,17 @@ class Mem0(EpisodeMethod):
         request, action = step_parts(event, asked)
         parts = []
         if request or action:
-            parts += [f"Request:\n{_clip_end(request) or C.NO_REQUEST}",
-                      f"Reply:\n{_clip_end(action) or C.NO_REPLY}"]
+            parts += [f"Request:\n{_clip_end(request) or conversation_prompts.NO_REQUEST}",
+                      f"Reply:\n{_clip_end(action) or conversation_prompts.NO_REPLY}"]
         return "\n\n".join([*parts, _clip_end(outcome_text(event))])
 
     async def _extract(self, event: Event, step: str) -> list[GenerationResult]:
         key = event_key(event)
-        call = await self._update_call(f"{key}/extract", C.EXTRACT_PROMPT.format(step=step))
+        call = await self._update_call(f"{key}/extract",
+                                       conversation_prompts.EXTRACT_PROMPT.format(step=step))
         calls = [call]
-        for n, fact in enumerate(C.parse_facts(reply_text(call), self.args["max_facts"]), 1):
+        facts = conversation_prompts.parse_facts(reply_text(call), self.args["max_facts"])
+        for n, fact in enumerate(facts, 1):
             decision = await self._merge(fact, f"{key}/update{n}")
             if decision is not None:
                 calls.append(decision)
@@ -160,9 +163,9 @@ class Mem0(EpisodeMethod):
             self._add(fact)
             return None
         listed = "\n".join(f"{n}. {self.facts[p].text}" for n, p in enumerate(similar, 1))
-        call = await self._update_call(key, C.MEMORY_UPDATE_PROMPT.format(memories=listed,
-                                                                          fact=fact))
-        op = C.parse_memory_op(reply_text(call), len(similar))
+        call = await self._update_call(
+            key, conversation_prompts.MEMORY_UPDATE_PROMPT.format(memories=listed, fact=fact))
+        op = conversation_prompts.parse_memory_op(reply_text(call), len(similar))
         if op is None or op.op == "NONE":
             return call
         if op.op == "ADD":

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from clstream.core import layout
 from clstream.core.events import Feedback, Observation
 from clstream.core.types import GenerationResult, Sample
-from clstream.systems import conversation_prompts as C
+from clstream.systems import conversation_prompts
 from clstream.systems.conversation import (
     BUDGET_PARAMS,
     Asked,
@@ -57,20 +57,21 @@ class Notepad(EpisodeMethod):
     # --- answering -----------------------------------------------------------------------
 
     def _rules(self) -> str:
-        return C.NOTEPAD_RULES
+        return conversation_prompts.NOTEPAD_RULES
 
     def _head(self) -> list[str]:
-        return [C.text_section(C.CARRY_HEADER, self.carry),
-                C.text_section(C.NOTEPAD_HEADER, self.notepad)]
+        return [conversation_prompts.text_section(conversation_prompts.CARRY_HEADER, self.carry),
+                conversation_prompts.text_section(conversation_prompts.NOTEPAD_HEADER,
+                                                  self.notepad)]
 
     def _split_reply(self, text: str) -> tuple[str, str | None]:
-        return C.split_notepad(text)
+        return conversation_prompts.split_notepad(text)
 
     def _finish(self, result: GenerationResult) -> tuple[GenerationResult, str, str | None]:
         """Cut the notepad block out of every sample; the first sample's block is kept."""
         if not result.ok or not result.samples:
             return result, "", None
-        split = [C.split_notepad(s.text) for s in result.samples]
+        split = [conversation_prompts.split_notepad(s.text) for s in result.samples]
         samples = [Sample(text=answer, reasoning=s.reasoning, finish_reason=s.finish_reason)
                    for s, (answer, _) in zip(result.samples, split, strict=True)]
         answer, update = split[0]
@@ -83,7 +84,7 @@ class Notepad(EpisodeMethod):
         if asked is not None:
             update = asked.extra
         elif isinstance(event, Feedback):
-            update = C.split_notepad(event.answer)[1]
+            update = conversation_prompts.split_notepad(event.answer)[1]
         else:
             update = None
         if update is not None:
@@ -94,7 +95,7 @@ class Notepad(EpisodeMethod):
         if isinstance(event, Observation):
             self.carry = event.text.strip()
         else:
-            answer = C.split_notepad(event.answer)[0]
+            answer = conversation_prompts.split_notepad(event.answer)[0]
             self.carry = layout.experience_block(layout.Experience(
                 event.query_text, answer, event.message, event.success)).strip()
         return []

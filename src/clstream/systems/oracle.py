@@ -38,7 +38,7 @@ from clstream.core.errors import DataError
 from clstream.core.events import Document, Event
 from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
-from clstream.systems import corpus_prompts as P
+from clstream.systems import corpus_prompts
 from clstream.systems.base import SNAPSHOT, MemorySystem, snapshot_list
 
 ALL_SUPERVISIONS: tuple[str, ...] = ("C", "Q", "C+Q")
@@ -53,7 +53,8 @@ class MethodBase(MemorySystem):
     supervisions: ClassVar[tuple[str, ...]] = ALL_SUPERVISIONS
 
     def _described(self) -> dict[str, Any]:
-        return {"supervisions": list(self.supervisions), "prompts": P.template_fingerprint()}
+        return {"supervisions": list(self.supervisions),
+                "prompts": corpus_prompts.template_fingerprint()}
 
 
 class InContextMethod(MethodBase):

@@ -39,11 +39,16 @@ from clstream.core.contracts import Tokenizer
 from clstream.core.events import Event
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
-from clstream.systems import corpus_prompts as P
+from clstream.systems import corpus_prompts
 from clstream.systems.base import snapshot_error, staged
+from clstream.systems.chunked_summary import (
+    SAME_MODEL,
+    document_parts,
+    helper_model,
+    truncate_right,
+)
 from clstream.systems.oracle import InContextMethod
 from clstream.systems.passages import passage_of
-from clstream.systems.summary import SAME_MODEL, document_parts, helper_model, truncate_right
 
 MAX_COMPLETION = 8192  # cap on one rewrite's completion tokens (Table 12)
 FALLBACKS = ("append", "keep")
@@ -52,7 +57,7 @@ FALLBACK_STAGE = "update-fallback"
 
 
 def empty_memory() -> dict[str, list[str]]:
-    return {name: [] for name in P.SECTIONS}
+    return {name: [] for name in corpus_prompts.SECTIONS}
 
 
 def fit_budget(sections: dict[str, list[str]], budget: int, tokenizer: Tokenizer
@@ -64,7 +69,7 @@ def fit_budget(sections: dict[str, list[str]], budget: int, tokenizer: Tokenizer
     active = out["Active"]
 
     def cost() -> int:
-        return tokenizer.count(P.render_scaffold(out))
+        return tokenizer.count(corpus_prompts.render_scaffold(out))
 
     while len(active) > 1 and cost() > budget:
         active.pop(0)
@@ -118,8 +123,9 @@ class MemoryScaffold(InContextMethod):
 
     def budget_for(self, corpus_tokens: int) -> int:
         fixed = self.args["budget"]
-        derived = fixed if fixed > 0 else corpus_tokens // self.args["ratio"]
-        return max(self.args["min_budget"], derived)
+        derived: int = fixed if fixed > 0 else corpus_tokens // self.args["ratio"]
+        least: int = self.args["min_budget"]
+        return max(least, derived)
 
     async def observe(self, event: Event) -> list[GenerationResult]:
         passage = passage_of(event, len(self.log))
@@ -128,12 +134,12 @@ class MemoryScaffold(InContextMethod):
         budget = self.budget_for(corpus_tokens)
         key = f"scaffold/{len(self.log) + 1}"
         request = self._seeded_request(
-            key, P.scaffold_messages(self.memory, passage.text, budget), stage="update",
-            n=1, max_tokens=min(2 * budget, MAX_COMPLETION))
+            key, corpus_prompts.scaffold_messages(self.memory, passage.text, budget),
+            stage="update", n=1, max_tokens=min(2 * budget, MAX_COMPLETION))
         (result,) = await self.updater.generate([request])
         if not result.ok or not result.samples:
             return [staged(result, "update")]
-        parsed = P.parse_scaffold(result.samples[0].text)
+        parsed = corpus_prompts.parse_scaffold(result.samples[0].text)
         stage = "update"
         if parsed.sections is not None:
             status, memory = "rewritten", parsed.sections
@@ -148,20 +154,20 @@ class MemoryScaffold(InContextMethod):
             status, memory = "kept", self.memory
         self.memory, self.corpus_tokens = memory, corpus_tokens
         self.log.append({"source": passage.source, "status": status, "problem": parsed.problem,
-                         "tokens": tokenizer.count(P.render_scaffold(memory)),
+                         "tokens": tokenizer.count(corpus_prompts.render_scaffold(memory)),
                          "budget": budget})
         return [staged(result, stage)]
 
     def text(self) -> str:
         """The memory as shown (the three headed sections)."""
-        return P.render_scaffold(self.memory)
+        return corpus_prompts.render_scaffold(self.memory)
 
     # --- answering -------------------------------------------------------------------------
 
     def _sections(self, query: Query) -> list[str]:
-        if P.scaffold_is_empty(self.memory):
+        if corpus_prompts.scaffold_is_empty(self.memory):
             return []
-        return [f"{P.SCAFFOLD_HEADER}\n{self.text().strip()}\n"]
+        return [f"{corpus_prompts.SCAFFOLD_HEADER}\n{self.text().strip()}\n"]
 
     # --- snapshots -------------------------------------------------------------------------
 
@@ -173,10 +179,11 @@ class MemoryScaffold(InContextMethod):
         if not isinstance(state, dict):
             raise snapshot_error("memory", "expected an object")
         memory = state.get("memory")
-        if not isinstance(memory, dict) or sorted(memory) != sorted(P.SECTIONS) or not all(
+        sections = corpus_prompts.SECTIONS
+        if not isinstance(memory, dict) or sorted(memory) != sorted(sections) or not all(
                 isinstance(v, list) and all(isinstance(line, str) for line in v)
                 for v in memory.values()):
-            raise snapshot_error("memory", f"expected {{{', '.join(P.SECTIONS)}: [str]}}")
+            raise snapshot_error("memory", f"expected {{{', '.join(sections)}: [str]}}")
         tokens = state.get("corpus_tokens")
         if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
             raise snapshot_error("corpus_tokens", "expected an integer >= 0")
@@ -185,7 +192,7 @@ class MemoryScaffold(InContextMethod):
                 isinstance(e, dict) and e.get("status") in STATUSES for e in log):
             raise snapshot_error("log", f"expected a list of {{status: {'|'.join(STATUSES)}, "
                                  "...}}")
-        self.memory = {name: list(memory[name]) for name in P.SECTIONS}
+        self.memory = {name: list(memory[name]) for name in corpus_prompts.SECTIONS}
         self.corpus_tokens = tokens
         self.log = [dict(e) for e in log]
 

@@ -4,6 +4,7 @@ malformed-action cap and snapshots, checked on every environment."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from clstream.core.events import Observation
 from clstream.protocols.clbench.envs import ENVIRONMENTS, DatabaseEnv, SalesEnv, SpectrumEnv
 from clstream.protocols.clbench.policies import POLICIES, play, play_instance, play_stateful
 
-SMALL_DB = {"n_products": 300, "n_reviews": 1200}
+SMALL_DB: dict[str, Any] = {"n_products": 300, "n_reviews": 1200}
 
 
 def make(name: str, seed: int = 0, schedule: str = "short") -> Environment:

@@ -4,6 +4,7 @@ read-only bounded queries, and the stateless arm's view of the migrated database
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from clstream.core.environment import EnvironmentStateError
 from clstream.protocols.clbench.envs import dbgen
 from clstream.protocols.clbench.envs.database import NOTICE, DatabaseEnv
 
-SMALL = {"n_products": 300, "n_reviews": 1200}
+SMALL: dict[str, Any] = {"n_products": 300, "n_reviews": 1200}
 
 
 @pytest.fixture(scope="module")

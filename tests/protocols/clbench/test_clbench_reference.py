@@ -95,13 +95,15 @@ def reference_score(rows: list[dict[str, Any]]) -> dict[str, Any]:
 # ---------------------------------------------------------------- random record sets
 
 
-def random_records(rng: random.Random, *, with_ext: bool, with_cost: bool) -> list[dict]:
-    rows: list[dict] = []
+def random_records(rng: random.Random, *, with_ext: bool,
+                   with_cost: bool) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     for k in range(rng.randint(1, 4)):
         name = f"task{k}"
         n = rng.randint(1, 14)
         # Stage labels: contiguous runs whose labels may recur (0, 1, 0, ...).
-        labels, label = [], 0
+        labels: list[int] = []
+        label = 0
         while len(labels) < n:
             labels += [label] * rng.randint(1, 5)
             label = rng.choice([0, 1, 2]) if rng.random() < 0.5 else label + 1
@@ -189,7 +191,7 @@ def test_allow_missing_equals_scoring_what_is_left(seed: int) -> None:
     if all(r["kind"] == "task" or r["task"] != gone[0] for r in kept):
         return  # the task's only instance: nothing left to score
     # Positions close up around the instance left out (order is what matters).
-    slots: dict[tuple, list[dict]] = {}
+    slots: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in kept:
         if r["kind"] == "instance":
             slots.setdefault((r["task"], r["arm"], r["rollout"]), []).append(r)

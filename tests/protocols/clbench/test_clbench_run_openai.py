@@ -94,7 +94,7 @@ def test_a_failing_request_stops_its_rollout_and_a_rerun_finishes_it(
     # Fail every request for step 2 of question q02 (the prompt's last block names it).
 
     def hit(body: dict[str, Any]) -> bool:
-        block = body["messages"][-1]["content"].rsplit("Question: ", 1)[-1]
+        block: str = body["messages"][-1]["content"].rsplit("Question: ", 1)[-1]
         return block.startswith("Instance q02, step 2\n")
 
     out = tmp_path / "stopped"

@@ -49,9 +49,9 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def records(out: Path) -> dict[str, Any]:
+def records(out: Path) -> dict[tuple[str, str, str], Any]:
     with ResultsStore(out) as store:
-        got = {}
+        got: dict[tuple[str, str, str], Any] = {}
         for run in store.runs():
             for rec in store.read_records(run.run_id):
                 got[(run.system, rec.kind, rec.key)] = (rec.score, rec.payload, rec.error,

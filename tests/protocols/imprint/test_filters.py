@@ -16,7 +16,14 @@ from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usa
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.filters import apply_filters, document_text
 from clstream.protocols.imprint.judging import JudgeError, LLMJudge
-from clstream.protocols.imprint.schema import CorpusDoc, Dataset, Item, Manifest
+from clstream.protocols.imprint.schema import (
+    CorpusDoc,
+    Dataset,
+    Family,
+    Item,
+    JudgeName,
+    Manifest,
+)
 
 N = 8
 
@@ -63,7 +70,7 @@ def dataset() -> Dataset:
             CorpusDoc(doc_id="a2", date="2026-02-03", title="Port news",
                       text="Ilse Brandt leads the dock union.")]
 
-    def it(qid: str, family: str, gold: str, judge: str, **extra: Any) -> Item:
+    def it(qid: str, family: Family, gold: str, judge: JudgeName, **extra: Any) -> Item:
         return Item(item_id=qid, setting="news", family=family, question=f"[{qid}] question?",
                     gold=gold, judge=judge, source_doc_ids=extra.pop("docs", ["a1"]), **extra)
 

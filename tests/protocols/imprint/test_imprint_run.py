@@ -72,7 +72,8 @@ def run_argv(data: Path, out: Path, *systems: str, extra: Sequence[str] = ()) ->
     return argv
 
 
-def summaries(out: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
+def summaries(out: Path, capsys: pytest.CaptureFixture[str]
+              ) -> dict[tuple[str, str], dict[str, Any]]:
     capsys.readouterr()
     assert main(["summary", str(out), "--json"]) == 0
     return {(r["system"], r["supervision"]): r

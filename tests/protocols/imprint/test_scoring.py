@@ -7,6 +7,7 @@ import json
 import math
 import random
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ def reference_score(items: list[dict[str, Any]], samples: dict[str, list[str]],
             continue
         per_item = [(i.get("persona"), stats(correct(i))) for i in members]
         if items[0]["setting"] == "persona":
-            personas = sorted({p for p, _ in per_item})
+            personas = sorted({p for p, _ in per_item}, key=str)
             units = []
             for p in personas:
                 mine = [s for q, s in per_item if q == p]
@@ -99,7 +100,7 @@ def test_hand_made_news_case() -> None:
            yes_no_item("t1", "TempUpd", "Yes")]
     samples = {"d1": ["Yes", "Yes", "No", "Yes"], "d2": ["No", "no", "No", "No"],
                "t1": ["Not sure", "No", "Yes", "No"]}
-    items = [Item(**r) for r in raw]
+    items = [Item.model_validate(r) for r in raw]
     got = score_imprint(items, samples, ks=[1, 2, 4])
     assert list(got) == ["n_items", "n_samples", "by_family", "avg"]
     assert list(got["by_family"]["DirAcq"]) == ["n_items", "pass_at_1", "pass_at_k",
@@ -191,7 +192,7 @@ class MatchAll:
     def describe(self) -> dict[str, Any]:
         return {"backend": "test"}
 
-    async def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         self.calls += len(requests)
         return [GenerationResult(key=r.key, samples=[Sample(text="MATCH")], usage=Usage())
                 for r in requests]
@@ -224,7 +225,7 @@ def test_details_tables() -> None:
         {"item_id": "d1", "setting": "persona", "family": "DirAcq", "persona": "u1",
          "instance_id": "u1", "question": "City?", "gold": "Lyon", "judge": "exact"},
     ]
-    items = [Item(**r) for r in raw]
+    items = [Item.model_validate(r) for r in raw]
     predictions = {"t1": ["coffee", "green tea"], "t2": ["parrot", "cat"], "d1": ["Lyon", "Lyon"]}
     details = score_details(items, predictions, n_boot=200)
     assert details["setting"] == "persona" and details["n_samples"] == 2

@@ -16,7 +16,7 @@ from clstream.protocols.oaks.babi_questions import QUESTION_TYPES, count_phases
 from clstream.protocols.oaks.babi_world import parse_fact
 from clstream.protocols.oaks.loader import load_oaks
 
-SMALL = {"docs": 2, "chunks": 24, "chunk_tokens": 300}
+SMALL: dict[str, Any] = {"docs": 2, "chunks": 24, "chunk_tokens": 300}
 
 
 def _golds(entry: dict[str, Any], n: int) -> list[list[str]]:
@@ -127,7 +127,7 @@ def test_facts_are_placed_in_their_chunk_in_order(small: list[dict[str, Any]]) -
 
 
 def _sentences(text: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for para in text.split("\n\n"):
         out.extend(s if s.endswith(".") else s + "." for s in para.split(". "))
     return out

@@ -1,6 +1,7 @@
 import random
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,13 +127,16 @@ def test_simulated_actions_are_valid_in_their_state() -> None:
                 assert ev.place in world.places and loc.get(ev.actor) != ev.place
                 loc[ev.actor] = ev.place
             elif ev.verb == ACQUIRE:
+                assert ev.obj is not None
                 assert ev.actor in loc and ev.obj not in holder
                 assert lying.get(ev.obj, loc[ev.actor]) == loc[ev.actor]
                 holder[ev.obj] = ev.actor
             elif ev.verb == DISCARD:
+                assert ev.obj is not None
                 assert holder.pop(ev.obj) == ev.actor
                 lying[ev.obj] = loc[ev.actor]
             else:
+                assert ev.obj is not None and ev.recipient is not None
                 assert holder[ev.obj] == ev.actor and ev.recipient != ev.actor
                 assert loc.get(ev.recipient) == loc[ev.actor]
                 holder[ev.obj] = ev.recipient
@@ -148,7 +152,7 @@ STORY = [
     Event(MOVE, V, place=TQ), Event(MOVE, H, place=HG),
 ]
 U = UNKNOWN
-EXPECTED = {
+EXPECTED: dict[str, list[Any]] = {
     "Where is Vaesh?": [TQ, TQ, TQ, SY, SY, SY, SY, SY, TQ, TQ],
     "Who is holding the tin kite?": [U, U, V, V, NOBODY, NOBODY, H, V, V, V],
     "Who gave the tin kite to someone else?": [U] * 7 + [H] * 3,

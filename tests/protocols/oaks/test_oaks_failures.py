@@ -35,8 +35,8 @@ from clstream.cli import main as cli
 from clstream.core.specs import derive_seed
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.metrics import judge_dataset, score_oaks
+from clstream.protocols.oaks.run_summary import complete_questions
 from clstream.protocols.oaks.runner import probe_key
-from clstream.protocols.oaks.summary import complete_questions
 from clstream.store.db import Record, ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
@@ -70,6 +70,7 @@ def one_error_line(err: str) -> str:
 def summary_json(out: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     capsys.readouterr()
     assert cli(["summary", str(out), "--json"]) == 0
+    run: dict[str, Any]
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     return run
 

@@ -34,7 +34,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def run(data: Path, tmp: Path, system: str, pooled: bool) -> list[dict[str, Any]]:
+def run(data: Path, tmp: Path, system: str, pooled: bool) -> dict[tuple[str, int], str]:
     dataset = load_oaks(data)
     model = BuiltinReader()
     spec = RunSpec(protocol="oaks", dataset_hash=dataset.sha256,

@@ -7,6 +7,7 @@ import dataclasses
 import json
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def test_means_are_the_rounded_exact_means() -> None:
     result, _ = score_oaks(dataset, predictions)
     rows = per_question_table(dataset, predictions)
 
-    def exact(selected: list[dict], key: str) -> float:
+    def exact(selected: list[dict[str, Any]], key: str) -> float:
         total = sum((Fraction(round(r[key] * len(r["correct"])), len(r["correct"]))
                      for r in selected), Fraction(0))
         return float(total / len(selected))

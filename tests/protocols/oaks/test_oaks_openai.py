@@ -70,11 +70,13 @@ def exported(out: Path, tmp_path: Path) -> dict[tuple[str, int], str]:
 def summary(out: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     capsys.readouterr()
     assert cli(["summary", str(out), "--json"]) == 0
+    run: dict[str, Any]
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     return run
 
 
-def sent_texts(server: FakeOpenAIServer, seeds: dict[int, tuple[str, int]]) -> dict:
+def sent_texts(server: FakeOpenAIServer,
+               seeds: dict[int, tuple[str, int]]) -> dict[tuple[str, int], str]:
     """What the server answered for each probe (the fake's answers are a function of the body)."""
     return {seeds[b["seed"]]: expected_text(b, 0) for b in server.requests}
 

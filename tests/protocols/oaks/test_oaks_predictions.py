@@ -23,7 +23,7 @@ def write(tmp_path: Path, lines: list[str], name: str = "preds.jsonl") -> Path:
     return path
 
 
-def rec(qid: str = "b1_q0", t: object = 1, output: object = "## Answer: a") -> str:
+def rec(qid: object = "b1_q0", t: object = 1, output: object = "## Answer: a") -> str:
     return json.dumps({"question_id": qid, "t": t, "output": output})
 
 

@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from clstream.core import layout
 from clstream.core.types import Query
 from clstream.protocols.oaks import prompts
@@ -9,14 +11,14 @@ from clstream.protocols.oaks import prompts
 OPTS = ("the kitchen", "the garden", "We cannot answer this question at this point")
 
 
-def test_prompts_system_message_states_the_rules():
+def test_prompts_system_message_states_the_rules() -> None:
     text = prompts.SYSTEM_PROMPT
     for needle in ("Unknown", "Same", "## Answer:", "latest", "cannot be"):
         assert needle in text
     assert "{" not in text  # nothing left unformatted
 
 
-def test_prompts_layout_context_first_question_last():
+def test_prompts_layout_context_first_question_last() -> None:
     context = prompts.context_text([(0, "Mara went to the hall."), (1, "Tobin ran home.")])
     messages = prompts.build_messages(context, Query("q1@2", "Where is Mara?"))
     assert [m.role for m in messages] == ["system", "user"]
@@ -27,7 +29,7 @@ def test_prompts_layout_context_first_question_last():
     assert "Options:" not in user
 
 
-def test_prompts_options_are_lettered_and_head_index_shown():
+def test_prompts_options_are_lettered_and_head_index_shown() -> None:
     query = Query("q@3", "Where is\n Mara?", options=OPTS, kind="mc")
     block = prompts.question_text(query, head_index=7)
     assert block.startswith("Current head index: 7\nQuestion: Where is Mara?\n")
@@ -35,7 +37,7 @@ def test_prompts_options_are_lettered_and_head_index_shown():
     assert block.endswith("'## Answer: <letter>'.")
 
 
-def test_prompts_shared_prefix_identical_across_questions():
+def test_prompts_shared_prefix_identical_across_questions() -> None:
     context = prompts.context_text([(0, "a b c"), (1, "d e f")])
     users = [
         prompts.build_messages(context, q)[1].content
@@ -47,20 +49,20 @@ def test_prompts_shared_prefix_identical_across_questions():
     assert system == {prompts.SYSTEM_PROMPT}
 
 
-def test_prompts_context_grows_by_appending():
+def test_prompts_context_grows_by_appending() -> None:
     chunks = [(i, f"chunk text {i}.") for i in range(4)]
     texts = [prompts.context_text(chunks[:t]) for t in range(1, 5)]
     for earlier, later in zip(texts, texts[1:], strict=False):
         assert later.startswith(earlier)
 
 
-def test_prompts_split_context_puts_window_before_retrieved():
+def test_prompts_split_context_puts_window_before_retrieved() -> None:
     text = prompts.split_context_text([(5, "new")], [(1, "old")])
     assert text.index(layout.RECENT_HEADER) < text.index(layout.RETRIEVED_HEADER)
     assert layout.RETRIEVED_HEADER not in prompts.split_context_text([(0, "x")], [])
 
 
-def test_prompts_parsing_inverts_the_layout():
+def test_prompts_parsing_inverts_the_layout() -> None:
     passages = [(3, "First passage.\nSecond line."), (9, "Last one.")]
     context = prompts.split_context_text(passages[1:], passages[:1])
     query = Query("q", "Who holds the lamp?", options=OPTS, kind="mc")
@@ -70,14 +72,14 @@ def test_prompts_parsing_inverts_the_layout():
     assert layout.parse_question(block) == ("Who holds the lamp?", list(OPTS))
 
 
-def test_prompts_parsing_untagged_text():
+def test_prompts_parsing_untagged_text() -> None:
     ctx, block = layout.split_prompt("Some story here.\n\nWhere is Ada?")
     assert layout.parse_passages(ctx) == [(0, "Some story here.")]
     assert layout.parse_question(block) == ("Where is Ada?", [])
     assert layout.parse_passages("") == []
 
 
-def test_prompts_fingerprint_tracks_template_text(monkeypatch):
+def test_prompts_fingerprint_tracks_template_text(monkeypatch: pytest.MonkeyPatch) -> None:
     first = prompts.template_fingerprint()
     assert re.fullmatch(r"[0-9a-f]{64}", first)
     assert prompts.template_fingerprint() == first
@@ -86,7 +88,7 @@ def test_prompts_fingerprint_tracks_template_text(monkeypatch):
     assert prompts.PROMPT_TEMPLATE_VERSION
 
 
-def test_runner_queries_carry_the_rules_and_the_question_block():
+def test_runner_queries_carry_the_rules_and_the_question_block() -> None:
     from clstream.protocols.oaks.runner import make_query
 
     query = make_query("q7", "Where is\n Mara?", OPTS, 3)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ def results(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _export(results: Path, system: str, dest: Path) -> list[dict]:
+def _export(results: Path, system: str, dest: Path) -> list[dict[str, Any]]:
     assert cli(["export", str(results), "--system", system, "--out", str(dest)]) == 0
     return [json.loads(line) for line in dest.read_text().splitlines()]
 

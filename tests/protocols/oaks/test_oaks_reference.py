@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import string
+from typing import Any
 
 import pytest
 
@@ -185,7 +186,7 @@ def ref_subset(golds: list[str], mc: bool) -> str:
     return "moderate" if phases <= 5 else "frequent"
 
 
-def ref_score(ds: OaksDataset, preds: dict[tuple[str, int], str]) -> dict:
+def ref_score(ds: OaksDataset, preds: dict[tuple[str, int], str]) -> dict[str, Any]:
     per_q = []
     tally = {k: 0 for k in ("adaptability", "maladaptation", "prescience", "stubbornness",
                             "lag", "volatility", "stability", "obstinacy")}
@@ -216,11 +217,11 @@ def ref_score(ds: OaksDataset, preds: dict[tuple[str, int], str]) -> dict:
                     tally["lag" if correct[t] else "volatility"] += 1
                 else:
                     tally["stability" if correct[t] else "obstinacy"] += 1
-            m = ref_question(correct, golds)
+            m: dict[str, Any] = dict(ref_question(correct, golds))
             m["type"] = q.question_type
             m["subset"] = ref_subset(golds, bool(q.options))
             per_q.append(m)
-    result: dict = {"n_questions": len(per_q)}
+    result: dict[str, Any] = {"n_questions": len(per_q)}
     for key in ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss"):
         result[key] = sum(m[key] for m in per_q) / len(per_q)
     change_total = sum(tally[k] for k in ("adaptability", "maladaptation", "prescience",
@@ -231,7 +232,7 @@ def ref_score(ds: OaksDataset, preds: dict[tuple[str, int], str]) -> dict:
         total = change_total if k in ("adaptability", "maladaptation", "prescience",
                                       "stubbornness") else stay_total
         result["transitions"][k] = v / total if total else 0.0
-    groups: dict[str, dict] = {"by_type": {}, "by_subset": {}}
+    groups: dict[str, dict[str, Any]] = {"by_type": {}, "by_subset": {}}
     for m in per_q:
         for group, key in (("by_type", m["type"]), ("by_subset", m["subset"])):
             if key is None:

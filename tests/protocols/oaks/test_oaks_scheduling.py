@@ -92,12 +92,12 @@ def test_pooled_requests_go_out_sorted_by_prompt_and_come_back_in_place() -> Non
         return []
 
     async def go() -> list[list[str]]:
-        return await asyncio.gather(
+        return list(await asyncio.gather(
             task([req("x", "ctx B q1"), req("y", "ctx A q2")]),
             task([req("z", "ctx C")]),
             idle(),
             task([req("u", "ctx A q1"), req("v", "ctx B q0")]),
-        )
+        ))
 
     answers = asyncio.run(go())
     assert answers == [["x", "y"], ["z"], [], ["u", "v"]]
@@ -111,7 +111,8 @@ def test_a_failing_backend_fails_the_waiting_calls() -> None:
         asyncio.run(gate.generate([req("a", "p")]))
 
 
-def run_store(data: Path, tmp: Path, system: str, model: Any, pooled: bool, docs: int) -> dict:
+def run_store(data: Path, tmp: Path, system: str, model: Any, pooled: bool,
+              docs: int) -> dict[tuple[str, int], str]:
     dataset = load_oaks(data)
     spec = RunSpec(protocol="oaks", dataset_hash=dataset.sha256,
                    system=ComponentSpec.parse(system), model=parse_model_spec("builtin"))

@@ -33,7 +33,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def summary_json(results: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     capsys.readouterr()
     assert main(["summary", str(results / "runs"), "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    summary: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return summary
 
 
 @pytest.mark.parametrize("method", METHODS)

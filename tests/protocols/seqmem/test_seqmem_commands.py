@@ -14,7 +14,7 @@ from clstream.cli import build_parser
 from clstream.core.errors import DataError, SpecError, StoreError
 from clstream.protocols.seqmem.commands import export_seqmem
 from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
-from clstream.protocols.seqmem.summary import radar, summarize_seqmem_run
+from clstream.protocols.seqmem.run_summary import radar, summarize_seqmem_run
 from clstream.store.db import ResultsStore
 from clstream.store.export import select_run
 

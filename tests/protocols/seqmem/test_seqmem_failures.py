@@ -53,6 +53,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def summary_json(out: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     capsys.readouterr()
     assert cli(["summary", str(out), "--json"]) == 0
+    run: dict[str, Any]
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     return run
 
@@ -195,8 +196,9 @@ def test_a_lone_surrogate_answer_survives_every_verb(
 
 
 def _first_item(store: ResultsStore, run_id: str) -> str:
-    return sorted(r.payload["item"] for r in store.read_records(run_id, "holdout")
-                  if r.payload["checkpoint"] == 4)[0]
+    items: list[str] = sorted(r.payload["item"] for r in store.read_records(run_id, "holdout")
+                              if r.payload["checkpoint"] == 4)
+    return items[0]
 
 
 def test_feedback_into_the_prompt_carries_no_secret(

@@ -34,7 +34,9 @@ def test_retro_probes_replay_nothing(tmp_path: Any, monkeypatch: pytest.MonkeyPa
     data = synthetic_stream(generate_seqmem_synthetic(seed=2, tasks=TASKS, holdout=3))
     spec = RunSpec(protocol="seqmem", dataset_hash=data.sha256,
                    system=ComponentSpec.parse(system), model=ComponentSpec(name="builtin"))
-    counts = ObserveCounts(monkeypatch, resolve("system", spec.system.name))
+    system_class = resolve("system", spec.system.name)
+    assert isinstance(system_class, type)
+    counts = ObserveCounts(monkeypatch, system_class)
     horizons = [1, 2, 4, 8]  # every power of two below T: about T log T retro probes
     plan = SeqMemPlan.build(TASKS, horizons=horizons)
     with ResultsStore(tmp_path, writer=True) as store:

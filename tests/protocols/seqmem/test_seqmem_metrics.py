@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ from clstream.protocols.seqmem.metrics import (
 )
 
 
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
@@ -220,7 +221,7 @@ def test_score_keys_present_only_when_their_records_exist(tmp_path: Path) -> Non
     ],
 )
 def test_malformed_records_name_file_line_and_field(
-    tmp_path: Path, rows: list, field: str | None, needle: str
+    tmp_path: Path, rows: list[Any], field: str | None, needle: str
 ) -> None:
     path = write_jsonl(tmp_path / "bad.jsonl", rows)
     with pytest.raises(DataError) as err:
@@ -257,7 +258,7 @@ def test_boolean_correct_is_accepted() -> None:
 # ---------------------------------------------------------------- independent re-implementation
 
 
-def reference_score(rows: list[dict]) -> dict:
+def reference_score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Plain-loop SeqMem-Eval metrics written from the paper's formulas, for cross-checking."""
     online = {}
     hold: dict[int, dict[str, int]] = {}
@@ -275,10 +276,10 @@ def reference_score(rows: list[dict]) -> dict:
     for tau in range(1, T + 1):
         total += online[tau]
         abar.append(total / tau)
-    out: dict = {"online_acc": abar[-1], "ped": max(abar) - abar[-1], "mer": abar[-1] - min(abar)}
-    lowest = None
+    out: dict[str, Any] = {"online_acc": abar[-1], "ped": max(abar) - abar[-1], "mer": abar[-1] - min(abar)}
+    lowest = 0
     for i, v in enumerate(abar):
-        if lowest is None or v < abar[lowest] - 1e-12:
+        if v < abar[lowest] - 1e-12:
             lowest = i
     out["r_min"] = (lowest + 1) / T
     if hold:
@@ -311,7 +312,7 @@ def reference_score(rows: list[dict]) -> dict:
     return out
 
 
-def random_rows(rng: random.Random, sampled: bool) -> list[dict]:
+def random_rows(rng: random.Random, sampled: bool) -> list[dict[str, Any]]:
     T = rng.randint(1, 40)
     p = rng.random()
     rows = [{"kind": "online", "tau": t, "correct": int(rng.random() < p)} for t in range(1, T + 1)]

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from clstream.store.db import ResultsStore
 
@@ -80,7 +81,7 @@ def _run(script: Path, out: Path, kill_after: int, system: str) -> int:
     return proc.returncode
 
 
-def _table(out: Path) -> tuple[list[tuple], list[tuple]]:
+def _table(out: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Every stored record (timings and wall times removed) and every snapshot."""
     with ResultsStore(out) as store:
         run_id = store.runs()[0].run_id

@@ -21,6 +21,7 @@ from clstream.protocols.seqmem.plan import SeqMemPlan, load_memory
 from clstream.protocols.seqmem.runner import SeqMemRunner
 from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, synthetic_stream
 from clstream.store.db import ResultsStore
+from clstream.systems.experience import ExpRag
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from planned import drive_runner  # noqa: E402
@@ -205,6 +206,7 @@ def test_append_only_memory_is_stored_as_tails(tmp_path: Path) -> None:
         for k in range(13):
             state = load_memory(store, runner.run_id, k)
             system = system_factory(runner.spec, BuiltinReader())()
+            assert state is not None and isinstance(system, ExpRag)
             system.restore(state)
             assert [r.task_id for r in system.pool.records] == [t.id for t in data.tasks[:k]]
         assert load_memory(store, runner.run_id, 13) is None

@@ -6,6 +6,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,8 +101,8 @@ def test_memory_of_feedback_helps_by_construction() -> None:
     assert held and sum(held) / len(held) > 0.8
 
 
-def _rule_reader(reveals: list[str]) -> dict[str, dict]:
-    rules: dict[str, dict] = {"cipher": {}, "unit": {}, "fact": {}}
+def _rule_reader(reveals: list[str]) -> dict[str, dict[Any, Any]]:
+    rules: dict[str, dict[Any, Any]] = {"cipher": {}, "unit": {}, "fact": {}}
     for text in reveals:
         if m := re.search(r"The (\w+) cipher moves every letter (\d+) places", text):
             rules["cipher"][m.group(1)] = int(m.group(2))
@@ -114,7 +115,7 @@ def _rule_reader(reveals: list[str]) -> dict[str, dict]:
     return rules
 
 
-def _apply(rules: dict[str, dict], task: SeqTask) -> str:
+def _apply(rules: dict[str, dict[Any, Any]], task: SeqTask) -> str:
     q = task.prompt
     if m := re.search(r"the (\w+) cipher, encode the word '(\w+)'", q):
         k = rules["cipher"][m.group(1)]
@@ -122,9 +123,9 @@ def _apply(rules: dict[str, dict], task: SeqTask) -> str:
     if m := re.search(r"How many (\w+)s make (\d+) (\w+)s", q):
         return str(int(m.group(2)) * rules["unit"][(m.group(3), m.group(1))])
     if m := re.search(r"the ([a-z ]+?) (?:of|that belongs to) (\w+)[?.]", q):
-        return rules["fact"][(m.group(1), m.group(2))]
+        return str(rules["fact"][(m.group(1), m.group(2))])
     if m := re.search(r"word '(\w+)'", q):
-        return rules["fact"][m.group(1)]
+        return str(rules["fact"][m.group(1)])
     raise AssertionError(f"unparsed question {q!r}")
 
 

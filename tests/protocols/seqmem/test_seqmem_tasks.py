@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,12 +24,12 @@ from clstream.protocols.seqmem.tasks import (
 )
 
 
-def jsonl(path: Path, rows: list[dict]) -> Path:
+def jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
 
-def humaneval_rows(n: int) -> list[dict]:
+def humaneval_rows(n: int) -> list[dict[str, Any]]:
     return [
         {
             "task_id": f"HumanEval/{i}",
@@ -110,7 +111,7 @@ def test_parquet_needs_pyarrow(tmp_path: Path) -> None:
 
 
 def test_math500_answer_or_boxed_solution(tmp_path: Path) -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"problem": "1+1?", "answer": "2", "unique_id": "a/1", "level": 1},
         {"problem": "half?", "solution": "We get \\boxed{\\frac{1}{2}}."},
         {"problem": "none?", "solution": "no box"},

@@ -31,8 +31,8 @@ from clstream.protocols.clbench.envs.base import EnvironmentBase
 from clstream.protocols.clbench.materials import write_materials
 from clstream.protocols.clbench.metrics import ci_multiplier, score_clbench
 from clstream.protocols.clbench.records import ClbenchRecords, load_clbench_records
+from clstream.protocols.clbench.run_summary import stateless_sums
 from clstream.protocols.clbench.runner import ClbenchRunner, template_fingerprint
-from clstream.protocols.clbench.summary import stateless_sums
 from clstream.store.db import ResultsStore
 
 __all__ = ["add_generate_arguments", "add_run_clbench_arguments", "add_score_arguments",

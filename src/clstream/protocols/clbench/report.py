@@ -7,7 +7,7 @@ normalized gain with its 95% interval. Figures: the cumulative reward by positio
 rollout with a band over rollouts (lowest to highest) against the stateless arm's rewards in
 the same order; per task and stage the mean reward of both arms; stability and plasticity
 per run; cost against normalized gain with the Pareto
-front. An incomplete run is scored over its complete arms (:mod:`.summary`) and labelled with
+front. An incomplete run is scored over its complete arms (:mod:`.run_summary`) and labelled with
 that coverage; a run with no task scored keeps its rows, marked incomplete, and is left out of
 the charts.
 """

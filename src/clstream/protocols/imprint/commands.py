@@ -187,7 +187,7 @@ def _build(args: argparse.Namespace) -> Dataset:
     small = args.size == "small"
     if args.setting == "news":
         if args.articles:
-            from clstream.protocols.imprint.settings.news.local import load_local_news
+            from clstream.protocols.imprint.settings.news.from_articles import load_local_news
             if args.model is None:
                 raise SpecError("flag --articles needs --model (it writes the questions)")
             model = _model(args)
@@ -219,10 +219,10 @@ def _build(args: argparse.Namespace) -> Dataset:
         generate_persona,
     )
     if args.personamem:
-        from clstream.protocols.imprint.settings.persona.local import load_personamem
+        from clstream.protocols.imprint.settings.persona.from_exports import load_personamem
         return load_personamem(args.personamem)
     if args.horizon:
-        from clstream.protocols.imprint.settings.persona.local import load_horizon
+        from clstream.protocols.imprint.settings.persona.from_exports import load_horizon
         return load_horizon(args.horizon)
     persona = (PersonaConfig(seed=args.seed, n_personas=2, chunks=2, sessions_per_chunk=3)
                if small else PersonaConfig(seed=args.seed))

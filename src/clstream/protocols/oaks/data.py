@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class OaksDataset:
         return {q.question_id: (d, q) for d in self.documents for q in d.questions}
 
 
-def gold_view(dataset: OaksDataset) -> dict:
+def gold_view(dataset: OaksDataset) -> dict[str, Any]:
     """A compact JSON form of a dataset without chunk texts: enough to score predictions.
 
     The results store keeps it, so ``summary`` and ``report`` work even after the data file
@@ -88,7 +89,7 @@ def gold_view(dataset: OaksDataset) -> dict:
     }
 
 
-def from_gold_view(view: dict) -> OaksDataset:
+def from_gold_view(view: dict[str, Any]) -> OaksDataset:
     """Inverse of :func:`gold_view`; chunk texts come back empty (only their count matters)."""
     docs = tuple(
         OaksDocument(

@@ -258,7 +258,7 @@ def judge_dataset(
     return judged, missing
 
 
-def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins) -> list[dict]:
+def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins) -> list[dict[str, Any]]:
     check_bins(bins_open)
     check_bins(bins_mc)
     rows: list[dict[str, Any]] = []

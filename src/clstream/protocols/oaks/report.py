@@ -4,7 +4,7 @@ Shows the OAKS score JSON (docs/oaks.md §3.3) of each run: accuracy and the int
 AL / DS / PM (OAKS paper §6.2 and App. B.2.2; docs/oaks.md §5), the eight transition behaviours
 (paper §6.1, App. E.1), accuracy per question type, per change-frequency subset and per
 interval (paper §6.3-6.4). An incomplete run is scored over its complete questions only (those
-answered at every interval; :mod:`clstream.protocols.oaks.summary`) and labelled with that
+answered at every interval; :mod:`clstream.protocols.oaks.run_summary`) and labelled with that
 coverage; a run whose metrics are null (no complete question yet) keeps its row, marked
 incomplete, and is left out of the charts.
 """

@@ -29,9 +29,9 @@ from clstream.protocols.seqmem.arguments import (
 from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.protocols.seqmem.prompts import template_fingerprint
+from clstream.protocols.seqmem.run_summary import seqmem_rows
 from clstream.protocols.seqmem.runner import SeqMemRunner
 from clstream.protocols.seqmem.streams import load_seqmem_stream
-from clstream.protocols.seqmem.summary import seqmem_rows
 from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, write_seqmem_synthetic
 
 __all__ = ["add_generate_arguments", "add_run_seqmem_arguments", "add_score_arguments",

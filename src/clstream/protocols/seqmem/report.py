@@ -7,9 +7,9 @@ hold-out generalization (H(k) per checkpoint, HoldOutAcc, Trend_HO), backward tr
 forgetting per horizon (BWT(t), F(t), IV = BWT(1)), the cost of the sequential run split into
 retrieve / generate / update, and the five-dimension radar. The paper's radar plots each
 method's rank within a dimension; here the radar plots the normalized dimension scores of
-:func:`clstream.protocols.seqmem.summary.radar` (ranks are in the numbers under the chart), and
+:func:`clstream.protocols.seqmem.run_summary.radar` (ranks are in the numbers under the chart), and
 only the dimensions every charted run has. An incomplete run is scored as the stream up to its
-last contiguous completed task (:mod:`clstream.protocols.seqmem.summary`) and labelled with that
+last contiguous completed task (:mod:`clstream.protocols.seqmem.run_summary`) and labelled with that
 coverage; a run without metrics (no online record yet) keeps its row, marked incomplete, and is
 left out of the charts.
 """

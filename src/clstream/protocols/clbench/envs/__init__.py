@@ -6,15 +6,27 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from clstream.protocols.clbench.envs.base import EnvironmentBase
 from clstream.protocols.clbench.envs.database import DatabaseEnv
 from clstream.protocols.clbench.envs.sales import SalesEnv
 from clstream.protocols.clbench.envs.spectrum import SpectrumEnv
 
-ENVIRONMENTS: dict[str, type[EnvironmentBase]] = {
+
+class EnvironmentClass(Protocol):
+    """An environment class as :data:`ENVIRONMENTS` holds it: built from a seed and the name of
+    a schedule (the base class itself takes a built schedule, so ``type[EnvironmentBase]`` would
+    not say how the classes are called)."""
+
+    def __call__(self, seed: int = ..., schedule: str = ..., max_invalid: int = ...
+                 ) -> EnvironmentBase: ...
+
+
+ENVIRONMENTS: dict[str, EnvironmentClass] = {
     SpectrumEnv.name: SpectrumEnv,
     SalesEnv.name: SalesEnv,
     DatabaseEnv.name: DatabaseEnv,
 }
 
-__all__ = ["ENVIRONMENTS", "DatabaseEnv", "SalesEnv", "SpectrumEnv"]
+__all__ = ["ENVIRONMENTS", "DatabaseEnv", "EnvironmentClass", "SalesEnv", "SpectrumEnv"]

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from clstream.core.errors import DataError
-from clstream.protocols.imprint.schema import check_disjoint, load_dataset, write_dataset
+from clstream.protocols.imprint.schema import Dataset, check_disjoint, load_dataset, write_dataset
 from clstream.protocols.imprint.settings.code.dataset import (
     MASK,
     build_code_dataset,
@@ -20,12 +21,19 @@ from clstream.protocols.imprint.settings.code.dataset import (
     no_residue,
     usage_snippets,
 )
-from clstream.protocols.imprint.settings.code.synthetic import CodeWorldConfig, write_library_wheels
+from clstream.protocols.imprint.settings.code.synthetic import (
+    CodeWorldConfig,
+    SyntheticChangelog,
+    write_library_wheels,
+)
 from clstream.protocols.imprint.settings.code.wheels import diff_surfaces, read_wheel
+
+# the two releases' wheels, the changelog written with them and the dataset built from them
+Library = tuple[Path, Path, SyntheticChangelog, Dataset]
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory):
+def library(tmp_path_factory: pytest.TempPathFactory) -> Library:
     root = tmp_path_factory.mktemp("code")
     old, new, changelog = write_library_wheels(CodeWorldConfig(seed=5), root)
     data = build_code_dataset(old, new, changelog.package, seed=5,
@@ -33,7 +41,7 @@ def library(tmp_path_factory: pytest.TempPathFactory):
     return old, new, changelog, data
 
 
-def test_families_and_golds(library) -> None:
+def test_families_and_golds(library: Library) -> None:
     _, _, changelog, data = library
     assert data.setting == "code" and data.instances() == ["all"]
     non_param = [e for e in changelog.added if e.kind != "parameter"]
@@ -60,7 +68,7 @@ def test_families_and_golds(library) -> None:
     assert {i.meta["snippet_source"] for i in families["CompRel"]} == {"doctest", "tests", "usage"}
 
 
-def test_diracq_is_answerable_from_its_article(library) -> None:
+def test_diracq_is_answerable_from_its_article(library: Library) -> None:
     _, _, _, data = library
     docs = {d.doc_id: d for d in data.corpus}
     for item in data.items:
@@ -78,7 +86,7 @@ def test_diracq_is_answerable_from_its_article(library) -> None:
             assert re.search(rf"\b{re.escape(str(item.gold))}\b", text)
 
 
-def test_compositional_snippets_pass_the_gates(library) -> None:
+def test_compositional_snippets_pass_the_gates(library: Library) -> None:
     _, new, changelog, data = library
     leaves = {e.path: e.leaf for e in changelog.added}
     for item in data.items:
@@ -99,7 +107,7 @@ def test_compositional_snippets_pass_the_gates(library) -> None:
                    for o in origins)
 
 
-def test_gate_rejections(library) -> None:
+def test_gate_rejections(library: Library) -> None:
     old, new, changelog, _ = library
     surface = read_wheel(new, changelog.package)
     features = diff_surfaces(read_wheel(old, changelog.package), surface).features
@@ -119,7 +127,7 @@ def test_gate_rejections(library) -> None:
     assert leaky and words == "Return the [...] [...] of the elements."
 
 
-def test_q_is_disjoint_and_references_hold(library, tmp_path: Path) -> None:
+def test_q_is_disjoint_and_references_hold(library: Library, tmp_path: Path) -> None:
     _, _, _, data = library
     check_disjoint(data.qa, data.items)
     assert len(data.qa) >= 4 * len(data.corpus)
@@ -134,13 +142,15 @@ def test_seed_determinism() -> None:
     a = generate_code(CodeWorldConfig(seed=11))
     b = generate_code(CodeWorldConfig(seed=11))
     c = generate_code(CodeWorldConfig(seed=12))
-    dump = lambda d: [x.model_dump() for x in (*d.corpus, *d.qa, *d.items)]  # noqa: E731
+    def dump(d: Dataset) -> list[dict[str, Any]]:
+        return [x.model_dump() for x in (*d.corpus, *d.qa, *d.items)]
+
     assert dump(a) == dump(b)
     assert dump(a) != dump(c)
     assert not any(i.family == "BoundAbs" for i in a.items)
 
 
-def test_bad_inputs_are_data_errors(library, tmp_path: Path) -> None:
+def test_bad_inputs_are_data_errors(library: Library, tmp_path: Path) -> None:
     old, new, _, _ = library
     junk = tmp_path / "junk.whl"
     junk.write_bytes(b"\x00garbage")

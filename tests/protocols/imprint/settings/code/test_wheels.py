@@ -12,10 +12,12 @@ import pytest
 from clstream.core.errors import DataError
 from clstream.protocols.imprint.settings.code.synthetic import (
     CodeWorldConfig,
+    SyntheticChangelog,
     build_wheel,
     write_library_wheels,
 )
 from clstream.protocols.imprint.settings.code.wheels import (
+    WheelDiff,
     diff_surfaces,
     diff_wheels,
     parameter_description,
@@ -23,16 +25,19 @@ from clstream.protocols.imprint.settings.code.wheels import (
     version_key,
 )
 
+# the two releases' wheels, the changelog written with them and the diff read back
+Library = tuple[Path, Path, SyntheticChangelog, WheelDiff]
+
 
 @pytest.fixture(scope="module", params=[0, 7])
-def library(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+def library(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Library:
     root = tmp_path_factory.mktemp(f"lib{request.param}")
     old, new, changelog = write_library_wheels(CodeWorldConfig(seed=request.param), root)
     diff = diff_surfaces(read_wheel(old, changelog.package), read_wheel(new, changelog.package))
     return old, new, changelog, diff
 
 
-def test_diff_finds_exactly_the_changelog(library) -> None:
+def test_diff_finds_exactly_the_changelog(library: Library) -> None:
     _, _, changelog, diff = library
     found = {f.path for f in diff.features}
     assert found == changelog.added_paths  # precision = recall = 1
@@ -46,7 +51,7 @@ def test_diff_finds_exactly_the_changelog(library) -> None:
         assert by_path[entry.path].version == changelog.new_version
 
 
-def test_moved_reexported_and_aliased_names_are_rejected(library) -> None:
+def test_moved_reexported_and_aliased_names_are_rejected(library: Library) -> None:
     _, _, changelog, diff = library
     rejected = {r.path: r.reason for r in diff.rejected}
     for path in (*changelog.moved, *changelog.aliased):
@@ -54,7 +59,7 @@ def test_moved_reexported_and_aliased_names_are_rejected(library) -> None:
     assert changelog.moved and changelog.aliased
 
 
-def test_removals_and_renames_are_deprecations(library) -> None:
+def test_removals_and_renames_are_deprecations(library: Library) -> None:
     _, _, changelog, diff = library
     removed = {d.path: d.new for d in diff.deprecations if d.kind == "removed"}
     assert set(changelog.removed) <= set(removed)
@@ -66,7 +71,7 @@ def test_removals_and_renames_are_deprecations(library) -> None:
     assert set(changelog.renamed) == renamed
 
 
-def test_stub_star_and_all_extension_cases_are_covered(library) -> None:
+def test_stub_star_and_all_extension_cases_are_covered(library: Library) -> None:
     _, _, changelog, diff = library
     found = {f.path for f in diff.features}
     assert changelog.through_stub and set(changelog.through_stub) <= found

@@ -48,6 +48,9 @@ from clstream.protocols.imprint.settings.news.world import (
     plan_events,
 )
 
+# The config is offered here with the generator that takes it, so a caller needs one import.
+__all__ = ["GENERATOR", "NewsConfig", "generate_news"]
+
 GENERATOR = "imprint.news-world-v1"
 
 _HINTS = {"DirAcq": "raise n_deals or days", "TempUpd": "raise n_roles or n_quantities",

@@ -102,9 +102,10 @@ class NewsLedger:
         return self.entities[entity]["attrs"][key]
 
     def governor_role(self, country: str) -> str:
-        return next(r["id"] for r in self.roles.values()
-                    if self.entities[r["org"]]["attrs"]["org_type"] == "central bank"
-                    and self.entities[r["org"]]["attrs"]["country"] == country)
+        role: str = next(r["id"] for r in self.roles.values()
+                         if self.entities[r["org"]]["attrs"]["org_type"] == "central bank"
+                         and self.entities[r["org"]]["attrs"]["country"] == country)
+        return role
 
     def claim_holds(self, claim: dict[str, Any]) -> bool:
         """True when some event of the claim's type, dated in ``[from, to]``, matches every

@@ -16,7 +16,7 @@ from clstream.core.errors import DataError
 from clstream.core.types import GenerationRequest, GenerationResult, Sample
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.schema import check_disjoint, load_dataset, write_dataset
-from clstream.protocols.imprint.settings.news.local import (
+from clstream.protocols.imprint.settings.news.from_articles import (
     ArticleEvent,
     cluster_events,
     drop_near_duplicates,

@@ -14,7 +14,7 @@ from clstream.core.registry import resolve
 from clstream.core.types import GenerationRequest
 from clstream.models.builtin import BuiltinReader
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.systems.summary import ChunkedSummary, split_document, truncate_right
+from clstream.systems.chunked_summary import ChunkedSummary, split_document, truncate_right
 
 
 def _echo_first_line(request: GenerationRequest) -> str:

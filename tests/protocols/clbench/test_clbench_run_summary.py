@@ -13,8 +13,8 @@ import pytest
 
 from clstream.cli import main
 from clstream.protocols.clbench.metrics import score_clbench, stage_means
+from clstream.protocols.clbench.run_summary import by_stage, scored_records, text_rows
 from clstream.protocols.clbench.snapshots import apply_delta, stored_form
-from clstream.protocols.clbench.summary import by_stage, scored_records, text_rows
 
 VIEW = {"tasks": {"a": {"n_instances": 2, "r_max": 1.0}, "b": {"n_instances": 2, "r_max": 1.0}}}
 

@@ -51,7 +51,7 @@ from clstream.core.registry import canonical_component, resolve
 from clstream.core.specs import ComponentSpec, parse_model_spec
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Query
 from clstream.models.tokenizers import longest_prefix
-from clstream.systems import corpus_prompts as P
+from clstream.systems import corpus_prompts
 from clstream.systems.base import SNAPSHOT, snapshot_error, staged
 from clstream.systems.oracle import InContextMethod
 from clstream.systems.passages import passage_of
@@ -246,10 +246,11 @@ class ChunkedSummary(InContextMethod):
         return []
 
     def _target_of(self, tokens: int) -> int:
-        target = self.args["tokens"]
+        target: int = self.args["tokens"]
         if not self.args["per_doc"]:
             return target
-        nominal = math.ceil(tokens * target / self.args["chunk"])
+        chunk: int = self.args["chunk"]
+        nominal = math.ceil(tokens * target / chunk)
         return min(target, max(MIN_DOC_TARGET, nominal))
 
     def chunks(self) -> list[Chunk]:
@@ -293,8 +294,8 @@ class ChunkedSummary(InContextMethod):
         return [staged(r, "summary") for r in results]
 
     def _summary_request(self, chunk: Chunk, number: int) -> GenerationRequest:
-        messages = (Message(role="system", content=P.SUMMARY_SYSTEM),
-                    Message(role="user", content=P.SUMMARY_PROMPT.format(
+        messages = (Message(role="system", content=corpus_prompts.SUMMARY_SYSTEM),
+                    Message(role="user", content=corpus_prompts.SUMMARY_PROMPT.format(
                         target=chunk.target, documents=chunk.text)))
         return self._seeded_request(f"summary/{number}", messages, stage="summary", n=1,
                                     max_tokens=math.ceil(COMPLETION_FACTOR * chunk.target))
@@ -315,7 +316,7 @@ class ChunkedSummary(InContextMethod):
         shown = [(n, s.text) for n, s in enumerate(self._summaries) if s.text.strip()]
         if not shown:
             return []
-        return [layout.passages_section(shown, P.SUMMARIES_HEADER)]
+        return [layout.passages_section(shown, corpus_prompts.SUMMARIES_HEADER)]
 
     # --- snapshots -------------------------------------------------------------------------
 
@@ -337,8 +338,8 @@ class ChunkedSummary(InContextMethod):
         self._pending = [Pending(d["doc_id"], d["text"]) for d in pending]
 
     def _described(self) -> dict[str, Any]:
-        summarizer = ({"name": EXTRACTIVE, "note": P.EXTRACTIVE_LABEL} if self.extractive
-                      else self.summarizer.describe())
+        summarizer = ({"name": EXTRACTIVE, "note": corpus_prompts.EXTRACTIVE_LABEL}
+                      if self.extractive else self.summarizer.describe())
         return {**super()._described(), "summarizer": summarizer}
 
 

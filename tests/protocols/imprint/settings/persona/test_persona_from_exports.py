@@ -11,7 +11,7 @@ import pytest
 
 from clstream.core.errors import DataError
 from clstream.protocols.imprint.schema import load_dataset, write_dataset
-from clstream.protocols.imprint.settings.persona.local import load_horizon, load_personamem
+from clstream.protocols.imprint.settings.persona.from_exports import load_horizon, load_personamem
 from clstream.protocols.imprint.settings.persona.synthetic import state_at
 
 COLUMNS = ["persona_id", "question_id", "question_type", "user_question_or_message",
