@@ -4,6 +4,7 @@ reruns a directory; a malformed file is one line naming the file, the entry and 
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -186,3 +187,16 @@ def test_run_flags_are_recorded_with_each_run(data: dict[str, Path], tmp_path: P
     flags = run.info["run_flags"]
     assert flags == {"data": str(data["oaks"].resolve()), "top_k": 5}
     assert not any(re.search("progress|system|out", key) for key in flags)
+
+
+def test_recorded_flags_never_hold_an_endpoint_password() -> None:
+    from clstream.driver.assemble import run_flags
+    from clstream.protocols.oaks.arguments import add_run_oaks_arguments
+
+    parser = argparse.ArgumentParser()
+    add_run_oaks_arguments(parser)
+    args = parser.parse_args(["data.json", "--system", "full", "--out", "r", "--base-url",
+                              "http://user:hunter2secret@127.0.0.1:8000/v1"])
+    flags = run_flags(args, add_run_oaks_arguments)
+    assert flags["base_url"] == "http://127.0.0.1:8000/v1"
+    assert "hunter2" not in json.dumps(flags)

@@ -110,8 +110,9 @@ def _echoes(prompt: str, text: str) -> bool:
 
 async def check(model: OpenAICompatModel) -> dict[str, Any]:
     """Every finding of the check, as the ``--json`` output prints it."""
+    from clstream.core.secrets import redacted_url
     from clstream.core.types import SamplingParams
-    from clstream.models.openai_compat import EndpointError, redacted_url
+    from clstream.models.openai_compat import EndpointError
 
     notes = await model.preflight(SamplingParams(temperature=0.0, max_tokens=1))
     server = model.server
@@ -207,7 +208,8 @@ def handler(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from clstream.models.openai_compat import EndpointError, OpenAICompatModel, redacted_url
+    from clstream.core.secrets import redacted_url
+    from clstream.models.openai_compat import EndpointError, OpenAICompatModel
     from clstream.models.wire import MalformedResponse
 
     model = OpenAICompatModel(args.model, base_url=args.base_url, api_key_env=args.api_key_env,

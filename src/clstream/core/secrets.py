@@ -24,6 +24,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 MIN_LENGTH = 8
@@ -104,3 +105,16 @@ class Scrubber:
 def scrub(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` with every known secret (and ``extra``) replaced by ``[redacted]``."""
     return Scrubber(known_secrets(extra)).text(text)
+
+
+def redacted_url(url: str) -> str:
+    """The URL without any user:password part: what names an endpoint in errors, in a run's
+    description and in ``clstream check``, so credentials in a URL are never shown or stored."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.contracts import Model, System
+from clstream.core.secrets import redacted_url
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import SamplingParams
 from clstream.driver.components import build_model, parse_components, system_factory
@@ -72,6 +73,8 @@ def run_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.Argume
         if action.dest in _UNRECORDED or not hasattr(args, action.dest):
             continue
         value = getattr(args, action.dest)
+        if isinstance(value, str) and "://" in value:
+            value = redacted_url(value)  # never a user:password of an endpoint
         if not action.option_strings:
             out[action.dest] = (str(Path(value).resolve())
                                 if isinstance(value, str) and Path(value).exists() else value)

@@ -180,12 +180,13 @@ def register_planned(plan: PlannedRun, store: ResultsStore, model: Any) -> bool:
 
 
 def run_planned(plan: PlannedRun, store: ResultsStore, model: Any, *,
-                executor: Executor | None = None, show_progress: bool = True) -> RunResult:
+                executor: Executor | None = None, show_progress: bool = True,
+                notes: Notes | None = None) -> RunResult:
     """Register one planned run and run its cells into an open store."""
     resumed = register_planned(plan, store, model)
     return run_interruptible(execute_run(plan, plan.open(store), store, model,
                                          executor=executor, show_progress=show_progress,
-                                         resumed=resumed))
+                                         resumed=resumed, notes=notes))
 
 
 def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None,
@@ -198,10 +199,8 @@ def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None,
     notes = Notes([note for note in job.notes if note not in said])
     said.update(job.notes)
     for plan in job.runs:
-        resumed = register_planned(plan, store, job.model)
-        result = run_interruptible(execute_run(
-            plan, plan.open(store), store, job.model, executor=executor,
-            show_progress=job.show_progress, resumed=resumed, notes=notes))
+        result = run_planned(plan, store, job.model, executor=executor,
+                             show_progress=job.show_progress, notes=notes)
         notes.flush()
         print(result_line(result, dict(plan.units)), file=sys.stderr)
         if not result.complete:

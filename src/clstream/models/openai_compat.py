@@ -78,14 +78,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from clstream.core.contracts import Tokenizer
 from clstream.core.errors import ClstreamError, SpecError
 from clstream.core.params import Param
-from clstream.core.secrets import register_secret, scrub
+from clstream.core.secrets import redacted_url, register_secret, scrub
 from clstream.core.types import (
     GenerationRequest,
     GenerationResult,
@@ -212,19 +212,6 @@ def _check_base_url(base_url: str) -> str:
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise SpecError(f"base_url {base_url!r} must be an http:// or https:// URL with a host")
     return base_url.strip().rstrip("/")
-
-
-def redacted_url(url: str) -> str:
-    """The URL without any user:password part: what names an endpoint in errors, in a run's
-    description and in ``clstream check``, so credentials in a URL are never shown or stored."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def _read_key(api_key_env: str | None) -> _Secret | None:
