@@ -20,8 +20,9 @@ into one results directory::
     systems = ["full", "rag:k=4"]
     docs_in_flight = 2         # any flag of `clstream run oaks`, by its name (- or _)
 
-Paths given relative are taken from the spec file's directory. A malformed file is one line
-naming the file, the entry and the field (exit 2) before anything runs.
+A relative path that names a file or directory beside the spec file is taken from there. A
+malformed file is one line naming the file, the entry and the field (exit 2) before anything
+runs.
 
 ``clstream runs DIR --spec`` prints a spec file that reruns every run of a results directory:
 each run records its flags (:func:`clstream.driver.assemble.run_flags`), and runs that differ
@@ -93,7 +94,7 @@ def _words(entry: dict[str, Any], parser: argparse.ArgumentParser, path: Path, w
             known = ", ".join(sorted({d for d in actions if d != "system"} | {"systems"}))
             raise DataError(path, where, key, f"not a setting of this protocol's run "
                                               f"(settings: {known})")
-        if isinstance(value, (dict, list)) and not isinstance(value, list):
+        if isinstance(value, dict):
             raise DataError(path, where, key, "expected a value or a list, got a table")
         if isinstance(value, float) and not math.isfinite(value):
             raise DataError(path, where, key, f"not a finite number: {value}")
