@@ -26,12 +26,7 @@ ORDER_SENSITIVE = [1e16, 1.0, -1e16, 0.1, 0.2, 0.3, 1e-3, 3.3333333333333335, 7e
 
 def _shuffles(values: list[float], count: int = 50) -> list[list[float]]:
     rng = random.Random(11)
-    out = []
-    for _ in range(count):
-        copy = list(values)
-        rng.shuffle(copy)
-        out.append(copy)
-    return out
+    return [rng.sample(values, len(values)) for _ in range(count)]
 
 
 def _rounded(value: Fraction) -> float:

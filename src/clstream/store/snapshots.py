@@ -211,6 +211,13 @@ class SnapshotChains:
             self._held.pop((run_id, stream), None)
 
 
+def whole_state(state: Any) -> dict[str, Any]:
+    """How a protocol that keeps its own chain format hands a state to the store: whole, as
+    ``{"full": state}`` (the store keeps it as a delta against the step before; runs stored
+    before the store did that hold ``{"delta": ...}`` too, read by :func:`rebuild_chain`)."""
+    return {"full": state}
+
+
 def rebuild_chain(store: ResultsReader, run_id: str, stream: str, t: int,
                   apply: Callable[[Any, Any], Any]) -> Any | None:
     """A state stored by a protocol as its own chain (runs stored before the store kept

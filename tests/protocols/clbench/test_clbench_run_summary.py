@@ -14,7 +14,8 @@ import pytest
 from clstream.cli import main
 from clstream.protocols.clbench.metrics import score_clbench, stage_means
 from clstream.protocols.clbench.run_summary import by_stage, scored_records, text_rows
-from clstream.protocols.clbench.snapshots import apply_delta, stored_form
+from clstream.protocols.clbench.snapshots import apply_delta
+from clstream.store.snapshots import whole_state
 
 VIEW = {"tasks": {"a": {"n_instances": 2, "r_max": 1.0}, "b": {"n_instances": 2, "r_max": 1.0}}}
 
@@ -50,8 +51,7 @@ def test_a_snapshot_delta_rebuilds_the_state() -> None:
                                                      "del": []}, "j": {"=": 2}}, "del": ["k"]},
                       "env": {"dict": {"completed": {"=": ["y"]}}, "del": []}}, "del": []}
     assert apply_delta(old, delta) == new
-    assert stored_form(None, new, 5) == {"full": new}
-    assert stored_form(old, new, 2) == {"full": new}
+    assert whole_state(new) == {"full": new}
 
 
 def test_stage_means_by_hand() -> None:

@@ -17,9 +17,9 @@ from clstream.protocols.seqmem.plan import (
     default_horizons,
     load_memory,
     sample_taus,
-    stored_form,
 )
 from clstream.store.db import ResultsStore
+from clstream.store.snapshots import whole_state
 
 # --- the plan ------------------------------------------------------------------------------
 
@@ -74,13 +74,13 @@ def test_a_delta_stored_before_applies(old: Any, delta: dict[str, Any], new: Any
 
 
 def test_every_step_is_handed_over_whole_and_older_deltas_still_load(tmp_path: Any) -> None:
-    previous, state = {"records": [1, 2]}, {"records": [1, 2, 3]}
-    assert stored_form(previous, state, 1) == {"full": state}
+    state = {"records": [1, 2, 3]}
+    assert whole_state(state) == {"full": state}
     with ResultsStore(tmp_path, writer=True) as store:
         store.save_state("r", MEMORY, 0, {"full": {"records": []}})
         store.save_state("r", MEMORY, 1, {"delta": {"$dict": {"records": {"$append": [1]}}}})
         store.save_state("r", MEMORY, 2, {"delta": {"$dict": {"records": {"$append": [2]}}}})
-        store.save_state("r", MEMORY, 3, stored_form(previous, state, 3))
+        store.save_state("r", MEMORY, 3, whole_state(state))
         assert [load_memory(store, "r", k) for k in range(4)] \
             == [{"records": list(range(1, k + 1))} for k in range(4)]
         assert load_memory(store, "r", 4) is None

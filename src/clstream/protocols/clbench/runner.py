@@ -74,8 +74,9 @@ from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationResult, Query, Response, Usage
 from clstream.driver.plan import Cell, Progress
 from clstream.driver.record_fields import call_records, finish_reasons, timing_fields
-from clstream.protocols.clbench.snapshots import load_snapshot, stored_form
+from clstream.protocols.clbench.snapshots import load_snapshot
 from clstream.store.db import Record, ResultsStore
+from clstream.store.snapshots import whole_state
 
 PROTOCOL = "clbench"
 STATELESS, STATEFUL = "stateless", "stateful"
@@ -246,11 +247,10 @@ class ClbenchRunner:
                              f"instances, the rollout has {len(order)}")
         system = self.make_system()
         await system.reset()
-        previous: dict[str, Any] | None = None
         if start:
-            previous = load_snapshot(self.store, self.run_id, unit.stream, start)
-            system.restore(previous["system"])
-            env.restore(previous["env"])
+            restored = load_snapshot(self.store, self.run_id, unit.stream, start)
+            system.restore(restored["system"])
+            env.restore(restored["env"])
         else:
             env.reset()
         for pos in range(start + 1, len(order) + 1):
@@ -260,9 +260,8 @@ class ClbenchRunner:
                 self._stop(unit, pos, instance_id, env.schedule.stage_of(instance_id), played)
                 return
             state = {"system": _detached(system.snapshot()), "env": _detached(env.snapshot())}
-            self.store.save_state(self.run_id, unit.stream, pos,
-                                  stored_form(previous, state, pos), played.records)
-            previous = state
+            self.store.save_state(self.run_id, unit.stream, pos, whole_state(state),
+                                  played.records)
             progress.update(1)
 
     # -- one instance ----------------------------------------------------------------------------

@@ -41,12 +41,6 @@ def apply_delta(old: Any, delta: Any) -> Any:
     return out
 
 
-def stored_form(previous: Any, state: Any, t: int) -> dict[str, Any]:
-    """What is stored for snapshot ``t``: the state whole (the store keeps it as a delta
-    against ``previous``, the snapshot at t - 1)."""
-    return {"full": state}
-
-
 def load_snapshot(store: ResultsStore, run_id: str, stream: str, t: int) -> dict[str, Any]:
     """The snapshot stored for ``t`` of ``stream``, rebuilt from its deltas."""
     state = rebuild_chain(store, run_id, stream, t, apply_delta)

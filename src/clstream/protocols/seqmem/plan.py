@@ -128,9 +128,3 @@ def load_memory(store: ResultsStore, run_id: str, t: int) -> dict[str, Any] | No
     """The system snapshot stored for step t (after t updates) of a SeqMem run, or None."""
     state: dict[str, Any] | None = rebuild_chain(store, run_id, MEMORY, t, apply_delta)
     return state
-
-
-def stored_form(previous: Any, state: Any, step: int) -> dict[str, Any]:
-    """What is stored for ``step``: the state whole (the store keeps it as a delta against
-    ``previous``, the state of step - 1)."""
-    return {"full": state}

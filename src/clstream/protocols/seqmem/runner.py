@@ -42,9 +42,10 @@ from clstream.core.types import GenerationResult, Query, Response, Usage
 from clstream.driver.plan import Cell, Progress
 from clstream.driver.record_fields import call_records, finish_reasons, timing_fields
 from clstream.judges.evaluators import TaskLike, Verdict
-from clstream.protocols.seqmem.plan import MEMORY, SeqMemPlan, load_memory, stored_form
+from clstream.protocols.seqmem.plan import MEMORY, SeqMemPlan, load_memory
 from clstream.protocols.seqmem.prompts import ask
 from clstream.store.db import Record, ResultsStore
+from clstream.store.snapshots import whole_state
 
 PROTOCOL = "seqmem"
 PROBE_BATCH = 32  # probes answered (and committed) together at one state
@@ -165,7 +166,6 @@ class SeqMemRunner:
         self._eval_sem: asyncio.Semaphore | None = None
         self._progress: Progress | None = None
         self._done: dict[str, set[str]] = {"holdout": set(), "retro": set()}
-        self._last: dict[str, Any] = {}
 
     # -- counting ------------------------------------------------------------------------------
     def cells(self) -> list[Cell]:
@@ -189,8 +189,8 @@ class SeqMemRunner:
         await system.reset()
         steps = self.store.state_steps(self.run_id, MEMORY)
         if not steps:
-            self._last = json.loads(json.dumps(system.snapshot()))
-            self.store.save_state(self.run_id, MEMORY, 0, {"full": self._last})
+            empty = json.loads(json.dumps(system.snapshot()))
+            self.store.save_state(self.run_id, MEMORY, 0, whole_state(empty))
             steps = [0]
         # Probes still missing at stored states (a run stopped during them, or failed calls).
         for k in steps:
@@ -198,8 +198,7 @@ class SeqMemRunner:
                 system.restore(self._memory(k))
                 await self._probes(system, k)
         last = steps[-1]
-        self._last = self._memory(last)
-        system.restore(self._last)
+        system.restore(self._memory(last))
         for tau in range(last + 1, self.plan.n_tasks + 1):
             await self._online_step(system, tau)
             await self._probes(system, tau)
@@ -302,9 +301,7 @@ class SeqMemRunner:
             payload={"tau": tau, "time_s": round(update_s, 6), "calls": update_calls},
         ))
         state = json.loads(json.dumps(system.snapshot()))  # detached, as a resume reads it
-        self.store.save_state(self.run_id, MEMORY, tau, stored_form(self._last, state, tau),
-                              records)
-        self._last = state
+        self.store.save_state(self.run_id, MEMORY, tau, whole_state(state), records)
         self._tick(1)
 
     # -- probes at one state -------------------------------------------------------------------
