@@ -365,3 +365,66 @@ class Policy(Protocol):
     def name(self) -> str: ...
 
     def act(self, history: Sequence[Turn], observation: str) -> dict[str, Any]: ...
+
+
+# --- notes: what a policy learned, written down ------------------------------------------------
+
+NOTE_SEPARATOR = ": "
+
+
+def note_key(note: str) -> str | None:
+    """The subject of a note line ``<subject>: <content>`` (stripped), or None for a line that
+    is not a note."""
+    line = note.strip()
+    if NOTE_SEPARATOR not in line:
+        return None
+    key = line.split(NOTE_SEPARATOR, 1)[0].strip()
+    return key or None
+
+
+@runtime_checkable
+class NoteTaker(Protocol):
+    """A builtin policy whose learning can be written down and read back (docs/clbench.md §6).
+
+    Memory methods other than a full transcript keep *notes*: a notepad, extracted facts,
+    playbook bullets. So that the builtin model can exercise them, a policy that learns says
+    what it learned as note lines ``<subject>: <content>`` and acts from such lines:
+
+    * ``notes(history)`` -- what ``history`` teaches, one line per subject (subjects distinct
+      within one call). A note carries its own evidence (the hands, scans or instances it
+      counts) so that merging the same evidence twice changes nothing;
+    * ``merge(old, new)`` -- one note holding both, for two notes of the same subject
+      (idempotent: ``merge(merge(a, b), b) == merge(a, b)``);
+    * ``act_from_notes(notes, history, observation)`` -- the action given remembered notes (in
+      any order, several per subject allowed: they are merged; lines that are not this
+      policy's notes are ignored) and the turns still shown (the current instance's).
+
+    ``act(history, obs)`` and ``act_from_notes(notes(earlier), current, obs)`` should agree
+    when ``earlier`` + ``current`` is ``history`` split at the current instance: the notes are
+    the policy's whole memory of earlier instances.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def act(self, history: Sequence[Turn], observation: str) -> dict[str, Any]: ...
+
+    def notes(self, history: Sequence[Turn]) -> list[str]: ...
+
+    def merge(self, old: str, new: str) -> str: ...
+
+    def act_from_notes(self, notes: Sequence[str], history: Sequence[Turn], observation: str
+                       ) -> dict[str, Any]: ...
+
+
+def merge_notes(policy: NoteTaker, notes: Sequence[str]) -> list[str]:
+    """``notes`` with the notes of one subject merged into one, in first-seen order; lines that
+    are not notes are dropped."""
+    merged: dict[str, str] = {}
+    for note in notes:
+        key = note_key(note)
+        if key is None:
+            continue
+        line = note.strip()
+        merged[key] = policy.merge(merged[key], line) if key in merged else line
+    return list(merged.values())

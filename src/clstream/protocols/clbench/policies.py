@@ -31,7 +31,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clstream.core.environment import Environment, Policy, Turn, action_text, rollout_order
+from clstream.core.environment import (
+    Environment,
+    NoteTaker,
+    Policy,
+    Turn,
+    action_text,
+    merge_notes,
+    rollout_order,
+)
 from clstream.protocols.clbench.envs.base import instance_of
 from clstream.protocols.clbench.envs.database_policy import SchemaExplorer
 
@@ -46,6 +54,7 @@ __all__ = [
     "play_instance",
     "play_stateful",
     "play_stateless",
+    "play_with_notes",
 ]
 
 
@@ -99,6 +108,31 @@ def play(env: Environment, policy: Policy, order: Sequence[str], *, stateful: bo
             env.reset_to(instance_id)
             history = []
         runs.append(play_instance(env, policy, instance_id, history))
+    return runs
+
+
+def play_with_notes(env: Environment, policy: NoteTaker, rollout: int = 0) -> list[InstanceRun]:
+    """A stateful rollout where the policy remembers earlier instances only through its notes
+    (what a notepad would hold): after each instance its turns become notes, merged into the
+    notes kept; within an instance the policy sees that instance's turns."""
+    env.reset()
+    notes: list[str] = []
+    runs = []
+    for instance_id in rollout_order(env.schedule, env.order_policy, env.seed, rollout):
+        query = env.begin(instance_id)
+        turns: list[Turn] = []
+        while True:
+            action = policy.act_from_notes(notes, tuple(turns), query.observation)
+            result = env.step(action)
+            turns.append(Turn(query.observation, action_text(action), result.feedback))
+            if result.instance_complete:
+                break
+            assert result.next_query is not None
+            query = result.next_query
+        assert result.reward is not None
+        runs.append(InstanceRun(instance_id, query.stage, result.reward, result.success,
+                                result.step, dict(result.info)))
+        notes = merge_notes(policy, [*notes, *policy.notes(turns)])
     return runs
 
 
