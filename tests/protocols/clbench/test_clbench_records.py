@@ -199,6 +199,29 @@ def test_allow_missing_leaves_the_instance_out_of_both_arms() -> None:
     assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
 
 
+def test_rollout_rule_leaves_the_incomplete_rollout_out_whole() -> None:
+    rows = [r for r in small(s_ext=1.0)
+            if not (r.get("rollout") == 1 and r["instance_id"] == "d")]
+    records = load(rows, allow_missing=True, missing_rule="rollout")
+    t = records.tasks["t"]
+    assert t.rollouts_left_out == [1] and t.left_out == [] and t.rollouts == [0]
+    assert t.n_instances == 4 and records.n_rollouts_left_out == 1
+    # The same as a file that never had rollout 1.
+    complete = [r for r in small(s_ext=1.0) if r.get("rollout") != 1 or r["arm"] != "stateful"]
+    got, want = score_clbench(records), score_clbench(complete)
+    assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+    # An instance missing from the stateless arm is still left out of both arms.
+    rows = [r for r in small() if not (r.get("arm") == "stateless" and r["instance_id"] == "a")]
+    t = load(rows, allow_missing=True, missing_rule="rollout").tasks["t"]
+    assert t.left_out == ["a"] and t.rollouts_left_out == [] and t.rollouts == [0, 1]
+
+
+def test_rollout_rule_with_no_complete_rollout_is_an_error() -> None:
+    rows = [r for r in small() if not (r.get("arm") == "stateful" and r["instance_id"] == "c")]
+    with pytest.raises(DataError, match="no stateful rollout holding all its instances"):
+        load(rows, allow_missing=True, missing_rule="rollout")
+
+
 def test_allow_missing_with_nothing_left_is_an_error() -> None:
     rows = [task(n=1), inst("a", 1.0)]
     with pytest.raises(DataError, match="no instance in both arms"):
@@ -313,3 +336,10 @@ def test_score_command_allow_missing(tmp_path: Path, capsys: pytest.CaptureFixtu
     code, out, err = run_score([str(path), "--json", "--allow-missing"], capsys)
     assert code == 0 and json.loads(out)["tasks"]["t"]["n_instances"] == 3
     assert "left out 1 instance missing from an arm (t: 1 of 4 declared)" in err
+    rows = [r for r in small() if not (r.get("rollout") == 1 and r["instance_id"] == "b")]
+    path = write(tmp_path / "r2.jsonl", rows)
+    code, out, err = run_score(
+        [str(path), "--json", "--allow-missing", "--missing-rule", "rollout"], capsys)
+    task_json = json.loads(out)["tasks"]["t"]
+    assert code == 0 and task_json["n_instances"] == 4 and task_json["rollouts"] == 1
+    assert "left out 1 incomplete stateful rollout (t: 1)" in err

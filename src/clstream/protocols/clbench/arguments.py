@@ -26,8 +26,13 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("records", help="JSONL of task and instance records (docs/clbench.md §3.1)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--allow-missing", action="store_true",
-                   help="leave out (of both arms) an instance missing from an arm or rollout, "
-                        "instead of failing; the count is printed on stderr")
+                   help="score incomplete records instead of failing, by --missing-rule; "
+                        "what was left out is printed on stderr")
+    p.add_argument("--missing-rule", choices=("instance", "rollout"), default="instance",
+                   help="with --allow-missing: leave an instance missing anywhere out of both "
+                        "arms (instance, the default), or leave out every stateful rollout "
+                        "missing an instance, as the authors' analysis does (rollout); "
+                        "docs/clbench.md §7")
     p.add_argument("--t-multiplier", action="store_true",
                    help="95%% intervals with the t quantile for R - 1 degrees of freedom "
                         "(R: the fewest rollouts of any task) instead of the paper's 1.96")

@@ -54,6 +54,16 @@ def _missing_note(records: ClbenchRecords) -> str | None:
             f"({', '.join(parts)} declared)")
 
 
+def _rollouts_note(records: ClbenchRecords) -> str | None:
+    parts = [f"{name}: {', '.join(map(str, task.rollouts_left_out))}"
+             for name, task in records.tasks.items() if task.rollouts_left_out]
+    if not parts:
+        return None
+    count = records.n_rollouts_left_out
+    noun = "rollout" if count == 1 else "rollouts"
+    return f"clstream: left out {count} incomplete stateful {noun} ({'; '.join(parts)})"
+
+
 def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
@@ -73,10 +83,10 @@ _ROWS = (("reward", "reward"), ("stateless_reward", "stateless reward"), ("gain"
 
 def score(args: argparse.Namespace) -> int:
     records = load_checked(args.records, "clbench-records", lambda: load_clbench_records(
-        args.records, allow_missing=args.allow_missing))
-    note = _missing_note(records)
-    if note:
-        print(note, file=sys.stderr)
+        args.records, allow_missing=args.allow_missing, missing_rule=args.missing_rule))
+    for note in (_rollouts_note(records), _missing_note(records)):
+        if note:
+            print(note, file=sys.stderr)
     result = score_clbench(records, t_multiplier=args.t_multiplier)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -56,7 +56,7 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 Z_975 = 1.96
-"""The normal 97.5% quantile the paper's Table 1 uses for its 95% intervals."""
+"""The normal 97.5% quantile that reproduces the paper's Table 1 intervals."""
 
 T_975 = (
     12.706204736, 4.302652730, 3.182446305, 2.776445105, 2.570581836,
@@ -265,10 +265,12 @@ def t_quantile_975(df: int) -> float:
 def aggregate_ci(
     means: Sequence[float], ses: Sequence[float | None], multiplier: float = Z_975
 ) -> tuple[float, float | None]:
-    """(mean over K tasks, half-width of its 95% interval) as in the paper's Table 1.
+    """(mean over K tasks, half-width of its 95% interval), reproducing the paper's Table 1.
 
     mean = (1/K) sum_k m_k with equal task weights; CI = multiplier * sqrt(sum_k SE_k^2) / K,
-    the standard error of that mean with independent tasks. The paper's multiplier is 1.96;
+    the standard error of that mean with independent tasks. The paper states no formula: this
+    one is reconstructed from Table 1, whose intervals it reproduces from Tables 2-7
+    (docs/clbench.md §7, item 5). The multiplier that reproduces them is 1.96;
     pass :func:`t_quantile_975` of R - 1 for a small-sample interval. The CI is None when any
     task's SE is (a task with one rollout).
     """

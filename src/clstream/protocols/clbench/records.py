@@ -19,9 +19,16 @@ Readings this loader applies (each one line where it applies):
 
 Every instance must be in the stateless arm and in every stateful rollout of its task, and the
 task must name all N instances it declares. Otherwise the file is an error naming the instance,
-unless ``allow_missing``: then an instance absent from the stateless arm or from any stateful
-rollout is left out of both arms (every rollout) of its task, and the count is reported; the
-task is then scored over the instances that remain (N becomes their number).
+unless ``allow_missing``. Two rules for what is then left out (docs/clbench.md §7, item 9):
+
+* ``"instance"`` (clstream's): an instance absent from the stateless arm or from any stateful
+  rollout is left out of both arms (every rollout) of its task, and the count is reported; the
+  task is then scored over the instances that remain (N becomes their number). Every rollout
+  keeps counting, over fewer instances;
+* ``"rollout"`` (the authors' analysis): a stateful rollout missing any instance is left out
+  whole, so the task is scored over its complete rollouts and all N instances; an instance
+  absent from the stateless arm (one run, nothing to drop whole but the task) is still left
+  out of both arms as above.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from clstream.core.jsonio import iter_json_lines
 
 __all__ = [
     "ARMS",
+    "MISSING_RULES",
     "ClbenchRecords",
     "TaskRecords",
     "load_clbench_records",
@@ -44,6 +52,7 @@ __all__ = [
 ]
 
 ARMS = ("stateful", "stateless")
+MISSING_RULES = ("instance", "rollout")
 
 
 @dataclass
@@ -69,6 +78,7 @@ class TaskRecords:
     cost_unit: str | None = None
     left_out: list[str] = field(default_factory=list)
     n_unseen: int = 0
+    rollouts_left_out: list[int] = field(default_factory=list)
 
     @property
     def n_instances(self) -> int:
@@ -95,6 +105,10 @@ class ClbenchRecords:
     @property
     def n_missing(self) -> int:
         return sum(t.n_missing for t in self.tasks.values())
+
+    @property
+    def n_rollouts_left_out(self) -> int:
+        return sum(len(t.rollouts_left_out) for t in self.tasks.values())
 
 
 @dataclass
@@ -214,7 +228,8 @@ def _parse(source: str, line: int, raw: Any) -> _Task | _Instance:
 
 
 def records_from_rows(
-    rows: Iterable[tuple[int, Any]], source: str = "<records>", *, allow_missing: bool = False
+    rows: Iterable[tuple[int, Any]], source: str = "<records>", *, allow_missing: bool = False,
+    missing_rule: str = "instance",
 ) -> ClbenchRecords:
     """Validate ``(line number, record)`` pairs into :class:`ClbenchRecords`.
 
@@ -223,8 +238,11 @@ def records_from_rows(
     (task, arm, rollout, instance), a duplicate or out-of-range ``pos``, an instance whose
     stage differs between records, a task with no stateful records, more instances than the
     task declares, inconsistent costs, and (unless ``allow_missing``) an instance missing from
-    an arm or a declared instance that no record names.
+    an arm or a declared instance that no record names. ``missing_rule`` says what
+    ``allow_missing`` leaves out (the module docstring).
     """
+    if missing_rule not in MISSING_RULES:
+        raise ValueError(f"missing_rule must be one of {MISSING_RULES}, got {missing_rule!r}")
     tasks: dict[str, _Task] = {}
     instances: list[_Instance] = []
     for line, raw in rows:
@@ -245,13 +263,13 @@ def records_from_rows(
         by_task[inst.task].append(inst)
     if not tasks:
         raise DataError(source, None, "kind", "no task lines (at least one task is needed)")
-    out = {name: _build_task(source, tasks[name], by_task[name], allow_missing)
+    out = {name: _build_task(source, tasks[name], by_task[name], allow_missing, missing_rule)
            for name in sorted(tasks)}
     return ClbenchRecords(tasks=out, source=source)
 
 
-def _build_task(source: str, task: _Task, rows: list[_Instance], allow_missing: bool
-                ) -> TaskRecords:
+def _build_task(source: str, task: _Task, rows: list[_Instance], allow_missing: bool,
+                missing_rule: str = "instance") -> TaskRecords:
     name = task.name
     seen: dict[tuple[str, int, str], _Instance] = {}
     positions: dict[tuple[str, int, int], _Instance] = {}
@@ -291,6 +309,15 @@ def _build_task(source: str, task: _Task, rows: list[_Instance], allow_missing: 
         raise DataError(source, f"line {task.line}", "n_instances",
                         f"task {name!r} declares {task.n_instances} instances but its records "
                         f"name {len(stages)}")
+    rollouts_left_out: list[int] = []
+    if allow_missing and missing_rule == "rollout":
+        known = set(stages)
+        rollouts_left_out = [r for r in sorted(stateful) if set(stateful[r]) != known]
+        for r in rollouts_left_out:
+            del stateful[r]
+        if not stateful:
+            raise DataError(source, f"line {task.line}", "task",
+                            f"task {name!r} has no stateful rollout holding all its instances")
     left_out: list[str] = []
     for instance_id, first in stages.items():  # first-seen order (file order)
         absent = [] if instance_id in stateless else ["the stateless arm"]
@@ -324,7 +351,8 @@ def _build_task(source: str, task: _Task, rows: list[_Instance], allow_missing: 
         stateless={i: stateless[i].reward for i in kept},
         stages={i: stages[i].stage for i in kept},
         stateful={r: {i: stateful[r][i].reward for i in order} for r, order in orders.items()},
-        orders=orders, costs=costs, cost_unit=unit, left_out=left_out, n_unseen=n_unseen)
+        orders=orders, costs=costs, cost_unit=unit, left_out=left_out, n_unseen=n_unseen,
+        rollouts_left_out=rollouts_left_out)
 
 
 def _costs(source: str, name: str, orders: dict[int, list[str]],
@@ -351,7 +379,9 @@ def _costs(source: str, name: str, orders: dict[int, list[str]],
                     f"cost, or tokens, on every stateful record of a task, or on none)")
 
 
-def load_clbench_records(path: str | Path, *, allow_missing: bool = False) -> ClbenchRecords:
+def load_clbench_records(path: str | Path, *, allow_missing: bool = False,
+                         missing_rule: str = "instance") -> ClbenchRecords:
     """Read and validate a CL-Bench records file (JSONL, docs/clbench.md §3.1)."""
     p = Path(path)
-    return records_from_rows(iter_json_lines(str(p)), source=str(p), allow_missing=allow_missing)
+    return records_from_rows(iter_json_lines(str(p)), source=str(p), allow_missing=allow_missing,
+                             missing_rule=missing_rule)
