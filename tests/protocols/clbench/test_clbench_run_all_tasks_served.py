@@ -75,15 +75,17 @@ def exports(out: Path, tmp_path: Path) -> dict[str, list[str]]:
 
 def test_all_tasks_with_four_methods_resume_exactly_after_sigkill(tmp_path: Path) -> None:
     whole = tmp_path / "whole"
-    with KillingServer(model=MODEL) as server:
+    server = KillingServer(model=MODEL)
+    with server:
         assert main(argv(server, whole)) == 0
-        reference = Counter(server.answered)
+    reference = Counter(server.answered)
     tasks = {json.loads(line)["task"] for line in exports(whole, tmp_path)["icl"]
              if json.loads(line).get("kind") == "task"}
     assert tasks == set(ENVIRONMENTS)
 
     resumed = tmp_path / "resumed"
-    with KillingServer(kill_at=len(reference) // 2, model=MODEL) as server:
+    server = KillingServer(kill_at=sum(reference.values()) // 2, model=MODEL)
+    with server:
         child = subprocess.Popen([sys.executable, "-m", "clstream", *argv(server, resumed)],
                                  env=child_env(), stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True)
