@@ -124,9 +124,19 @@ _ENVIRONMENT_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.
                                  errno.EPERM, errno.EISDIR, errno.ENOTDIR})
 
 
+def _escape_unprintable_text() -> None:
+    """Print text no encoding can hold (a lone surrogate from a file or a model) as its
+    ``\\ud800`` escape instead of failing on it (docs/design.md §7)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    _escape_unprintable_text()
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if getattr(args, "protocol", None) is not None and getattr(args, "spec", None) is not None:

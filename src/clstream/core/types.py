@@ -27,8 +27,8 @@ class SamplingParams(BaseModel):
     top_p: float = Field(0.8, gt=0.0, le=1.0)
     top_k: int = Field(20, ge=-1)
     min_p: float = Field(0.0, ge=0.0, le=1.0)
-    max_tokens: int = Field(4096, ge=1)
-    n: int = Field(1, ge=1)
+    max_tokens: int = Field(4096, ge=1, le=10_000_000)
+    n: int = Field(1, ge=1, le=1_024)
     seed: int | None = None
     stop: tuple[str, ...] = ()
     thinking: bool | None = None

@@ -100,7 +100,22 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def positive(flag: str, value: int | None) -> None:
-    """A count flag must be >= 1 when given."""
+MOST_ROLLOUTS = 1_000
+"""More stateful rollouts than any study reports; the bound keeps a typo from sizing work."""
+MOST_IN_FLIGHT = 1_024
+"""Cells (rollouts, documents, instances) played at once."""
+
+
+def positive(flag: str, value: int | None, most: int | None = None) -> None:
+    """A count flag must be >= 1 when given, and at most ``most`` where the count sizes work
+    (checked before anything is registered: docs/design.md §7, one line and exit 2)."""
     if value is not None and value < 1:
         raise SpecError(f"flag {flag}: must be >= 1, got {value}")
+    if value is not None and most is not None and value > most:
+        raise SpecError(f"flag {flag}: must be at most {most:,}, got {_short(value)}")
+
+
+def _short(value: int) -> str:
+    """A number as a message shows it: whole when short, else its digit count."""
+    text = str(value)
+    return text if len(text) <= 24 else f"a {len(text)}-digit number"

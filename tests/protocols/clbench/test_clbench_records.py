@@ -267,6 +267,15 @@ BAD = [
     (lambda rows: rows + [{"kind": "run"}], "kind", "'task' or 'instance'"),
     (lambda rows: rows + [task(name="empty")], "task", "'empty' has no stateful records"),
     (lambda rows: rows[1:], "task", "'t' has no task line"),
+    (lambda rows: at(rows, 0, r_max=0), "r_max", "must be > 0"),
+    (lambda rows: at(rows, 0, r_max=-1.0), "r_max", "must be > 0"),
+    (lambda rows: at(rows, 0, s_ext=4.0), "s_ext", "below the ceiling"),
+    (lambda rows: at(rows, 0, reward_min=1.0, reward_max=0.0), "reward_max",
+     "above reward_min"),
+    (lambda rows: at(rows, 0, reward_max=0.75), "reward", "outside task 't''s range"),
+    (lambda rows: at(rows, 0, reward_min=0.25), "reward", "outside task 't''s range"),
+    # stateless mean 0.25 above r_max 0.2: the normalized gain would flip its sign
+    (lambda rows: at(rows, 0, r_max=0.2), "r_max", "above r_max 0.2"),
 ]
 
 

@@ -134,3 +134,14 @@ def test_a_resume_must_keep_the_reference(
     capsys.readouterr()
     assert main(run_argv(numbers_dir, "full", "--reference", f"{TASKS[0]}=0")) == 2
     assert "same one" in capsys.readouterr().err
+
+
+def test_a_reference_at_or_above_the_ceiling_is_refused_before_anything_is_stored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "runs"
+    task = "sales_prediction"
+    capsys.readouterr()
+    assert main(run_argv(out, "full", "--task", task, "--reference", f"{task}=1000000")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "must be below the task's ceiling" in err
+    assert not out.exists()

@@ -18,6 +18,8 @@ from clstream.core.errors import SpecError, StoreError
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
 from clstream.driver.flags import (
+    MOST_IN_FLIGHT,
+    MOST_ROLLOUTS,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
@@ -216,11 +218,16 @@ def parse_reference(text: str | None, out: str, tasks: list[str],
     if text is None:
         return None
     text = text.strip()
-    if "=" in text:
-        return _reference_numbers(text, tasks)
     if not text:
         raise SpecError("flag --reference: empty")
-    return _reference_run(out, text, tasks, view)
+    reference = (_reference_numbers(text, tasks) if "=" in text
+                 else _reference_run(out, text, tasks, view))
+    for task, s_ext in reference["s_ext"].items():
+        ceiling = view["tasks"][task]["n_instances"] * view["tasks"][task]["r_max"]
+        if s_ext >= ceiling:  # the normalized reward's denominator would not be positive
+            raise SpecError(f"flag --reference: {task}: S_ext {s_ext:g} must be below the "
+                            f"task's ceiling N * r_max = {ceiling:g}")
+    return reference
 
 
 def _check_reference(store: ResultsStore, run_id: str, reference: dict[str, Any] | None) -> None:
@@ -239,8 +246,8 @@ def run(args: argparse.Namespace) -> int:
 def plan_run(args: argparse.Namespace) -> RunJob:
     """``run clbench``: one planned run per system; each task's stateless arm and each of its
     rollouts is a cell, ``--parallel`` of them at once."""
-    positive("--rollouts", args.rollouts)
-    positive("--parallel", args.parallel)
+    positive("--rollouts", args.rollouts, MOST_ROLLOUTS)
+    positive("--parallel", args.parallel, MOST_IN_FLIGHT)
     tasks = task_names(args.task)
     basics = run_basics(args)
     envs = {task: make_env(task, args.seed, args.schedule) for task in tasks}

@@ -118,6 +118,8 @@ class _Task:
     n_instances: int
     s_ext: float | None
     line: int
+    reward_min: float | None = None
+    reward_max: float | None = None
 
 
 @dataclass
@@ -197,15 +199,32 @@ def _req_num(row: _Row, name: str) -> float:
     return value
 
 
+def _task(row: _Row, line: int) -> _Task:
+    """A task line, with the ranges the metrics rest on checked (SPECS §5, docs/clbench.md
+    §3.1): r_max > 0; s_ext below the ceiling N * r_max (else the normalized reward's
+    denominator is not positive); reward_min < reward_max when both are given."""
+    r_max = _req_num(row, "r_max")
+    if r_max <= 0:
+        raise row.error("r_max", f"must be > 0 (the per-instance ceiling), got {r_max:g}")
+    n = _req_int(row, "n_instances", 1)
+    s_ext = row.number("s_ext", optional=True)
+    if s_ext is not None and s_ext >= n * r_max:
+        raise row.error("s_ext", f"must be below the ceiling n_instances * r_max = "
+                                 f"{n * r_max:g}, got {s_ext:g}")
+    low, high = row.number("reward_min", optional=True), row.number("reward_max", optional=True)
+    if low is not None and high is not None and low >= high:
+        raise row.error("reward_max", f"must be above reward_min {low:g}, got {high:g}")
+    return _Task(name=row.text("task"), r_max=r_max, n_instances=n, s_ext=s_ext, line=line,
+                 reward_min=low, reward_max=high)
+
+
 def _parse(source: str, line: int, raw: Any) -> _Task | _Instance:
     if not isinstance(raw, Mapping):
         raise DataError(source, f"line {line}", None, "a record must be a JSON object")
     row = _Row(source, line, raw)
     kind = raw.get("kind")
     if kind == "task":
-        return _Task(name=row.text("task"), r_max=_req_num(row, "r_max"),
-                     n_instances=_req_int(row, "n_instances", 1),
-                     s_ext=row.number("s_ext", optional=True), line=line)
+        return _task(row, line)
     if kind != "instance":
         raise row.error("kind", f"must be 'task' or 'instance', got {kind!r}")
     task = row.text("task")
@@ -292,6 +311,11 @@ def _build_task(source: str, task: _Task, rows: list[_Instance], allow_missing: 
                             f"position {inst.pos} of task {name!r}, {inst.arm} rollout "
                             f"{inst.rollout} is taken (by line {positions[slot].line})")
         positions[slot] = inst
+        low = -math.inf if task.reward_min is None else task.reward_min
+        high = math.inf if task.reward_max is None else task.reward_max
+        if not low <= inst.reward <= high:
+            raise DataError(source, where, "reward", f"{inst.reward:g} is outside task "
+                                                     f"{name!r}'s range [{low:g}, {high:g}]")
         first = stages.setdefault(inst.instance_id, inst)
         if first.stage != inst.stage:
             raise DataError(source, where, "stage",
@@ -345,6 +369,12 @@ def _build_task(source: str, task: _Task, rows: list[_Instance], allow_missing: 
     orders = {r: [i.instance_id for i in sorted(per.values(), key=lambda x: x.pos)
                   if i.instance_id not in dropped]
               for r, per in sorted(stateful.items())}
+    stateless_sum = math.fsum(stateless[i].reward for i in kept)
+    if stateless_sum > len(kept) * task.r_max:
+        raise DataError(source, f"line {task.line}", "r_max",
+                        f"task {name!r}: the stateless arm's mean reward "
+                        f"{stateless_sum / len(kept):g} is above r_max {task.r_max:g}, so the "
+                        f"normalized gain would change sign; r_max must be the ceiling")
     unit, costs = _costs(source, name, orders, stateful)
     return TaskRecords(
         name=name, r_max=task.r_max, n_declared=task.n_instances, s_ext=task.s_ext,

@@ -29,6 +29,7 @@ from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.components import build_model, parse_components
 from clstream.driver.execute import drive
 from clstream.driver.flags import (
+    MOST_IN_FLIGHT,
     backend_options,
     positive,
 )
@@ -94,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
 def plan_run(args: argparse.Namespace) -> RunJob:
     """``run imprint``: one planned run per system; each instance (the corpus of news and
     code, each persona) is a cell."""
-    positive("--batch", args.batch)
-    positive("--parallel", args.parallel)
+    positive("--batch", args.batch, 100_000)
+    positive("--parallel", args.parallel, MOST_IN_FLIGHT)
     data = load_checked(args.data, "imprint-dataset", lambda: load_dataset(args.data))
     if not data.items:
         raise SpecError(f"{args.data}: the dataset has no items")

@@ -18,6 +18,7 @@ from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
 from clstream.driver.flags import (
+    MOST_IN_FLIGHT,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
@@ -39,9 +40,9 @@ __all__ = ["add_generate_arguments", "add_run_oaks_arguments", "add_score_argume
 
 # -- generate --------------------------------------------------------------------------------
 def generate(args: argparse.Namespace) -> int:
-    for name, value in (("--docs", args.docs), ("--chunks", args.chunks),
-                        ("--chunk-tokens", args.chunk_tokens)):
-        positive(name, value)
+    for name, value, most in (("--docs", args.docs, 100_000), ("--chunks", args.chunks, 100_000),
+                              ("--chunk-tokens", args.chunk_tokens, 1_000_000)):
+        positive(name, value, most)
     kwargs: dict[str, Any] = {}
     if args.max_questions is not None:
         kwargs["max_questions"] = args.max_questions
@@ -61,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
 
 def plan_run(args: argparse.Namespace) -> RunJob:
     """``run oaks``: one planned run per system, a document per cell."""
-    positive("--docs-in-flight", args.docs_in_flight)
-    positive("--cache-budget-tokens", args.cache_budget_tokens)
+    positive("--docs-in-flight", args.docs_in_flight, MOST_IN_FLIGHT)
+    positive("--cache-budget-tokens", args.cache_budget_tokens, 10**12)
     dataset = load_checked(args.data, "oaks-data", lambda: load_oaks(args.data))
     basics = run_basics(args)
 
