@@ -13,8 +13,10 @@ is told "You are now playing against <Name>."; every observation also names the 
 what a stateless player lacks is only the opponent's tendencies.
 
 An action is ``{"action": "FOLD" | "CHECK" | "CALL" | "RAISE", "amount": <raise-to> | null}``;
-an illegal one is rejected with the reason and counts towards the invalid-action cap. A hand
-ended by the cap is folded at that point: its reward is what the system had put in, lost. When
+an illegal one is rejected with the reason and counts towards the invalid-action cap. When
+the cap ends a hand, the rest of it plays itself with the system checking when it can and
+folding to any bet (a card room's rule for a player out of time); the reward is that hand's
+result, so at worst the chips already put in. When
 the opponent folds before the system's first decision (Adam folding his small blind), the hand
 is already won and any well-formed action acknowledges it.
 """
@@ -257,10 +259,16 @@ class PokerEnv(EnvironmentBase):
                        {"raw_metric": net, "showdown": table.showdown})
 
     def _forfeit(self) -> tuple[float, str]:
+        """The rest of the hand plays itself: the system checks when it can and folds to a bet
+        (what a card room does for a player whose time runs out)."""
         table = self._table
         assert table is not None
-        if not table.over:
-            table.fold()
-        outcome = self._result("")
+        while not table.over:
+            if table.spot(self._me).to_call:
+                table.fold()
+            else:
+                table.check_or_call()
+            self._opponent_plays()
+        outcome = self._result("Your remaining decisions were played as check or fold.")
         assert outcome.reward is not None
         return outcome.reward, outcome.feedback
