@@ -202,8 +202,9 @@ class HandTable:
                 assert seat is not None
                 s.deal_hole("".join(self.holes[seat]))
             else:
-                n = len(self.board)
-                s.deal_board("".join(self._board[n:n + s.board_dealing_count]))
+                n, count = len(self.board), s.board_dealing_count
+                assert count is not None
+                s.deal_board("".join(self._board[n:n + count]))
 
     @property
     def over(self) -> bool:

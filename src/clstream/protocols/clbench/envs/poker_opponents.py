@@ -20,7 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from clstream.protocols.clbench.envs.poker_game import BIG_BLIND, Spot, chen_score, fits_preflop, holding
+from clstream.protocols.clbench.envs.poker_game import (
+    BIG_BLIND,
+    Spot,
+    chen_score,
+    fits_preflop,
+    holding,
+)
 
 Act = tuple[str, int | None]
 """(FOLD | CHECK | CALL | RAISE, raise-to amount or None)."""
