@@ -247,7 +247,8 @@ class Environment(Protocol):
 
     @property
     def min_reward(self) -> float:
-        """The reward of an instance ended by too many malformed actions."""
+        """The lowest reward one instance can earn; unless the task says otherwise, also the
+        reward of an instance ended by too many malformed actions."""
         ...
 
     @property

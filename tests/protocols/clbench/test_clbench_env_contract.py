@@ -21,7 +21,14 @@ from clstream.core.environment import (
     rollout_order,
 )
 from clstream.core.events import Observation
-from clstream.protocols.clbench.envs import ENVIRONMENTS, DatabaseEnv, SalesEnv, SpectrumEnv
+from clstream.protocols.clbench.envs import (
+    ENVIRONMENTS,
+    DatabaseEnv,
+    PokerEnv,
+    SalesEnv,
+    SpectrumEnv,
+)
+from clstream.protocols.clbench.envs.poker import R_MAX
 from clstream.protocols.clbench.policies import POLICIES, play, play_instance, play_stateful
 
 SMALL_DB: dict[str, Any] = {"n_products": 300, "n_reviews": 1200}
@@ -39,13 +46,15 @@ def test_contracts_are_satisfied() -> None:
         assert isinstance(env, Environment) and env.name == name
         assert isinstance(POLICIES[name](), Policy)
         described = json.loads(json.dumps(env.describe()))
-        assert described["task"] == name and described["r_max"] == env.r_max == 1.0
+        assert described["task"] == name and described["r_max"] == env.r_max
+        assert env.r_max == (R_MAX if name == PokerEnv.name else 1.0)
         assert described["order_policy"] == env.order_policy.value
 
 
 def test_default_schedules_have_the_specs_stage_sizes() -> None:
     assert SpectrumEnv(0).schedule.sizes == (30, 30, 30)
     assert SalesEnv(0).schedule.sizes == (4, 4, 4)
+    assert PokerEnv(0).schedule.sizes == (20, 30, 10, 35, 25)
     assert DatabaseEnv(0, **SMALL_DB).schedule.sizes == (20, 20)
     assert [s.variant for s in SpectrumEnv(0).schedule.stages] == [
         "five_ch_wide", "five_plus_four_mixed", "full_grid_active"]
@@ -109,10 +118,13 @@ def test_malformed_actions_are_capped(name: str) -> None:
                for r in results[:-1])
     assert "Invalid action" in results[0].feedback and "JSON object" in results[0].feedback
     last = results[-1]
-    assert last.instance_complete and last.reward == env.min_reward == 0.0
+    # a poker hand ended this way is folded: the button loses its small blind
+    forfeit = -0.5 if name == PokerEnv.name else env.min_reward
+    assert last.instance_complete and last.reward == forfeit
+    assert name == PokerEnv.name or env.min_reward == 0.0
     assert last.info["ended"] == "invalid_actions"
     event = last.to_event()
-    assert isinstance(event, Observation) and event.done and event.reward == 0.0
+    assert isinstance(event, Observation) and event.done and event.reward == forfeit
     with pytest.raises(EnvironmentStateError):
         env.step({"answer": "1"})  # the instance is over
     second = env.schedule.instance_ids[1]

@@ -18,6 +18,10 @@ structure and a stateless one that cannot).
   facts (table per category, columns, price/time/boolean encodings) and answers with one
   query once it knows them; forgets all on a drift notice; without memory it rediscovers them
   for every question.
+* :class:`~clstream.protocols.clbench.envs.poker_policy.OpponentModeler` -- counts each named
+  opponent's folds, calls and raises over earlier hands and exploits the style they show;
+  without memory it is :class:`~clstream.protocols.clbench.envs.poker_policy.TAGHeuristic`,
+  the same tight-aggressive play against everyone.
 """
 
 from __future__ import annotations
@@ -42,13 +46,16 @@ from clstream.core.environment import (
 )
 from clstream.protocols.clbench.envs.base import instance_of
 from clstream.protocols.clbench.envs.database_policy import SchemaExplorer
+from clstream.protocols.clbench.envs.poker_policy import OpponentModeler, TAGHeuristic
 
 __all__ = [
     "POLICIES",
     "InstanceRun",
+    "OpponentModeler",
     "SalesForecaster",
     "SchemaExplorer",
     "SpectrumRegistry",
+    "TAGHeuristic",
     "current_turns",
     "play",
     "play_instance",
@@ -395,5 +402,6 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     "blind_spectrum_monitoring": SpectrumRegistry,
     "sales_prediction": SalesForecaster,
     "database_exploration": SchemaExplorer,
+    "exploitable_poker": OpponentModeler,
 }
 """The builtin policy of each task, by environment name."""

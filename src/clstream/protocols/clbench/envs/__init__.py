@@ -10,6 +10,7 @@ from typing import Protocol
 
 from clstream.protocols.clbench.envs.base import EnvironmentBase
 from clstream.protocols.clbench.envs.database import DatabaseEnv
+from clstream.protocols.clbench.envs.poker import PokerEnv
 from clstream.protocols.clbench.envs.sales import SalesEnv
 from clstream.protocols.clbench.envs.spectrum import SpectrumEnv
 
@@ -27,6 +28,8 @@ ENVIRONMENTS: dict[str, EnvironmentClass] = {
     SpectrumEnv.name: SpectrumEnv,
     SalesEnv.name: SalesEnv,
     DatabaseEnv.name: DatabaseEnv,
+    PokerEnv.name: PokerEnv,
 }
 
-__all__ = ["ENVIRONMENTS", "DatabaseEnv", "EnvironmentClass", "SalesEnv", "SpectrumEnv"]
+__all__ = ["ENVIRONMENTS", "DatabaseEnv", "EnvironmentClass", "PokerEnv", "SalesEnv",
+           "SpectrumEnv"]

@@ -10,6 +10,7 @@ A subclass supplies the content through a few hooks:
 * ``_check(action)`` -- raise :class:`ActionError` for a malformed action;
 * ``_apply(action)`` -- act, returning an :class:`Outcome`;
 * ``_notice(old, new)`` -- the drift notice for a stage change in a stateful run ('' = none);
+* ``_forfeit()`` -- what an instance ended by invalid actions scores (default: ``min_reward``);
 * ``_state_json()`` / ``_load_state(state)`` -- what a snapshot adds.
 
 Every observation opens with the line ``Instance <id>, step <s>`` (never a position in the
@@ -169,9 +170,10 @@ class EnvironmentBase(ABC):
         self._invalid += 1
         problem = problem.rstrip(".")
         if self._invalid >= self.max_invalid:
+            reward, detail = self._forfeit()
             text = (f"Invalid action: {problem}. That is {self._invalid} invalid actions in this "
-                    f"instance, the most allowed: it ends with reward {self.min_reward:g}.")
-            outcome = Outcome(text, True, self.min_reward, False,
+                    f"instance, the most allowed: it ends with reward {reward:g}.")
+            outcome = Outcome(text + (f"\n{detail}" if detail else ""), True, reward, False,
                               {"ended": "invalid_actions", "invalid": self._invalid})
             return self._finish(step, outcome, valid=False)
         text = (f"Invalid action: {problem}. Nothing was done. {self._invalid} of "
@@ -268,6 +270,11 @@ class EnvironmentBase(ABC):
 
     def _notice(self, old_variant: str, new_variant: str) -> str:
         return ""
+
+    def _forfeit(self) -> tuple[float, str]:
+        """The reward of the current instance when too many invalid actions end it, and a line
+        saying what that did ('' for none): the task's minimum reward by default."""
+        return self.min_reward, ""
 
     @abstractmethod
     def _observation(self, first: bool) -> str:
