@@ -41,6 +41,7 @@ from clstream.core.environment import (
     rollout_order,
 )
 from clstream.protocols.clbench.envs.base import instance_of
+from clstream.protocols.clbench.envs.codebase_policy import ScriptedDebugger
 from clstream.protocols.clbench.envs.database_policy import SchemaExplorer
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "InstanceRun",
     "SalesForecaster",
     "SchemaExplorer",
+    "ScriptedDebugger",
     "SpectrumRegistry",
     "current_turns",
     "play",
@@ -395,5 +397,6 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     "blind_spectrum_monitoring": SpectrumRegistry,
     "sales_prediction": SalesForecaster,
     "database_exploration": SchemaExplorer,
+    "codebase_adaptation": ScriptedDebugger,
 }
 """The builtin policy of each task, by environment name."""
