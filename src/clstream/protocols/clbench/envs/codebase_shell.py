@@ -134,7 +134,8 @@ class Workspace:
 
     @staticmethod
     def _flags(args: list[str], allowed: str) -> tuple[set[str], list[str]]:
-        flags, rest = set(), []
+        flags: set[str] = set()
+        rest: list[str] = []
         for arg in args:
             if arg.startswith("-") and len(arg) > 1 and not rest:
                 for ch in arg[1:]:
