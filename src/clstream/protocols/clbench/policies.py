@@ -45,6 +45,7 @@ from clstream.core.environment import (
     rollout_order,
 )
 from clstream.protocols.clbench.envs.base import instance_of
+from clstream.protocols.clbench.envs.codebase_policy import ScriptedDebugger
 from clstream.protocols.clbench.envs.database_policy import SchemaExplorer
 from clstream.protocols.clbench.envs.poker_policy import OpponentModeler, TAGHeuristic
 
@@ -54,6 +55,7 @@ __all__ = [
     "OpponentModeler",
     "SalesForecaster",
     "SchemaExplorer",
+    "ScriptedDebugger",
     "SpectrumRegistry",
     "TAGHeuristic",
     "current_turns",
@@ -403,5 +405,6 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     "sales_prediction": SalesForecaster,
     "database_exploration": SchemaExplorer,
     "exploitable_poker": OpponentModeler,
+    "codebase_adaptation": ScriptedDebugger,
 }
 """The builtin policy of each task, by environment name."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from clstream.protocols.clbench.envs.base import EnvironmentBase
+from clstream.protocols.clbench.envs.codebase import CodebaseEnv
 from clstream.protocols.clbench.envs.database import DatabaseEnv
 from clstream.protocols.clbench.envs.poker import PokerEnv
 from clstream.protocols.clbench.envs.sales import SalesEnv
@@ -29,7 +30,8 @@ ENVIRONMENTS: dict[str, EnvironmentClass] = {
     SalesEnv.name: SalesEnv,
     DatabaseEnv.name: DatabaseEnv,
     PokerEnv.name: PokerEnv,
+    CodebaseEnv.name: CodebaseEnv,
 }
 
-__all__ = ["ENVIRONMENTS", "DatabaseEnv", "EnvironmentClass", "PokerEnv", "SalesEnv",
-           "SpectrumEnv"]
+__all__ = ["ENVIRONMENTS", "CodebaseEnv", "DatabaseEnv", "EnvironmentClass", "PokerEnv",
+           "SalesEnv", "SpectrumEnv"]
