@@ -18,7 +18,8 @@ from clstream.driver.flags import (
 )
 
 # The environments' task names, sorted (the keys of ENVIRONMENTS).
-TASKS = ("blind_spectrum_monitoring", "database_exploration", "sales_prediction")
+TASKS = ("blind_spectrum_monitoring", "cohort_studies", "database_exploration",
+         "sales_prediction")
 SCHEDULES = ("default", "short")
 
 

@@ -18,6 +18,10 @@ structure and a stateless one that cannot).
   facts (table per category, columns, price/time/boolean encodings) and answers with one
   query once it knows them; forgets all on a drift notice; without memory it rediscovers them
   for every question.
+* :class:`~clstream.protocols.clbench.envs.cohort_policy.PooledCohorts` -- pools per-cohort
+  survival evidence (patients counted, Kaplan-Meier curve, the instance it came from) across
+  studies and regions; without memory it has the one study's in-sample estimates. Its notes
+  are that evidence (a :class:`~clstream.core.environment.NoteTaker`).
 """
 
 from __future__ import annotations
@@ -41,11 +45,13 @@ from clstream.core.environment import (
     rollout_order,
 )
 from clstream.protocols.clbench.envs.base import instance_of
+from clstream.protocols.clbench.envs.cohort_policy import PooledCohorts
 from clstream.protocols.clbench.envs.database_policy import SchemaExplorer
 
 __all__ = [
     "POLICIES",
     "InstanceRun",
+    "PooledCohorts",
     "SalesForecaster",
     "SchemaExplorer",
     "SpectrumRegistry",
@@ -395,5 +401,6 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     "blind_spectrum_monitoring": SpectrumRegistry,
     "sales_prediction": SalesForecaster,
     "database_exploration": SchemaExplorer,
+    "cohort_studies": PooledCohorts,
 }
 """The builtin policy of each task, by environment name."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from clstream.protocols.clbench.envs.base import EnvironmentBase
+from clstream.protocols.clbench.envs.cohort import CohortEnv
 from clstream.protocols.clbench.envs.database import DatabaseEnv
 from clstream.protocols.clbench.envs.sales import SalesEnv
 from clstream.protocols.clbench.envs.spectrum import SpectrumEnv
@@ -27,6 +28,7 @@ ENVIRONMENTS: dict[str, EnvironmentClass] = {
     SpectrumEnv.name: SpectrumEnv,
     SalesEnv.name: SalesEnv,
     DatabaseEnv.name: DatabaseEnv,
+    CohortEnv.name: CohortEnv,
 }
 
-__all__ = ["ENVIRONMENTS", "DatabaseEnv", "EnvironmentClass", "SalesEnv", "SpectrumEnv"]
+__all__ = ["ENVIRONMENTS", "CohortEnv", "DatabaseEnv", "EnvironmentClass", "SalesEnv", "SpectrumEnv"]
