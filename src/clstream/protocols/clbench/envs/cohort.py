@@ -139,7 +139,8 @@ class CohortEnv(EnvironmentBase):
                                             self.population, spec.draw)
         picked = self._draws[key]
         region = popmod.REGIONS.index(spec.region)
-        return picked[self.population["region"][picked] == region]
+        mine: np.ndarray = picked[self.population["region"][picked] == region]
+        return mine
 
     def records(self, instance_id: str) -> list[dict[str, Any]]:
         """An instance's patients as its study stores them."""

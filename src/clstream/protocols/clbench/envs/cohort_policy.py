@@ -140,7 +140,7 @@ def _pooled(entries: Sequence[Entry]) -> tuple[float, ...] | None:
     curves = []
     for group in by_region.values():
         total = sum(e[2] for e in group)
-        curves.append([sum(e[2] * e[3 + k] for e in group) / total for k in range(3)])
+        curves.append([sum(e[2] * float(e[3 + k]) for e in group) / total for k in range(3)])
     return tuple(sum(c[k] for c in curves) / len(curves) for k in range(3))
 
 

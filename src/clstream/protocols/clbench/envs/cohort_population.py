@@ -62,7 +62,7 @@ def sub_seed(seed: int, name: str) -> int:
 
 
 def weibull_scale(median: float, shape: float) -> float:
-    return median / math.log(2.0) ** (1.0 / shape)
+    return float(median / math.log(2.0) ** (1.0 / shape))
 
 
 def type_survival(t: float) -> Array:
