@@ -3,6 +3,8 @@ per instance) on every task's short and default schedule."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from clstream.core.environment import Environment
@@ -19,6 +21,8 @@ CASES = [(name, schedule) for name in sorted(ENVIRONMENTS) for schedule in ("sho
 
 
 def build(name: str, schedule: str, seed: int = 0) -> Environment:
+    if name == "cohort_studies" and importlib.util.find_spec("lifelines") is None:
+        pytest.skip("needs the clbench extra: pip install 'clstream[clbench]'")
     env: Environment = ENVIRONMENTS[name](seed, schedule)
     return env
 

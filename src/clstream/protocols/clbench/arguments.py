@@ -18,8 +18,8 @@ from clstream.driver.flags import (
 )
 
 # The environments' task names, sorted (the keys of ENVIRONMENTS).
-TASKS = ("blind_spectrum_monitoring", "codebase_adaptation", "database_exploration",
-         "exploitable_poker", "sales_prediction")
+TASKS = ("blind_spectrum_monitoring", "codebase_adaptation", "cohort_studies",
+         "database_exploration", "exploitable_poker", "sales_prediction")
 SCHEDULES = ("default", "short")
 
 

@@ -22,6 +22,10 @@ structure and a stateless one that cannot).
   opponent's folds, calls and raises over earlier hands and exploits the style they show;
   without memory it is :class:`~clstream.protocols.clbench.envs.poker_policy.TAGHeuristic`,
   the same tight-aggressive play against everyone.
+* :class:`~clstream.protocols.clbench.envs.cohort_policy.PooledCohorts` -- pools per-cohort
+  survival evidence (patients counted, Kaplan-Meier curve, the instance it came from) across
+  studies and regions; without memory it has the one study's in-sample estimates. Its notes
+  are that evidence (a :class:`~clstream.core.environment.NoteTaker`).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from clstream.core.environment import (
 )
 from clstream.protocols.clbench.envs.base import instance_of
 from clstream.protocols.clbench.envs.codebase_policy import ScriptedDebugger
+from clstream.protocols.clbench.envs.cohort_policy import PooledCohorts
 from clstream.protocols.clbench.envs.database_policy import SchemaExplorer
 from clstream.protocols.clbench.envs.poker_policy import OpponentModeler, TAGHeuristic
 
@@ -53,6 +58,7 @@ __all__ = [
     "POLICIES",
     "InstanceRun",
     "OpponentModeler",
+    "PooledCohorts",
     "SalesForecaster",
     "SchemaExplorer",
     "ScriptedDebugger",
@@ -406,5 +412,6 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     "database_exploration": SchemaExplorer,
     "exploitable_poker": OpponentModeler,
     "codebase_adaptation": ScriptedDebugger,
+    "cohort_studies": PooledCohorts,
 }
 """The builtin policy of each task, by environment name."""

@@ -10,6 +10,7 @@ from typing import Protocol
 
 from clstream.protocols.clbench.envs.base import EnvironmentBase
 from clstream.protocols.clbench.envs.codebase import CodebaseEnv
+from clstream.protocols.clbench.envs.cohort import CohortEnv
 from clstream.protocols.clbench.envs.database import DatabaseEnv
 from clstream.protocols.clbench.envs.poker import PokerEnv
 from clstream.protocols.clbench.envs.sales import SalesEnv
@@ -31,7 +32,8 @@ ENVIRONMENTS: dict[str, EnvironmentClass] = {
     DatabaseEnv.name: DatabaseEnv,
     PokerEnv.name: PokerEnv,
     CodebaseEnv.name: CodebaseEnv,
+    CohortEnv.name: CohortEnv,
 }
 
-__all__ = ["ENVIRONMENTS", "CodebaseEnv", "DatabaseEnv", "EnvironmentClass", "PokerEnv",
-           "SalesEnv", "SpectrumEnv"]
+__all__ = ["ENVIRONMENTS", "CodebaseEnv", "CohortEnv", "DatabaseEnv", "EnvironmentClass",
+           "PokerEnv", "SalesEnv", "SpectrumEnv"]

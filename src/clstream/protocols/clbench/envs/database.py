@@ -108,8 +108,10 @@ def _statement(query: str) -> tuple[str, tuple[str, ...]]:
     return text, ()
 
 
-def run_query(conn: sqlite3.Connection, query: str, timeout_s: float, row_cap: int) -> str:
-    """The result of one read-only query as text: a header line, rows, a count line."""
+def run_query(conn: sqlite3.Connection, query: str, timeout_s: float, row_cap: int,
+              max_chars: int = MAX_RESULT_CHARS) -> str:
+    """The result of one read-only query as text: a header line, rows, a count line (cut
+    after ``max_chars`` characters)."""
     sql, args = _statement(query)
     if not sql:
         return "SQL error: unknown dot command (use .tables or .schema <table>)"
@@ -138,8 +140,8 @@ def run_query(conn: sqlite3.Connection, query: str, timeout_s: float, row_cap: i
     else:
         lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     text = "\n".join(lines)
-    if len(text) > MAX_RESULT_CHARS:
-        text = text[:MAX_RESULT_CHARS] + "\n(output cut)"
+    if len(text) > max_chars:
+        text = text[:max_chars] + "\n(output cut)"
     return text
 
 
