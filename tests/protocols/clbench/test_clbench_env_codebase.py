@@ -118,3 +118,10 @@ def test_memory_gives_positive_gain_on_the_default_schedule(rollout: int) -> Non
     s_sl = sum(r.reward for r in play_stateless(env, policy))
     for arm in (play_stateful, play_with_notes):
         assert sum(r.reward for r in arm(env, policy, rollout)) > s_sl, arm.__name__
+
+
+def test_program_output_holds_no_wall_time() -> None:
+    from clstream.protocols.clbench.envs.codebase_sandbox import _steady
+
+    text = "....\n----\nRan 8 tests in 0.013s\n\nOK\nRan 1 test in 2s"
+    assert _steady(text) == "....\n----\nRan 8 tests\n\nOK\nRan 1 test"

@@ -19,6 +19,7 @@ outcomes needs the clean behaviour.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -112,6 +113,16 @@ def _program(template: str, files: Mapping[str, str], **values: object) -> str:
     return template.replace("__FILES__", repr(dict(files)))
 
 
+_TIMING = re.compile(r"^(Ran \d+ tests?) in \d+(?:\.\d+)?s$", re.MULTILINE)
+
+
+def _steady(text: str) -> str:
+    """Output with unittest's wall time taken out ("Ran 8 tests in 0.001s" -> "Ran 8
+    tests"): the agent's observation, and so every later prompt and the stored records, must
+    be the same on every run of the same spec and seed."""
+    return _TIMING.sub(r"\1", text)
+
+
 def _cut(text: str) -> str:
     return text if len(text) <= MAX_OUTPUT_CHARS else text[:MAX_OUTPUT_CHARS] + "\n(output cut)"
 
@@ -131,7 +142,7 @@ def run_program(files: Mapping[str, str], argv: Sequence[str], iso: Isolation,
     if result.status in ("timeout", "memory", "forbidden", "error"):
         stderr += f"\n[{result.status}: {result.reason}]"
         returncode = returncode or 1
-    return ProgramRun(returncode, _cut((stdout + stderr).strip("\n")), result.status)
+    return ProgramRun(returncode, _cut(_steady((stdout + stderr).strip("\n"))), result.status)
 
 
 def run_checks(files: Mapping[str, str], checks: Sequence[str], iso: Isolation,
