@@ -152,6 +152,7 @@ def play_stateless(env: Environment, policy: Policy) -> list[InstanceRun]:
 _PEAK = re.compile(r"^p\d+ \| (-?\d+(?:\.\d+)?) \| (-?\d+(?:\.\d+)?) \| (\d+(?:\.\d+)?)\s*$",
                    re.MULTILINE)
 WIDE_FROM = 8.5  # MHz: peaks at least this wide belong to the wideband class
+MATCH_GATE = 8.0  # MHz: a third of the 24 MHz pitch, wide enough for 3 MHz centre noise
 
 
 def scan_peaks(observation: str) -> list[tuple[float, float]]:
@@ -175,7 +176,8 @@ class _Track:
 class SpectrumRegistry:
     """Transmitter registry over every scan seen; reports confirmed tracks plus current peaks.
 
-    A peak joins the nearest track of its width class within max(2.5, 0.3 width) MHz; a track
+    A peak joins the nearest track of its width class within :data:`MATCH_GATE` MHz (channels
+    of one class sit 24 MHz apart, and a detected centre may be off by several MHz); a track
     with two hits or more is reported even when silent. With only the current scan, this is
     "report what you see".
     """
@@ -208,7 +210,7 @@ class SpectrumRegistry:
         best, gap = None, math.inf
         for t in tracks:
             d = abs(t.center - center)
-            if t.wide == wide and d < max(2.5, 0.3 * t.width) and d < gap:
+            if t.wide == wide and d < MATCH_GATE and d < gap:
                 best, gap = t, d
         if best is None:
             best = _Track(center, width, 1, wide)

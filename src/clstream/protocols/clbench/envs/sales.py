@@ -447,9 +447,8 @@ class SalesEnv(EnvironmentBase):
         except IsolationUnavailable as err:
             return Outcome(f"Programs cannot run here: {err}")
         result = run.result
-        lines = [f"Ran {label}: {result.status}"
-                 + (f" ({result.reason})" if result.reason else "")
-                 + f", {result.duration:.1f} s."]
+        lines = [f"Ran {label}: {result.status}"  # no durations: records stay reproducible
+                 + (f" ({result.reason})." if result.reason else ".")]
         if run.files is not None:
             own = {k: v for k, v in run.files.items() if not k.startswith("data/")}
             if len(own) > MAX_FILES or sum(map(len, own.values())) > WORKSPACE_CAP:
