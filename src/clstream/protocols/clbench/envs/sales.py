@@ -229,7 +229,8 @@ class SalesEnv(EnvironmentBase):
                                               [f"year-{y}" for y in years]), max_invalid)
         self.world = SalesWorld(seed, years[-1] + HORIZON - 1)
         self.files: dict[str, bytes] = {}
-        self.packages = allowed_packages(WORKSPACE_PACKAGES).names
+        found = allowed_packages(WORKSPACE_PACKAGES).names  # with what they require
+        self.packages = tuple(n for n in WORKSPACE_PACKAGES if n in found)
 
     # --- content ---------------------------------------------------------------------------
 
