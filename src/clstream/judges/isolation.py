@@ -30,14 +30,27 @@ confinement (no capabilities, read-only root, writable tmpfs, no foreign environ
 fork). If none works, :func:`resolve` refuses with :class:`IsolationUnavailable` (one line)
 unless the caller opts in to running code unisolated (``allow_unisolated=True``), and
 :func:`Isolation.label` says which one ran, for the run record.
+
+**Allowed packages** (an explicit option, off by default): :func:`allowed_packages` turns a
+list of top-level import names into read-only binds of exactly those installed packages
+(their directory or module file, plus the ``<distribution>.libs`` directories of vendored
+native libraries their wheels ship) under :data:`PACKAGES_DIR`, which the loader puts first
+on ``sys.path``. Nothing else of site-packages, the virtual environment or the project is
+visible; every other guarantee above stays (no network, read-only system, capped tmpfs,
+empty environment, seccomp). Names that are not installed are left out, so a caller can say
+what is available. Used by the sales workspace (docs/clbench.md §4.3) for numpy, scipy and
+scikit-learn.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.metadata
+import importlib.util
 import os
 import platform
+import re
 import shutil
 import struct
 import subprocess
@@ -51,6 +64,7 @@ from clstream.core.errors import ClstreamError
 
 SANDBOX_UID = 65534
 DATA_DIR = "/run/clstream"  # read-only files given to a sandbox (program, job)
+PACKAGES_DIR = "/run/clstream-packages"  # read-only allowed packages, first on sys.path
 SANDBOX_ENV = {
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
@@ -61,6 +75,7 @@ SANDBOX_ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
+PACKAGES_ENV = {"JOBLIB_MULTIPROCESSING": "0"}  # joblib: serial, without probing /dev/shm
 UNSAFE_FLAG = "--unsafe-unisolated-code"
 
 
@@ -110,9 +125,11 @@ class Isolation:
         data_fds: Sequence[tuple[int, str]] = (),
         seccomp_fd: int | None = None,
         info_fd: int | None = None,
+        packages: PackageSet | None = None,
     ) -> list[str]:
         """bwrap and its options up to ``--``; ``data_fds`` are (fd, name) files placed
-        read-only under :data:`DATA_DIR`."""
+        read-only under :data:`DATA_DIR`; ``packages`` are bound read-only under
+        :data:`PACKAGES_DIR`."""
         argv = [self.bwrap, "--unshare-all"]
         if self.userns:
             argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
@@ -121,7 +138,9 @@ class Isolation:
         if os.geteuid() == 0:
             argv += ["--cap-drop", "ALL"]
         argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
-        for key, value in {**SANDBOX_ENV, "HOME": workdir, "TMPDIR": workdir}.items():
+        env = {**SANDBOX_ENV, "HOME": workdir, "TMPDIR": workdir,
+               **(PACKAGES_ENV if packages is not None and packages.binds else {})}
+        for key, value in env.items():
             argv += ["--setenv", key, value]
         for kind, src, dest in self.binds:
             argv += [kind, src, dest]
@@ -133,12 +152,106 @@ class Isolation:
         argv += ["--tmpfs", workdir]
         for fd, name in data_fds:
             argv += ["--ro-bind-data", str(fd), f"{DATA_DIR}/{name}"]
+        for host, entry in (packages.binds if packages is not None else ()):
+            argv += ["--ro-bind", host, f"{PACKAGES_DIR}/{entry}"]
         if seccomp_fd is not None:
             argv += ["--seccomp", str(seccomp_fd)]
         if info_fd is not None:
             argv += ["--info-fd", str(info_fd)]
         argv += ["--chdir", workdir, "--remount-ro", "/", "--"]
         return argv
+
+
+# ---------------------------------------------------------------------------- allowed packages
+
+
+@dataclass(frozen=True)
+class PackageSet:
+    """Installed packages a sandbox may import: ``names`` (the import names found, the
+    required dependencies after those named), ``binds``, (host path, entry name under
+    :data:`PACKAGES_DIR`) pairs, and the named packages ``missing`` here."""
+
+    names: tuple[str, ...] = ()
+    binds: tuple[tuple[str, str], ...] = ()
+    missing: tuple[str, ...] = ()
+
+
+@functools.lru_cache(maxsize=1)
+def _distributions_of() -> dict[str, list[str]]:
+    """Import name -> the distributions that provide it."""
+    try:
+        return {k: list(v) for k, v in importlib.metadata.packages_distributions().items()}
+    except Exception:  # a broken metadata entry must not break the sandbox
+        return {}
+
+
+def _required_imports(dist: str) -> list[str]:
+    """The import names of the distributions ``dist`` requires unconditionally (no extra)."""
+    try:
+        requires = importlib.metadata.requires(dist) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    wanted = set()
+    for line in requires:
+        requirement, _, marker = line.partition(";")
+        if "extra" in marker:
+            continue
+        name = re.split(r"[\s\[<>=!~(]", requirement.strip(), maxsplit=1)[0]
+        wanted.add(re.sub(r"[-_.]+", "-", name).lower())
+    return sorted(imp for imp, dists in _distributions_of().items()
+                  if any(re.sub(r"[-_.]+", "-", d).lower() in wanted for d in dists)
+                  and imp.isidentifier())
+
+
+def _distribution_libs(name: str, home: str) -> list[str]:
+    """The ``<distribution>.libs`` directories next to package ``name`` (vendored shared
+    libraries that its extension modules load through ``$ORIGIN`` run paths)."""
+    out = []
+    for dist in {name, *_distributions_of().get(name, [])}:
+        entry = f"{dist.replace('-', '_')}.libs"
+        if os.path.isdir(os.path.join(home, entry)) and entry not in out:
+            out.append(entry)
+    return sorted(out)
+
+
+@functools.lru_cache(maxsize=16)
+def allowed_packages(names: tuple[str, ...]) -> PackageSet:
+    """Read-only binds of the installed top-level packages ``names`` (import names such as
+    ``"numpy"``, ``"sklearn"``) and of what their distributions require unconditionally
+    (scikit-learn brings scipy, joblib, threadpoolctl, narwhals; extras are never followed).
+    A package is bound whole: its directory (or module file) and its wheel's ``.libs``
+    directory. Named packages that are not installed are listed in ``missing``."""
+    found: list[str] = []
+    missing: list[str] = []
+    binds: dict[str, str] = {}
+    queue = [(name, True) for name in names]
+    seen: set[str] = set()
+    while queue:
+        name, named = queue.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        if not name.isidentifier():
+            raise ValueError(f"not a top-level import name: {name!r}")
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or spec.origin in (None, "built-in", "frozen"):
+            if named:
+                missing.append(name)
+            continue
+        locations = list(spec.submodule_search_locations or [])
+        path = os.path.realpath(locations[0] if locations else str(spec.origin))
+        home = os.path.dirname(path)
+        binds[path] = os.path.basename(path)
+        for entry in _distribution_libs(name, home):
+            binds[os.path.join(home, entry)] = entry
+        found.append(name)
+        for dist in _distributions_of().get(name, []):
+            queue += [(dep, False) for dep in _required_imports(dist)]
+    return PackageSet(tuple(found), tuple(sorted(binds.items(), key=lambda b: b[1])),
+                      tuple(missing))
 
 
 # ------------------------------------------------------------------------------------ seccomp

@@ -25,7 +25,11 @@ candidate's sandbox. The process plumbing here (:func:`launch`, :func:`pump`) se
 
 Text crossing the boundary is never trusted to be valid Unicode: program text is encoded
 with ``surrogatepass`` (and decoded the same way by the loader), output is decoded with
-``replace``. The sandboxed interpreter sees the standard library only (no site-packages).
+``replace``. The sandboxed interpreter sees the standard library only (no site-packages),
+unless the caller names ``packages``: an explicit read-only allow-list of installed packages
+(:func:`clstream.judges.isolation.allowed_packages`), bound whole and put first on
+``sys.path``; the guard still refuses loading native libraries through ``ctypes``, while the
+extension modules of an allowed package load as part of its import.
 """
 
 from __future__ import annotations
@@ -46,8 +50,12 @@ from typing import Literal
 
 from clstream.judges.isolation import (
     DATA_DIR,
+    PACKAGES_DIR,
+    PACKAGES_ENV,
     SANDBOX_ENV,
     Isolation,
+    PackageSet,
+    allowed_packages,
     resolve,
     seccomp_fd,
 )
@@ -234,6 +242,7 @@ def _main():
     scope = {"__name__": "__main__" if as_main else "__sandbox__", "__file__": program,
              "__builtins__": builtins}
     sys.argv = [program]
+    sys.path[:0] = cfg.get("paths", [])
     sys.addaudithook(hook)
     try:
         exec(compile(source, program, "exec"), scope)
@@ -334,6 +343,7 @@ class Launched:
     stdout: Capture
     stderr: Capture
     host_dir: str | None = None
+    links_dir: str | None = None
     tmpfs_bytes: int = 0
     info: Capture | None = None
     info_fd: int | None = None
@@ -391,9 +401,11 @@ class Launched:
         if self.info_fd is not None:
             os.close(self.info_fd)
             self.info_fd = None
-        if self.host_dir is not None:
-            _remove_tree(self.host_dir)
-            self.host_dir = None
+        for attr in ("host_dir", "links_dir"):
+            path = getattr(self, attr)
+            if path is not None:
+                _remove_tree(path)
+                setattr(self, attr, None)
 
     def poll_disk(self) -> None:
         """With no tmpfs size option: kill the sandbox once its tmpfs holds too much."""
@@ -429,15 +441,27 @@ def launch(
     pass_fds: Sequence[int] = (),
     max_output_bytes: int = 64_000,
     tmpfs_bytes: int = 64 << 20,
+    packages: PackageSet | None = None,
 ) -> Launched:
     """Start ``loader`` (run with ``-c``) in a sandbox of ``iso``. ``files`` are placed
     read-only (bwrap) or in the working directory (unisolated); ``config`` is passed as JSON
-    in ``argv[1]`` with ``root`` (the working directory) and each file's path (key
-    ``file:<name>``) added. Raises OSError when the process cannot be started."""
+    in ``argv[1]`` with ``root`` (the working directory), each file's path (key
+    ``file:<name>``) and ``paths`` (where ``packages`` are importable) added. Raises OSError
+    when the process cannot be started."""
     if iso.isolated:
-        return _launch_bwrap(iso, loader, config, files, pass_fds, max_output_bytes, tmpfs_bytes)
+        return _launch_bwrap(iso, loader, config, files, pass_fds, max_output_bytes,
+                             tmpfs_bytes, packages)
     host_dir = os.path.realpath(tempfile.mkdtemp(prefix="clstream-sandbox-"))
+    links_dir = None
     try:
+        if packages is not None and packages.binds:
+            links_dir = os.path.realpath(tempfile.mkdtemp(prefix="clstream-packages-"))
+            for host, entry in packages.binds:
+                os.symlink(host, os.path.join(links_dir, entry))
+            config = {**config, "paths": [links_dir]}
+            extra_env: dict[str, str] = dict(PACKAGES_ENV)
+        else:
+            extra_env = {}
         paths = {}
         for name, data in files.items():
             paths[f"file:{name}"] = os.path.join(host_dir, name)
@@ -445,16 +469,18 @@ def launch(
                 fh.write(data)
         cfg = {**config, **paths, "root": host_dir, "nproc": 0}
         env = {**SANDBOX_ENV, "HOME": host_dir, "TMPDIR": host_dir,
-               "PATH": "/usr/bin:/bin"}
+               "PATH": "/usr/bin:/bin", **extra_env}
         proc = subprocess.Popen(
             [*iso.python_argv(), "-c", loader, json.dumps(cfg)], cwd=host_dir, env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, close_fds=True, pass_fds=tuple(pass_fds))
     except BaseException:
         _remove_tree(host_dir)
+        if links_dir is not None:
+            _remove_tree(links_dir)
         raise
     return Launched(proc, iso, host_dir, Capture(max_output_bytes), Capture(max_output_bytes),
-                    host_dir=host_dir, tmpfs_bytes=tmpfs_bytes)
+                    host_dir=host_dir, links_dir=links_dir, tmpfs_bytes=tmpfs_bytes)
 
 
 def _launch_bwrap(
@@ -465,6 +491,7 @@ def _launch_bwrap(
     pass_fds: Sequence[int],
     max_output_bytes: int,
     tmpfs_bytes: int,
+    packages: PackageSet | None,
 ) -> Launched:
     workdir = f"/tmp/clstream-sandbox-{secrets.token_hex(6)}"
     owned: list[int] = []
@@ -489,7 +516,9 @@ def _launch_bwrap(
         # filter it is not needed
         cfg = {**config, "root": workdir, "nproc": -1 if sec is not None else 0,
                **{f"file:{name}": f"{DATA_DIR}/{name}" for name in files}}
-        argv = iso.bwrap_argv(workdir, tmpfs_bytes, data_fds, sec, info_w)
+        if packages is not None and packages.binds:
+            cfg["paths"] = [PACKAGES_DIR]
+        argv = iso.bwrap_argv(workdir, tmpfs_bytes, data_fds, sec, info_w, packages)
         argv += [*iso.python_argv(), "-c", loader, json.dumps(cfg)]
         proc = subprocess.Popen(
             argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -577,6 +606,7 @@ def run_python(
     python: str | None = None,
     allow_unisolated: bool = False,
     isolation: Isolation | None = None,
+    packages: Sequence[str] = (),
 ) -> SandboxResult:
     """Run ``code`` as a Python program under the guards of the module docstring.
 
@@ -586,7 +616,8 @@ def run_python(
     Output beyond ``max_output_bytes`` per stream is read and dropped (counted, not kept).
     ``tmpfs_mb`` caps everything the program writes. Without bubblewrap this raises
     :class:`~clstream.judges.isolation.IsolationUnavailable` unless ``allow_unisolated``;
-    ``isolation`` forces a variant.
+    ``isolation`` forces a variant. ``packages`` names installed packages the program may
+    import (read-only; none by default: the standard library only).
     """
     if timeout_s <= 0 or memory_mb <= 0:
         raise ValueError("timeout_s and memory_mb must be positive")
@@ -598,7 +629,8 @@ def run_python(
     program = code.encode("utf-8", "surrogatepass")
     try:
         child = launch(iso, loader_source(), config, {"main.py": program},
-                       max_output_bytes=max_output_bytes, tmpfs_bytes=tmpfs_mb << 20)
+                       max_output_bytes=max_output_bytes, tmpfs_bytes=tmpfs_mb << 20,
+                       packages=allowed_packages(tuple(packages)) if packages else None)
     except OSError as exc:
         return SandboxResult(False, "error", "", "", time.monotonic() - start,
                              reason=f"could not start the interpreter: {exc}",

@@ -40,7 +40,7 @@ def test_store_schemas_rotate_and_distractors_change_by_stage() -> None:
     for instance_id in env.schedule.instance_ids:
         env.reset_to(instance_id)
         env.begin(instance_id)
-        headers[instance_id] = env.files[env.data_path(instance_id)].split("\n", 1)[0]
+        headers[instance_id] = env.files[env.data_path(instance_id)].decode().split("\n", 1)[0]
     assert headers["year-2027"].startswith("product_id,store_id,sale_year,quantity")
     assert headers["year-2028"].startswith("item_code,branch_id,txn_year,units_sold")
     assert headers["year-2029"].startswith("furniture_id,location_id,year,items_sold")

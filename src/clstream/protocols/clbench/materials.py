@@ -73,7 +73,7 @@ def write_materials(env: EnvironmentBase, out: Path) -> list[Path]:
                                 ensure_ascii=False))
         if isinstance(env, SalesEnv):
             for path, text in sorted(env.files.items()):
-                put(f"files/{instance_id}/{path}", text)
+                put(f"files/{instance_id}/{path}", text.decode())
     env.reset()
     put("observations.jsonl", "".join(line + "\n" for line in lines))
     if isinstance(env, SpectrumEnv):

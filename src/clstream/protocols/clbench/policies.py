@@ -10,10 +10,12 @@ structure and a stateless one that cannot).
 * :class:`SpectrumRegistry` -- keeps a registry of transmitters seen across scans (running
   mean centre and width, hit count) and reports confirmed ones even while they are silent;
   without memory it reports only the peaks of the current scan.
-* :class:`SalesForecaster` -- pools every store-year it has seen (exports it read, actuals
-  revealed after each year) into one panel under a schema alias map, estimates one growth
-  rate per category from consecutive years, and extrapolates each target's latest level;
-  without memory it forecasts flat from the one visible store-year.
+* :class:`~clstream.protocols.clbench.envs.sales_policy.SalesForecaster` -- keeps a
+  forecasting program and a pooled panel (every export its program copied, every year of
+  actuals revealed) in the workspace and reruns the program each year, so it estimates one
+  growth rate per category; in a fresh workspace, with only the current instance's turns, it
+  forecasts flat from the one visible store-year. It also keeps notes (revealed actuals,
+  growth estimates) for notes-only memories.
 * :class:`~clstream.protocols.clbench.envs.database_policy.SchemaExplorer` -- caches schema
   facts (table per category, columns, price/time/boolean encodings) and answers with one
   query once it knows them; forgets all on a drift notice; without memory it rediscovers them
@@ -30,9 +32,6 @@ structure and a stateless one that cannot).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -53,6 +52,7 @@ from clstream.protocols.clbench.envs.codebase_policy import ScriptedDebugger
 from clstream.protocols.clbench.envs.cohort_policy import PooledCohorts
 from clstream.protocols.clbench.envs.database_policy import SchemaExplorer
 from clstream.protocols.clbench.envs.poker_policy import OpponentModeler, TAGHeuristic
+from clstream.protocols.clbench.envs.sales_policy import SalesForecaster
 
 __all__ = [
     "POLICIES",
@@ -167,6 +167,7 @@ def play_stateless(env: Environment, policy: Policy) -> list[InstanceRun]:
 _PEAK = re.compile(r"^p\d+ \| (-?\d+(?:\.\d+)?) \| (-?\d+(?:\.\d+)?) \| (\d+(?:\.\d+)?)\s*$",
                    re.MULTILINE)
 WIDE_FROM = 8.5  # MHz: peaks at least this wide belong to the wideband class
+MATCH_GATE = 8.0  # MHz: a third of the 24 MHz pitch, wide enough for 3 MHz centre noise
 
 
 def scan_peaks(observation: str) -> list[tuple[float, float]]:
@@ -190,7 +191,8 @@ class _Track:
 class SpectrumRegistry:
     """Transmitter registry over every scan seen; reports confirmed tracks plus current peaks.
 
-    A peak joins the nearest track of its width class within max(2.5, 0.3 width) MHz; a track
+    A peak joins the nearest track of its width class within :data:`MATCH_GATE` MHz (channels
+    of one class sit 24 MHz apart, and a detected centre may be off by several MHz); a track
     with two hits or more is reported even when silent. With only the current scan, this is
     "report what you see".
     """
@@ -223,7 +225,7 @@ class SpectrumRegistry:
         best, gap = None, math.inf
         for t in tracks:
             d = abs(t.center - center)
-            if t.wide == wide and d < max(2.5, 0.3 * t.width) and d < gap:
+            if t.wide == wide and d < MATCH_GATE and d < gap:
                 best, gap = t, d
         if best is None:
             best = _Track(center, width, 1, wide)
@@ -231,179 +233,6 @@ class SpectrumRegistry:
         else:
             best.add(center, width)
         return best
-
-
-# --- sales prediction -----------------------------------------------------------------------
-
-ID_COLUMNS = ("product_id", "item_code", "furniture_id")
-STORE_COLUMNS = ("store_id", "branch_id", "location_id")
-YEAR_COLUMNS = ("sale_year", "txn_year", "year")
-UNIT_COLUMNS = ("quantity", "units_sold", "items_sold")
-_STORE = re.compile(r"([A-Z][A-Za-z .]*?) \((LOC\d+)\)")
-_CONTENTS = re.compile(r"^Contents of (\S+):\n", re.MULTILINE)
-_ACTUALS = re.compile(r"^Actual units sold in (\d{4}) .*?:\n((?:.+ \| .+ \| \d+\n?)+)",
-                      re.MULTILINE)
-
-Cell = tuple[str, str, int]
-
-
-@dataclass(frozen=True)
-class _Task:
-    year: int
-    stores: dict[str, str]
-    data_path: str
-    targets: list[str]
-    cities: list[str]
-    horizon: int
-
-
-def _sales_task(intro: str) -> _Task | None:
-    year = re.search(r"^Year (\d{4})\.", intro, re.MULTILINE)
-    data = re.search(r"(data/sales_\w+?_\d{4}\.csv)", intro)
-    goal = re.search(r"every locality \((.+?)\), every furniture_name \((.+?)\) and every year "
-                     r"(\d{4})-(\d{4})", intro)
-    if not (year and data and goal):
-        return None
-    stores = {loc: city.strip() for city, loc in _STORE.findall(intro)}
-    return _Task(int(year.group(1)), stores, data.group(1),
-                 [n.strip() for n in goal.group(2).split(",")],
-                 [c.strip() for c in goal.group(1).split(",")],
-                 int(goal.group(4)) - int(goal.group(3)) + 1)
-
-
-def _read_results(turns: Sequence[Turn]) -> dict[str, str]:
-    """path -> contents of every successful read, latest last."""
-    out: dict[str, str] = {}
-    for t in turns:
-        m = _CONTENTS.match(t.feedback)
-        if m:
-            out[m.group(1)] = t.feedback[m.end():]
-    return out
-
-
-def _catalog(text: str) -> dict[str, dict[str, Any]]:
-    try:
-        rows = json.loads(text)
-    except json.JSONDecodeError:
-        return {}
-    return {r["furniture_id"]: r for r in rows if isinstance(r, dict) and "furniture_id" in r}
-
-
-def _pick(header: Sequence[str], names: Sequence[str]) -> int | None:
-    for n, col in enumerate(header):
-        if col.strip() in names:
-            return n
-    return None
-
-
-def _export_cells(text: str, catalog: dict[str, dict[str, Any]], stores: dict[str, str]
-                  ) -> dict[Cell, float]:
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows:
-        return {}
-    cols = [_pick(rows[0], names) for names in (ID_COLUMNS, STORE_COLUMNS, YEAR_COLUMNS,
-                                                UNIT_COLUMNS)]
-    if any(c is None for c in cols):
-        return {}
-    i_id, i_store, i_year, i_units = (int(c) for c in cols if c is not None)
-    out: dict[Cell, float] = {}
-    for row in rows[1:]:
-        try:
-            item, city = catalog[row[i_id]]["furniture_name"], stores[row[i_store]]
-            out[(city, item, int(row[i_year]))] = float(row[i_units])
-        except (KeyError, IndexError, ValueError):
-            continue
-    return out
-
-
-def _demand_shape(price: float) -> float:
-    return 800.0 / (1.0 + math.exp(price / 1000.0)) + 100.0
-
-
-class SalesForecaster:
-    """Pooled-panel forecaster: per-category growth from every consecutive pair of years it
-    has seen, each target extrapolated from its latest known level. Without memory it sees one
-    store-year, so it forecasts flat and borrows levels across stores."""
-
-    name = "sales-forecaster"
-
-    def act(self, history: Sequence[Turn], observation: str) -> dict[str, Any]:
-        mine = current_turns(history, observation)
-        task = _sales_task(mine[0].observation if mine else observation)
-        if task is None:
-            return {"tool": "list_files"}
-        reads = _read_results(history)
-        if task.data_path not in _read_results(mine):
-            return {"tool": "read_file", "path": task.data_path}
-        if "data/furniture.json" not in reads:
-            return {"tool": "read_file", "path": "data/furniture.json"}
-        catalog = _catalog(reads["data/furniture.json"])
-        stores = dict(task.stores)
-        for t in history:
-            stores.update({loc: city.strip() for city, loc in _STORE.findall(t.observation)})
-        panel: dict[Cell, float] = {}
-        for t in history:
-            m = _CONTENTS.match(t.feedback)
-            if m and m.group(1).startswith("data/sales_"):
-                panel.update(_export_cells(t.feedback[m.end():], catalog, stores))
-            for a in _ACTUALS.finditer(t.feedback):
-                for line in a.group(2).strip().splitlines():
-                    city, item, units = (p.strip() for p in line.split("|"))
-                    panel[(city, item, int(a.group(1)))] = float(units)
-        return {"tool": "submit", "predictions": self._forecast(task, panel, catalog)}
-
-    def _forecast(self, task: _Task, panel: dict[Cell, float],
-                  catalog: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-        by_name = {r["furniture_name"]: r for r in catalog.values()}
-        growth = _growth(panel, by_name)
-        fallback = sum(growth.values()) / len(growth) if growth else 0.0
-        out = []
-        for city in task.cities:
-            for item in task.targets:
-                info = by_name.get(item, {})
-                rate = growth.get(info.get("category", ""), fallback)
-                base_year, level = _level(panel, city, item, task.year - 1, by_name)
-                for year in range(task.year, task.year + task.horizon):
-                    units = level * math.exp(rate * (year - base_year))
-                    out.append({"locality": city, "furniture_name": item, "year": year,
-                                "items_sold": round(units, 1)})
-        return out
-
-
-def _growth(panel: dict[Cell, float], by_name: dict[str, dict[str, Any]]) -> dict[str, float]:
-    """Mean log growth per year per category over consecutive observed years of a series."""
-    series: dict[tuple[str, str], list[tuple[int, float]]] = {}
-    for (city, item, year), units in panel.items():
-        series.setdefault((city, item), []).append((year, units))
-    sums: dict[str, list[float]] = {}
-    for (_, item), points in series.items():
-        category = by_name.get(item, {}).get("category")
-        points.sort()
-        for (y1, v1), (y2, v2) in zip(points, points[1:], strict=False):
-            if category and v1 > 0 and v2 > 0:
-                sums.setdefault(category, []).append(math.log(v2 / v1) / (y2 - y1))
-    return {c: sum(v) / len(v) for c, v in sums.items()}
-
-
-def _level(panel: dict[Cell, float], city: str, item: str, year: int,
-           by_name: dict[str, dict[str, Any]]) -> tuple[int, float]:
-    """(year, units) to extrapolate from: the series' latest value, else the same product at
-    another store, else the visible store's category mean reshaped by price."""
-    own = [(y, v) for (c, i, y), v in panel.items() if c == city and i == item]
-    if own:
-        return max(own)
-    same = [(y, v) for (c, i, y), v in panel.items() if i == item and y == year]
-    if same:
-        return year, sum(v for _, v in same) / len(same)
-    info = by_name.get(item, {})
-    peers = [(by_name[i], v) for (c, i, y), v in panel.items()
-             if y == year and i in by_name and by_name[i].get("category") == info.get("category")]
-    if peers and "price_usd" in info:
-        shape = _demand_shape(float(info["price_usd"]))
-        return year, sum(v * shape / _demand_shape(float(p["price_usd"]))
-                         for p, v in peers) / len(peers)
-    values = [v for (c, i, y), v in panel.items() if y == year]
-    return year, (sum(values) / len(values) if values else 100.0)
 
 
 POLICIES: dict[str, Callable[[], Policy]] = {

@@ -17,15 +17,26 @@ skill 1 - sum|p - a| / sum|a| over the 75 cells, unclipped (a missing cell count
 r_max 1. After submitting, the agent sees only year T's score and year T's actual sales of the
 15 target (store, product) pairs. Never permuted (the years are a calendar).
 
-The workspace is a small file store (paths to text). ``data/`` belongs to the environment and is
-replaced at every instance (older exports are discarded); files the agent writes elsewhere
-persist across instances of the stateful run and are wiped for the stateless arm
-(:meth:`SalesEnv.reset_to`), as the authors' baseline cleans the workspace. Actions are tool
-calls (list, read, write, submit); the budget is 20 steps and the 20th must be a submit.
+The workspace is a small file store (paths to bytes) held by the environment. ``data/`` belongs
+to the environment and is replaced at every instance (older exports are discarded); files the
+agent writes elsewhere -- by hand or from its programs -- persist across instances of the
+stateful run and are wiped for the stateless arm (:meth:`SalesEnv.reset_to`), as the authors'
+baseline cleans the workspace. Actions are tool calls: list, read, write, run a Python file or
+snippet, submit; the budget is 20 steps and the 20th must be a submit.
+
+A program runs in the OS sandbox (:func:`clstream.judges.workspace.run_in_workspace`: bubblewrap,
+no network, an empty environment, a capped tmpfs, a read-only system) with the workspace as its
+working directory and numpy, scipy and scikit-learn importable read-only where installed
+(:data:`WORKSPACE_PACKAGES`; the first observation names what is available). Its files come
+back into the workspace (``data/`` excepted) unless it was stopped at :data:`PROGRAM_TIMEOUT_S`
+or for memory; its output is shown cut to :data:`STDOUT_CAP` / :data:`STDERR_CAP` characters.
+The agent's files are capped at :data:`WORKSPACE_CAP` bytes in all (snapshots carry them, so a
+resumed run continues with the same files).
 """
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -36,13 +47,18 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from clstream.core.environment import ActionError, EnvironmentStateError, OrderPolicy
+from clstream.judges.isolation import IsolationUnavailable, allowed_packages
+from clstream.judges.workspace import WorkspaceError, check_path, run_in_workspace
 from clstream.protocols.clbench.envs.base import EnvironmentBase, Outcome, build_schedule
 
 FIRST_YEAR, START_YEAR, HORIZON = 2026, 2027, 5
 VARIANTS = ("stage_1", "stage_2", "stage_3")
 SCHEDULES: dict[str, tuple[int, ...]] = {"default": (4, 4, 4), "short": (1, 1, 1)}
 MAX_STEPS = 20
-READ_CAP, FILE_CAP, WORKSPACE_CAP, MAX_FILES = 30_000, 100_000, 1_000_000, 100
+READ_CAP, FILE_CAP, WORKSPACE_CAP, MAX_FILES = 30_000, 100_000, 2_000_000, 100
+WORKSPACE_PACKAGES = ("numpy", "scipy", "sklearn")
+PROGRAM_TIMEOUT_S, PROGRAM_MEMORY_MB, CODE_CAP = 30.0, 1024, 50_000
+STDOUT_CAP, STDERR_CAP = 4000, 2000
 
 CATEGORIES: dict[str, tuple[tuple[str, int], ...]] = {
     "seating": (("Sectional Sofa", 2400), ("Chesterfield Sofa", 2000), ("Lounge Chair", 900),
@@ -160,7 +176,9 @@ INSTRUCTIONS = (
     "the product catalog, and you forecast yearly units sold for several products at every "
     "store for the next five years, including stores and products missing from the export. "
     "You work through tools in a small workspace: data/ holds this year's files and is "
-    "replaced every year; files you write anywhere else stay for later years. The forecast is "
+    "replaced every year; files you write anywhere else, by hand or from your Python programs, "
+    "stay for later years. Programs run in a sandbox without network, with the workspace as "
+    "their working directory. The forecast is "
     "scored by 1 - sum|predicted - actual| / sum|actual| over all its cells; after submitting "
     "you see the score of the first forecast year and that year's actual sales."
 )
@@ -168,14 +186,15 @@ ACTION_FORMAT = (
     "Reply with one JSON object, one tool call: "
     '{"tool": "list_files"} | {"tool": "read_file", "path": "<path>"} | '
     '{"tool": "write_file", "path": "<path outside data/>", "content": "<text>"} | '
+    '{"tool": "run_python", "path": "<file.py>"} | {"tool": "run_python", "code": "<program>"} | '
     '{"tool": "submit", "predictions": [{"locality": "<store city>", "furniture_name": '
     '"<name>", "year": <year>, "items_sold": <number>}, ...]}. Submit ends the year.'
 )
 ACTION_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["tool"],
     "properties": {
-        "tool": {"enum": ["list_files", "read_file", "write_file", "submit"]},
-        "path": {"type": "string"}, "content": {"type": "string"},
+        "tool": {"enum": ["list_files", "read_file", "write_file", "run_python", "submit"]},
+        "path": {"type": "string"}, "content": {"type": "string"}, "code": {"type": "string"},
         "predictions": {"type": "array", "items": {
             "type": "object",
             "required": ["locality", "furniture_name", "year", "items_sold"],
@@ -209,7 +228,9 @@ class SalesEnv(EnvironmentBase):
         super().__init__(seed, build_schedule(schedule, sizes, VARIANTS,
                                               [f"year-{y}" for y in years]), max_invalid)
         self.world = SalesWorld(seed, years[-1] + HORIZON - 1)
-        self.files: dict[str, str] = {}
+        self.files: dict[str, bytes] = {}
+        found = allowed_packages(WORKSPACE_PACKAGES).names  # with what they require
+        self.packages = tuple(n for n in WORKSPACE_PACKAGES if n in found)
 
     # --- content ---------------------------------------------------------------------------
 
@@ -227,22 +248,29 @@ class SalesEnv(EnvironmentBase):
         return {(s.city, p.name, y): float(self.world.sales[(s.city, p.name, y)])
                 for s in STORES for p in self.world.targets for y in span}
 
-    def _data_files(self, instance_id: str) -> dict[str, str]:
+    def _data_files(self, instance_id: str) -> dict[str, bytes]:
         store, year = self.visible_store(instance_id), _year_of(instance_id)
         stage = self.schedule.stage_of(instance_id)
         catalog = [{"furniture_id": p.furniture_id, "furniture_name": p.name,
                     "furniture_type": p.furniture_type, "category": p.category,
                     "price_usd": p.price} for p in self.world.products]
         location = [{"location_id": store.location_id, "city": store.city, "state": store.state}]
-        return {self.data_path(instance_id): self.world.export_csv(store, year - 1, stage,
-                                                                    self.seed),
-                "data/furniture.json": json.dumps(catalog, indent=1),
-                "data/locations.json": json.dumps(location, indent=1)}
+        texts = {self.data_path(instance_id): self.world.export_csv(store, year - 1, stage,
+                                                                     self.seed),
+                 "data/furniture.json": json.dumps(catalog, indent=1),
+                 "data/locations.json": json.dumps(location, indent=1)}
+        return {path: text.encode() for path, text in texts.items()}
+
+    def own_files(self) -> dict[str, bytes]:
+        """The agent's files: the workspace outside ``data/``."""
+        return {k: v for k, v in self.files.items() if not k.startswith("data/")}
 
     # --- hooks -----------------------------------------------------------------------------
 
     def _params(self) -> dict[str, Any]:
-        return {"horizon": HORIZON, "stores": [s.city for s in STORES]}
+        return {"horizon": HORIZON, "stores": [s.city for s in STORES],
+                "workspace": {"max_bytes": WORKSPACE_CAP, "program_timeout_s": PROGRAM_TIMEOUT_S,
+                              "program_memory_mb": PROGRAM_MEMORY_MB}}
 
     def _reset_state(self) -> None:
         self.files = {}
@@ -260,7 +288,8 @@ class SalesEnv(EnvironmentBase):
         if not first:
             return f"Forecast for year {year} continues. {budget}"
         stores = ", ".join(f"{s.city} ({s.location_id})" for s in STORES)
-        columns = self.files[self.data_path(self.current)].split("\n", 1)[0].replace(",", ", ")
+        columns = self.files[self.data_path(self.current)].decode().split("\n", 1)[0]
+        columns = columns.replace(",", ", ")
         own = sorted(k for k in self.files if not k.startswith("data/"))
         targets = ", ".join(p.name for p in self.world.targets)
         return "\n".join([
@@ -273,6 +302,8 @@ class SalesEnv(EnvironmentBase):
             "category, price_usd)",
             "  data/locations.json (the visible store)",
             f"Your own files: {', '.join(own) if own else '(none)'}",
+            "Python programs may import the standard library"
+            + (f" and {', '.join(self.packages)}." if self.packages else " only."),
             f"Forecast items_sold for every locality (San Francisco, New York, Chicago), every "
             f"furniture_name ({targets}) and every year {year}-{year + HORIZON - 1}: "
             f"{len(STORES) * len(self.world.targets) * HORIZON} cells.",
@@ -280,9 +311,9 @@ class SalesEnv(EnvironmentBase):
 
     def _check(self, action: dict[str, Any]) -> None:
         tool = action.get("tool")
-        if tool not in ("list_files", "read_file", "write_file", "submit"):
+        if tool not in ("list_files", "read_file", "write_file", "run_python", "submit"):
             raise ActionError('"tool" must be one of list_files, read_file, write_file, '
-                              f"submit; got {tool!r}")
+                              f"run_python, submit; got {tool!r}")
         if tool != "submit" and self._valid >= self.max_steps - 1:
             raise ActionError("this is the last step of the year: only submit is accepted")
         if tool in ("read_file", "write_file"):
@@ -291,24 +322,36 @@ class SalesEnv(EnvironmentBase):
                 raise ActionError(f'{tool} needs a "path" string')
         if tool == "write_file":
             self._check_write(str(action["path"]).strip(), action.get("content"))
+        if tool == "run_python":
+            self._check_run(action)
         if tool == "submit":
             self._cells(action.get("predictions"))
 
     def _check_write(self, path: str, content: Any) -> None:
         if not isinstance(content, str):
             raise ActionError('write_file needs a "content" string')
-        parts = path.split("/")
-        if path.startswith("/") or ".." in parts or "" in parts or len(path) > 120:
-            raise ActionError(f"bad path {path!r}: use a relative path without '..'")
-        if parts[0] == "data":
+        try:
+            check_path(path)
+        except WorkspaceError as err:
+            raise ActionError(str(err)) from None
+        if path.split("/")[0] == "data":
             raise ActionError("data/ is read-only; write your files elsewhere")
         if len(content) > FILE_CAP:
             raise ActionError(f"a file holds at most {FILE_CAP} characters")
-        others = {k: v for k, v in self.files.items() if k != path and not k.startswith("data/")}
+        others = {k: v for k, v in self.own_files().items() if k != path}
         if len(others) >= MAX_FILES:
             raise ActionError(f"the workspace holds at most {MAX_FILES} files of yours")
-        if sum(map(len, others.values())) + len(content) > WORKSPACE_CAP:
-            raise ActionError(f"your files may hold at most {WORKSPACE_CAP} characters in all")
+        if sum(map(len, others.values())) + len(content.encode()) > WORKSPACE_CAP:
+            raise ActionError(f"your files may hold at most {WORKSPACE_CAP} bytes in all")
+
+    def _check_run(self, action: dict[str, Any]) -> None:
+        path, code = action.get("path"), action.get("code")
+        if (path is None) == (code is None):
+            raise ActionError('run_python needs either a "path" (a .py file of the workspace) '
+                              'or a "code" string, not both')
+        if code is not None and (not isinstance(code, str) or len(code) > CODE_CAP):
+            raise ActionError(f'run_python "code" must be a string of at most {CODE_CAP} '
+                              "characters")
 
     def _cells(self, predictions: Any) -> dict[tuple[str, str, int], float]:
         assert self.current is not None
@@ -345,18 +388,24 @@ class SalesEnv(EnvironmentBase):
         assert self.current is not None
         tool = action["tool"]
         if tool == "list_files":
-            listing = "\n".join(f"{k} ({len(v)} characters)" for k, v in sorted(self.files.items()))
+            listing = "\n".join(f"{k} ({len(v)} bytes)" for k, v in sorted(self.files.items()))
             return Outcome(f"Files:\n{listing}")
+        if tool == "run_python":
+            return self._run(action)
         path = str(action.get("path", "")).strip()
         if tool == "read_file":
             if path not in self.files:
                 return Outcome(f"No file {path!r}. Use list_files to see the workspace.")
-            text = self.files[path]
+            try:
+                text = self.files[path].decode()
+            except UnicodeDecodeError:
+                return Outcome(f"{path} is a binary file of {len(self.files[path])} bytes; "
+                               "read it from a program.")
             more = f"\n... (cut at {READ_CAP} of {len(text)} characters)" if len(text) > READ_CAP else ""
             return Outcome(f"Contents of {path}:\n{text[:READ_CAP]}{more}")
         if tool == "write_file":
-            self.files[path] = str(action["content"])
-            return Outcome(f"Wrote {path} ({len(self.files[path])} characters).")
+            self.files[path] = str(action["content"]).encode()
+            return Outcome(f"Wrote {path} ({len(self.files[path])} bytes).")
         return self._submit(self._cells(action["predictions"]))
 
     def _submit(self, cells: dict[tuple[str, str, int], float]) -> Outcome:
@@ -377,13 +426,79 @@ class SalesEnv(EnvironmentBase):
                        {"raw_metric": reward, "first_year_score": first_score,
                         "missing_cells": missing})
 
+    def _run(self, action: dict[str, Any]) -> Outcome:
+        """Run a workspace file or a snippet in the sandbox; take its files back."""
+        path = action.get("path")
+        if path is not None:
+            path = str(path).strip()
+            if path not in self.files:
+                return Outcome(f"No file {path!r}. Use list_files to see the workspace.")
+            try:
+                code = self.files[path].decode()
+            except UnicodeDecodeError:
+                return Outcome(f"{path} is not a UTF-8 text program.")
+            label = path
+        else:
+            code, label = str(action["code"]), "the snippet"
+        try:
+            run = run_in_workspace(code, self.files, timeout_s=PROGRAM_TIMEOUT_S,
+                                   memory_mb=PROGRAM_MEMORY_MB,
+                                   max_bytes=WORKSPACE_CAP + self._data_bytes(),
+                                   max_output_bytes=4 * STDOUT_CAP, packages=self.packages)
+        except IsolationUnavailable as err:
+            return Outcome(f"Programs cannot run here: {err}")
+        result = run.result
+        lines = [f"Ran {label}: {result.status}"  # no durations: records stay reproducible
+                 + (f" ({result.reason})." if result.reason else ".")]
+        if run.files is not None:
+            own = {k: v for k, v in run.files.items() if not k.startswith("data/")}
+            if len(own) > MAX_FILES or sum(map(len, own.values())) > WORKSPACE_CAP:
+                lines.append(f"File changes discarded: your files may hold at most "
+                             f"{MAX_FILES} files and {WORKSPACE_CAP} bytes.")
+            else:
+                data = {k: v for k, v in self.files.items() if k.startswith("data/")}
+                self.files = {**data, **own}
+        elif run.note:
+            lines.append(run.note[:1].upper() + run.note[1:] + ".")
+        for name, text, cap in (("stdout", result.stdout, STDOUT_CAP),
+                                ("stderr", result.stderr, STDERR_CAP)):
+            if text.strip():
+                cut = f"\n... (cut at {cap} of {len(text)} characters)" if len(text) > cap else ""
+                lines.append(f"{name}:\n{text[:cap].rstrip()}{cut}")
+        return Outcome("\n".join(lines))
+
+    def _data_bytes(self) -> int:
+        return sum(len(v) for k, v in self.files.items() if k.startswith("data/"))
+
     def _state_json(self) -> dict[str, Any]:
-        return {"files": {k: v for k, v in sorted(self.files.items())
-                          if not k.startswith("data/")}}
+        """The agent's files: UTF-8 ones as text (``files``), others base64
+        (``binary_files``); at most :data:`WORKSPACE_CAP` bytes in all."""
+        text: dict[str, str] = {}
+        binary: dict[str, str] = {}
+        for path, data in sorted(self.own_files().items()):
+            try:
+                text[path] = data.decode()
+            except UnicodeDecodeError:
+                binary[path] = base64.b64encode(data).decode("ascii")
+        return {"files": text, **({"binary_files": binary} if binary else {})}
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
-        files = state.get("files", {})
-        if not isinstance(files, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-            raise EnvironmentStateError(f"{self.name}: snapshot field 'files' is malformed")
-        self.files = dict(files)
+        files, binary = state.get("files", {}), state.get("binary_files", {})
+        loaded: dict[str, bytes] = {}
+        try:
+            for field, table in (("files", files), ("binary_files", binary)):
+                if not isinstance(table, dict):
+                    raise ValueError(field)
+                for path, value in table.items():
+                    if not isinstance(path, str) or not isinstance(value, str):
+                        raise ValueError(field)
+                    check_path(path)
+                    loaded[path] = (value.encode() if field == "files"
+                                    else base64.b64decode(value, validate=True))
+        except (ValueError, WorkspaceError) as err:
+            raise EnvironmentStateError(
+                f"{self.name}: snapshot field 'files' is malformed ({err})") from None
+        if sum(map(len, loaded.values())) > WORKSPACE_CAP or any(
+                p.startswith("data/") for p in loaded):
+            raise EnvironmentStateError(f"{self.name}: snapshot files exceed the workspace")
+        self.files = loaded

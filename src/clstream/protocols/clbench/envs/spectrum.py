@@ -4,25 +4,36 @@ A 168 MHz band holds 13 fixed transmitters on a regular grid: 7 wideband channel
 24 MHz slot, and 6 narrowband channels in the guard gaps between them. Each scan (one
 instance, one step) shows the peaks a noisy detector found; the agent reports the
 transmitters it believes occupy the band. What is scored never changes: the union of all 13
-channels. What changes at each stage is how much of it is ever active:
+channels. What changes at each stage is how much of it is ever active.
+
+Two generators (the ``generator`` parameter, recorded in the environment's parameters and so
+in the run's dataset and id):
+
+``"authors"`` (the default) follows the authors' generator: wideband width 15 MHz with a 9 MHz
+guard (wide centres 7.5 + 24k), narrowband channels 5 MHz wide centred in the gaps
+(19.5 + 24k), and fixed awake channels per stage:
 
 | stage | variant | awake (active in turn) | active per scan | dormant (p = 0.1 per scan) |
 | --- | --- | --- | --- | --- |
-| 1 | five_ch_wide | 5 wide | 2 | 2 wide, 6 narrow |
-| 2 | five_plus_four_mixed | 5 wide, 4 narrow | 3 | 2 wide, 2 narrow |
+| 1 | five_ch_wide | wide slots 0-4 | 2 | wide slots 5-6, all 6 narrow |
+| 2 | five_plus_four_mixed | wide slots 0-4, narrow gaps 0-3 | 3 | wide 5-6, narrow gaps 4-5 |
 | 3 | full_grid_active | all 13 | 4 | none |
 
 Awake channels take turns from a shuffled pool (round robin, distinct within a scan). The
-detector finds an active channel with probability 0.85 and reports its centre and width with
-noise proportional to the width (sd 10%) and its power around -30 dBm; a scan may also hold a
-false alarm (p 0.2) or a strong interferer (p 0.1) at a random frequency.
+detector finds an active channel with probability 0.85 and reports its centre with Gaussian
+noise of sd 3.0 MHz, its width with noise of sd 10% of the width and its power as
+-30 dBm + N(0, 5 dB); a scan may also hold a false alarm (p 0.2) or a strong interferer
+(p 0.1) at a random frequency.
+
+``"varied"`` is clstream's earlier variant, kept for comparison: the wideband width drawn
+from [12, 16] MHz per seed, narrowband widths from [4, 6] MHz with a small jitter in their
+gaps, the awake channels of stages 1-2 drawn at random (5 of 7 wide, 4 of 6 narrow), centre
+noise sd 10% of the width, and false alarms weaker (about -47 dBm) than the channels.
 
 Reward (the authors' code, not the paper's wording): the IoU of the *available* spectrum, band
 minus the union of all channels, against the band minus the union of the reported intervals;
 1.0 when both are empty. r_max 1. Feedback is only "Scan <id> recorded." Every instance's scan
-is fixed by its id, so permuted rollouts and the stateless arm see the same scans. Geometry per
-seed: wideband width in [12, 16] MHz, narrowband widths in [4, 6] MHz, centred in their gaps
-with a small jitter; the slot pitch stays 24 MHz.
+is fixed by its id, so permuted rollouts and the stateless arm see the same scans.
 """
 
 from __future__ import annotations
@@ -44,6 +55,10 @@ SCHEDULES: dict[str, tuple[int, ...]] = {"default": (30, 30, 30), "short": (5, 5
 MAX_TRANSMITTERS = 64
 P_MISS, P_FALSE_ALARM, P_INTERFERENCE, P_DORMANT = 0.15, 0.20, 0.10, 0.10
 ACTIVE_PER_SCAN = (2, 3, 4)
+GENERATORS = ("authors", "varied")
+AUTHORS_WIDE, AUTHORS_GUARD, AUTHORS_NARROW = 15.0, 9.0, 5.0
+AUTHORS_FREQ_NOISE = 3.0  # MHz, sd of a detected centre
+CHANNEL_POWER, POWER_NOISE = -30.0, 5.0  # dBm, dB
 
 Interval = tuple[float, float]
 
@@ -135,7 +150,13 @@ def available_iou(truth: Iterable[Interval], reported: Iterable[Interval],
 # --- the generator -------------------------------------------------------------------------
 
 
-def make_channels(rng: random.Random) -> list[Channel]:
+def make_channels(rng: random.Random, generator: str = "authors") -> list[Channel]:
+    """The 13 channels: wide ones 0..6 by slot, narrow ones 7..12 by gap."""
+    if generator == "authors":
+        return ([Channel(k * PITCH + AUTHORS_WIDE / 2, AUTHORS_WIDE, "wide")
+                 for k in range(N_WIDE)]
+                + [Channel(k * PITCH + AUTHORS_WIDE + AUTHORS_GUARD / 2, AUTHORS_NARROW, "narrow")
+                   for k in range(N_NARROW)])
     wide = round(rng.uniform(12.0, 16.0), 1)
     channels = [Channel(round(k * PITCH + wide / 2, 2), wide, "wide") for k in range(N_WIDE)]
     gap = PITCH - wide
@@ -147,11 +168,14 @@ def make_channels(rng: random.Random) -> list[Channel]:
     return channels
 
 
-def _stage_plan(rng: random.Random) -> list[tuple[list[int], list[int]]]:
+def _stage_plan(rng: random.Random, generator: str) -> list[tuple[list[int], list[int]]]:
     """(awake, dormant) channel indexes per stage; wide are 0..6, narrow 7..12."""
     wide, narrow = list(range(N_WIDE)), list(range(N_WIDE, N_WIDE + N_NARROW))
-    awake_wide = sorted(rng.sample(wide, 5))
-    awake_narrow = sorted(rng.sample(narrow, 4))
+    if generator == "authors":
+        awake_wide, awake_narrow = wide[:5], narrow[:4]
+    else:
+        awake_wide = sorted(rng.sample(wide, 5))
+        awake_narrow = sorted(rng.sample(narrow, 4))
     rest_wide = [c for c in wide if c not in awake_wide]
     rest_narrow = [c for c in narrow if c not in awake_narrow]
     return [(awake_wide, rest_wide + narrow),
@@ -159,16 +183,29 @@ def _stage_plan(rng: random.Random) -> list[tuple[list[int], list[int]]]:
             (wide + narrow, [])]
 
 
-def _detect(rng: random.Random, ch: Channel) -> Peak:
-    return Peak(round(ch.center + rng.gauss(0.0, 0.1 * ch.width), 1),
-                round(-30.0 + rng.gauss(0.0, 5.0), 1),
+def _detect(rng: random.Random, ch: Channel, generator: str) -> Peak:
+    sd = AUTHORS_FREQ_NOISE if generator == "authors" else 0.1 * ch.width
+    return Peak(round(ch.center + rng.gauss(0.0, sd), 1),
+                round(CHANNEL_POWER + rng.gauss(0.0, POWER_NOISE), 1),
                 round(max(0.5, ch.width * (1.0 + rng.gauss(0.0, 0.1))), 1))
 
 
+def _spurious(rng: random.Random, generator: str, strong: bool) -> Peak:
+    """A false alarm (``strong`` False) or an interferer at a random frequency. Under the
+    authors' generator a false alarm's power follows the channels' model (the detector cannot
+    tell it by power); the widths are clstream's choice (docs/clbench.md §4.1)."""
+    freq = round(rng.uniform(*BAND), 1)
+    if strong:
+        return Peak(freq, round(rng.gauss(-24.0, 4.0), 1), round(rng.uniform(3.0, 12.0), 1))
+    power = (CHANNEL_POWER + rng.gauss(0.0, POWER_NOISE) if generator == "authors"
+             else rng.gauss(-47.0, 4.0))
+    return Peak(freq, round(power, 1), round(rng.uniform(1.0, 6.0), 1))
+
+
 def make_scans(seed: int, sizes: Sequence[int], ids: Sequence[str],
-               channels: Sequence[Channel]) -> list[Scan]:
+               channels: Sequence[Channel], generator: str = "authors") -> list[Scan]:
     rng = random.Random(f"spectrum-activity:{seed}")
-    plan = _stage_plan(rng)
+    plan = _stage_plan(rng, generator)
     scans: list[Scan] = []
     index = 0
     for stage, size in enumerate(sizes):
@@ -181,13 +218,12 @@ def make_scans(seed: int, sizes: Sequence[int], ids: Sequence[str],
             active = {pool[(turn + j) % len(pool)] for j in range(n)}
             turn += n
             active |= {c for c in dormant if rng.random() < P_DORMANT}
-            peaks = [_detect(rng, channels[c]) for c in sorted(active) if rng.random() >= P_MISS]
+            peaks = [_detect(rng, channels[c], generator) for c in sorted(active)
+                     if rng.random() >= P_MISS]
             if rng.random() < P_FALSE_ALARM:
-                peaks.append(Peak(round(rng.uniform(*BAND), 1), round(rng.gauss(-47.0, 4.0), 1),
-                                  round(rng.uniform(1.0, 6.0), 1)))
+                peaks.append(_spurious(rng, generator, strong=False))
             if rng.random() < P_INTERFERENCE:
-                peaks.append(Peak(round(rng.uniform(*BAND), 1), round(rng.gauss(-24.0, 4.0), 1),
-                                  round(rng.uniform(3.0, 12.0), 1)))
+                peaks.append(_spurious(rng, generator, strong=True))
             peaks.sort(key=lambda p: p.freq)
             scans.append(Scan(ids[index], index, round(-95.0 + rng.gauss(0.0, 1.5), 1),
                               tuple(peaks), tuple(sorted(active))))
@@ -251,15 +287,20 @@ class SpectrumEnv(EnvironmentBase):
     action_format: ClassVar[str] = ACTION_FORMAT
     action_schema: ClassVar[Mapping[str, Any]] = ACTION_SCHEMA
 
-    def __init__(self, seed: int = 0, schedule: str = "default", max_invalid: int = 3) -> None:
+    def __init__(self, seed: int = 0, schedule: str = "default", max_invalid: int = 3,
+                 generator: str = "authors") -> None:
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r}; known: {sorted(SCHEDULES)}")
+        if generator not in GENERATORS:
+            raise ValueError(f"unknown generator {generator!r}; known: {', '.join(GENERATORS)}")
+        self.generator = generator
         sizes = SCHEDULES[schedule]
         ids = [f"scan-{i + 1:03d}" for i in range(sum(sizes))]
         sched: Schedule = build_schedule(schedule, sizes, VARIANTS, ids)
         super().__init__(seed, sched, max_invalid)
-        self.channels = make_channels(random.Random(f"spectrum-geometry:{seed}"))
-        self.scans = {s.instance_id: s for s in make_scans(seed, sizes, ids, self.channels)}
+        self.channels = make_channels(random.Random(f"spectrum-geometry:{seed}"), generator)
+        self.scans = {s.instance_id: s for s in make_scans(seed, sizes, ids, self.channels,
+                                                            generator)}
 
     @property
     def truth(self) -> list[Interval]:
@@ -267,7 +308,8 @@ class SpectrumEnv(EnvironmentBase):
         return merge(ch.interval for ch in self.channels)
 
     def _params(self) -> dict[str, Any]:
-        return {"band": list(BAND), "channels": [[c.center, c.width] for c in self.channels]}
+        return {"band": list(BAND), "generator": self.generator,
+                "channels": [[c.center, c.width] for c in self.channels]}
 
     def _observation(self, first: bool) -> str:
         assert self.current is not None
