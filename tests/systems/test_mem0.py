@@ -1,6 +1,7 @@
-"""mem0: an extraction call after every event, one ADD/UPDATE/DELETE/NONE decision per
-candidate against the most similar stored facts, strict replies, top-k retrieval before each
-answer, probes change nothing, snapshots search as the original."""
+"""mem0: an extraction call after every event, one batched ADD/UPDATE/DELETE/NONE decision
+call for its candidates against the most similar stored facts, strict replies, top-k retrieval
+keyed by the query and the previous step before each answer, probes change nothing, snapshots
+search as the original, the retriever resolved and recorded."""
 
 from __future__ import annotations
 
@@ -44,66 +45,111 @@ def facts(system: Mem0) -> list[str]:
 
 
 def seeded(model: Scripted, **args: Any) -> Mem0:
-    system = Mem0(model, **args)
+    system = Mem0(model, **{"retriever": "bm25", **args})
     for text in SEEDED:
         system._add(text)
     return system
 
 
 @pytest.mark.parametrize(("decision", "after"), [
-    ("ADD", [*SEEDED, "The red door sticks when wet."]),
-    ("Thinking...\nADD: The red door sticks in wet weather.",
+    ("FACT 1: ADD", [*SEEDED, "The red door sticks when wet."]),
+    ("Thinking...\nFACT 1: ADD: The red door sticks in wet weather.",
      [*SEEDED, "The red door sticks in wet weather."]),
-    ("UPDATE 1: The red door opens with the brass key and sticks when wet.",
+    ("FACT 1: UPDATE 1: The red door opens with the brass key and sticks when wet.",
      ["The red door opens with the brass key and sticks when wet.", *SEEDED[1:]]),
-    ("DELETE 1", SEEDED[1:]),
-    ("DELETE 1 - it is outdated", SEEDED[1:]),
-    ("NONE", SEEDED),
+    ("FACT 1: DELETE 1", SEEDED[1:]),
+    ("- FACT #1: DELETE 1 - it is outdated", SEEDED[1:]),
+    ("FACT 1: NONE", SEEDED),
     ("I would add it.", SEEDED),  # no operation line
-    ("ADD\nDELETE 1", SEEDED),  # two different operations
-    ("UPDATE 7: out of range", SEEDED),  # a number not shown
-    ("UPDATE 1:", SEEDED),  # no text
-    ("add", SEEDED),  # keywords are upper case
+    ("ADD", SEEDED),  # an operation not naming its fact
+    ("FACT 1: ADD\nFACT 1: DELETE 1", SEEDED),  # two different operations for one fact
+    ("FACT 1: UPDATE 7: out of range", SEEDED),  # a memory number not shown
+    ("FACT 2: ADD", SEEDED),  # a fact number not listed
+    ("FACT 1: UPDATE 1:", SEEDED),  # no text
+    ("FACT 1: add", SEEDED),  # keywords are upper case
 ])
 def test_decisions_apply_exactly_and_anything_else_changes_nothing(
         decision: str, after: list[str]) -> None:
-    model = scripted({"extract": "FACT: The red door sticks when wet.", "update1": decision})
+    model = scripted({"extract": "FACT: The red door sticks when wet.", "update": decision})
     system = seeded(model)
     calls = run(system.observe(Chunk("doc", 0, "Rain fell; the red door stuck.")))
-    assert [c.key for c in calls] == ["doc/chunk0/extract", "doc/chunk0/update1"]
+    assert [c.key for c in calls] == ["doc/chunk0/extract", "doc/chunk0/update"]
     assert all(c.stage == "update" for c in calls)
     assert facts(system) == after
     listed = model.requests[-1].messages[1].content
     assert "1. The red door opens with the brass key." in listed  # the most similar first
-    assert "New fact: The red door sticks when wet." in listed
+    assert "New facts:\n1. The red door sticks when wet." in listed
+
+
+def test_one_decision_call_lists_every_candidate_and_applies_each_line() -> None:
+    model = scripted({
+        "extract": "FACT: The red door sticks when wet.\nFACT: Mara keeps the lantern upstairs.\n"
+                   "FACT: Owls hunt at night.",
+        "update": "FACT 3: ADD\nFACT 1: NONE\nFACT 2: UPDATE 2: Mara keeps the lantern "
+                  "upstairs.\nFACT 9: ADD\nrubbish line"})
+    system = seeded(model)
+    calls = run(system.observe(Chunk("doc", 0, "Notes.")))
+    assert [c.key for c in calls] == ["doc/chunk0/extract", "doc/chunk0/update"]
+    prompt = model.requests[-1].messages[1].content
+    stored = prompt.split("Stored memories:\n")[1].split("\n\n")[0].splitlines()
+    assert len(stored) == len(set(stored)) == 2  # each similar memory listed once
+    assert "New facts:\n1. The red door sticks when wet.\n2. Mara keeps the lantern upstairs.\n" \
+           "3. Owls hunt at night." in prompt
+    mara = stored[1].split(". ", 1)[1]
+    assert mara == SEEDED[2]  # the memory number 2 the reply updates
+    assert facts(system) == [SEEDED[0], SEEDED[1], "Mara keeps the lantern upstairs.",
+                             "Owls hunt at night."]
+
+
+def test_parse_memory_ops_ignores_malformed_lines() -> None:
+    ops = conversation_prompts.parse_memory_ops(
+        "FACT 1: ADD\nFACT 2: UPDATE 5: x\nFACT 3: DELETE 1\nFACT 3: NONE\nFACT 4: NONE\n"
+        "FACT x: ADD\nFACT 2 ADD\nUPDATE 1: y", facts=4, shown=2)
+    assert {n: (op.op, op.number) for n, op in ops.items()} == {1: ("ADD", None),
+                                                               4: ("NONE", None)}
 
 
 def test_ids_are_stable_through_updates_and_deletes() -> None:
     model = scripted({"extract": "FACT: Mara keeps the lantern in the attic now.",
-                      "update1": "UPDATE 1: Mara keeps the lantern in the attic."})
+                      "update": "FACT 1: UPDATE 1: Mara keeps the lantern in the attic."})
     system = seeded(model)
     run(system.observe(Document("n", "Mara moved the lantern.")))
     mem = system.snapshot()["memory"]
     assert mem["facts"][2] == {"id": 3, "text": "Mara keeps the lantern in the attic."}
     system2 = seeded(scripted({"extract": "FACT: The vault of Tirovan was emptied.",
-                               "update1": "DELETE 1"}))
+                               "update": "FACT 1: DELETE 1"}))
     run(system2.observe(Document("n", "News.")))
     mem2 = system2.snapshot()["memory"]
     assert [f["id"] for f in mem2["facts"]] == [1, 3] and mem2["next_id"] == 4
 
 
-def test_duplicates_and_unrelated_facts_need_no_decision_call() -> None:
+def test_duplicates_need_no_call_and_every_other_fact_a_decision() -> None:
     model = scripted({"extract": "FACT: The vault code of Tirovan is 4721.\n"
                                  "FACT: Owls hunt at night.\nFACT: Owls hunt at night.\n"
                                  "not a fact line"})
     system = seeded(model)
     calls = run(system.observe(Chunk("doc", 3, "Owls.")))
-    assert [c.key for c in calls] == ["doc/chunk3/extract"]
-    assert facts(system) == [*SEEDED, "Owls hunt at night."]
-    limited = seeded(scripted({"extract": "FACT: Owls hunt.\nFACT: Bats fly.\nFACT: Cats nap."}),
+    assert [c.key for c in calls] == ["doc/chunk3/extract", "doc/chunk3/update"]
+    assert "New facts:\n1. Owls hunt at night.\n\n" in model.requests[-1].messages[1].content
+    assert facts(system) == SEEDED  # no fact is stored without its decision (NONE here)
+    only_duplicates = seeded(scripted({"extract": "FACT: the vault code of  Tirovan is 4721."}))
+    assert [c.key for c in run(only_duplicates.observe(Chunk("doc", 4, "Vault.")))] == [
+        "doc/chunk4/extract"]
+    limited = seeded(scripted({"extract": "FACT: Owls hunt.\nFACT: Bats fly.\nFACT: Cats nap.",
+                               "update": "FACT 1: ADD\nFACT 2: ADD\nFACT 3: ADD"}),
                      max_facts=2)
     run(limited.observe(Chunk("doc", 3, "Animals.")))
     assert facts(limited) == [*SEEDED, "Owls hunt.", "Bats fly."]
+
+
+def test_an_empty_store_still_asks_for_a_decision() -> None:
+    model = scripted({"extract": "FACT: Owls hunt at night.", "update": "FACT 1: ADD"})
+    system = Mem0(model)
+    calls = run(system.observe(Chunk("doc", 0, "Owls.")))
+    assert [c.key for c in calls] == ["doc/chunk0/extract", "doc/chunk0/update"]
+    assert "Stored memories:\n" + conversation_prompts.NO_MEMORIES in \
+        model.requests[-1].messages[1].content
+    assert facts(system) == ["Owls hunt at night."]
 
 
 def test_every_event_kind_is_extracted_once_with_its_own_key() -> None:
@@ -123,7 +169,7 @@ def test_every_event_kind_is_extracted_once_with_its_own_key() -> None:
 
 
 def test_a_step_shows_request_reply_and_outcome_to_extraction() -> None:
-    model = scripted({"extract": "FACT: Pushing the door does nothing."})
+    model = scripted({"extract": "FACT: Pushing the door does nothing.", "update": "FACT 1: ADD"})
     system = Mem0(model)
     run(play_step(system, "i1", 1, "The door does not move."))
     extract = model.of_stage("update")[0].messages[1].content
@@ -150,6 +196,21 @@ def test_answers_show_the_top_k_most_similar_facts() -> None:
     assert user.endswith(oaks_prompts.question_text(Query("q", "Which key opens the red door?")))
 
 
+def test_the_search_key_is_the_query_and_the_previous_step() -> None:
+    model = scripted({"extract": "NONE"})
+    system = seeded(model, top_k=1, retriever="bm25")
+    query = oaks_prompts.ask(Query("q@1", "What now?"))
+    run(system.respond(query))
+    assert conversation_prompts.MEMORIES_HEADER not in model.requests[-1].messages[-1].content
+    run(play_step(system, "i1", 1, "Mara lights the lantern in the cellar."))
+    assert system.last_step.endswith("Mara lights the lantern in the cellar.")
+    run(system.respond(query))  # nothing in the query matches; the previous step does
+    assert "- Mara keeps the lantern in the cellar." in model.requests[-1].messages[-1].content
+    run(play_step(system, "i1", 2, "Done.", done=True))
+    assert system.snapshot()["memory"]["last_step"].endswith("Done.\nThis instance is now "
+                                                            "complete.")  # kept across the end
+
+
 def test_probes_change_nothing() -> None:
     model = scripted({"extract": "FACT: probe fact"})
     system = seeded(model)
@@ -160,13 +221,13 @@ def test_probes_change_nothing() -> None:
 
 def test_snapshot_restore_searches_as_the_original() -> None:
     replies = {"extract": "FACT: The red door sticks when wet.",
-               "update1": "UPDATE 2: The vault code of Tirovan is 9999."}
+               "update": "FACT 1: UPDATE 2: The vault code of Tirovan is 9999."}
     model = scripted(replies)
     system = seeded(model)
     run(system.observe(Chunk("doc", 0, "Rain.")))  # the index is rebuilt after the update
     run(system.observe(verdict(task_query(1), "## Answer: 1", False)))
     state = json.loads(json.dumps(system.snapshot()))
-    clone = Mem0(model)
+    clone = Mem0(model, retriever="bm25")
     clone.restore(state)
     assert clone.snapshot() == state
     query = oaks_prompts.ask(Query("q@1", "What is the vault code of the red door?"))
@@ -181,10 +242,25 @@ def test_snapshot_restore_searches_as_the_original() -> None:
 
 def test_declared_arguments() -> None:
     defaults = {k: p.default for k, p in Mem0.params.items()}
-    assert defaults["top_k"] == 10 and defaults["retriever"] == "bm25"
+    assert defaults["top_k"] == 10 and defaults["retriever"] == "auto"
     with pytest.raises(SpecError, match="retriever"):
         Mem0(Scripted(), retriever="nope")
     assert Mem0(Scripted()).describe()["name"] == "mem0"
+
+
+def test_the_retriever_is_resolved_when_built_and_recorded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from clstream.core.specs import ComponentSpec
+    from clstream.driver.components import recorded_system
+    from clstream.systems import mem0 as mem0_module
+
+    for installed in ("dense", "bm25"):
+        monkeypatch.setattr(mem0_module, "installed_retriever", lambda name=installed: name)
+        assert Mem0(Scripted()).describe()["args"]["retriever"] == installed
+        assert Mem0(Scripted(), retriever="bm25").args["retriever"] == "bm25"
+        spec = recorded_system(ComponentSpec(name="mem0", args={}))
+        assert spec.args == {"retriever": installed}
+    assert recorded_system(ComponentSpec(name="icl", args={})).args == {}
 
 
 @pytest.mark.parametrize(("text", "op"), [
@@ -204,16 +280,16 @@ def test_parse_memory_op(text: str, op: tuple[str, int | None, str] | None) -> N
 
 
 
-def test_a_failed_call_changes_nothing_and_stops_the_step() -> None:
+def test_a_failed_call_changes_nothing() -> None:
     class Failing(Scripted):
         async def generate(self, requests):  # type: ignore[no-untyped-def]
             out = await super().generate(requests)
             return [r.model_copy(update={"error": "server down", "samples": []})
-                    if r.key.endswith("/update1") else r for r in out]
+                    if r.key.endswith("/update") else r for r in out]
 
     model = Failing(lambda r: "FACT: The red door is wet.\nFACT: The vault code is 1."
-                    if r.key.endswith("/extract") else "ADD")
+                    if r.key.endswith("/extract") else "FACT 1: ADD\nFACT 2: ADD")
     system = seeded(model)
     calls = run(system.observe(Chunk("doc", 0, "Rain.")))
-    assert [c.key for c in calls] == ["doc/chunk0/extract", "doc/chunk0/update1"]
+    assert [c.key for c in calls] == ["doc/chunk0/extract", "doc/chunk0/update"]
     assert calls[-1].error == "server down" and facts(system) == SEEDED

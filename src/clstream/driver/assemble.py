@@ -22,7 +22,12 @@ from clstream.core.contracts import Model, System
 from clstream.core.secrets import redacted_url
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import SamplingParams
-from clstream.driver.components import build_model, parse_components, system_factory
+from clstream.driver.components import (
+    build_model,
+    parse_components,
+    recorded_system,
+    system_factory,
+)
 from clstream.driver.failures import resume_command
 from clstream.driver.flags import backend_options, sampling_from_args
 from clstream.driver.plan import CellRunner, PlannedRun, RunJob, StoredDataset
@@ -97,7 +102,8 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
     info = {**info, "run_flags": run_flags(args, add_arguments)}
     runs = []
     for system in basics.systems:
-        spec = RunSpec(protocol=protocol, dataset_hash=dataset.sha256, system=system,
+        spec = RunSpec(protocol=protocol, dataset_hash=dataset.sha256,
+                       system=recorded_system(system),
                        model=basics.model_spec, sampling=basics.sampling, seed=args.seed,
                        params=params or {})
         make = system_factory(spec, basics.model)  # validates the system's arguments

@@ -99,6 +99,18 @@ def build_model(spec: ComponentSpec, **options: Any) -> Model:
         raise SpecError(f"model {spec.label!r}: {exc}") from None
 
 
+def recorded_system(system: ComponentSpec) -> ComponentSpec:
+    """``system`` with the arguments its class resolves on this machine (a system's
+    ``spec_args`` classmethod, when it has one: mem0's ``retriever=auto``), so the run spec and
+    its run id name what actually runs."""
+    hook = getattr(resolve("system", system.name), "spec_args", None)
+    if not callable(hook):
+        return system
+    args = hook(dict(system.args))
+    return system if args == system.args else system.model_copy(
+        update={"args": dict(sorted(args.items()))})
+
+
 def system_factory(run: RunSpec, model: Model) -> Callable[[], System]:
     """A zero-argument constructor of fresh system instances for one run."""
     cls = resolve("system", run.system.name)

@@ -32,7 +32,10 @@ use), the reply is that policy's action as one
 JSON object: the policy is given the steps the prompt shows -- step blocks in memory, in the
 order of their passage tags, then the turns of a conversation transcript -- and the current
 observation. A system that shows past steps therefore lets the policy learn; one that shows
-none leaves it acting on the current observation alone. Other prompts are read as above.
+none leaves it acting on the current observation alone. When that policy also keeps notes
+(:class:`~clstream.core.environment.NoteTaker`), the prompts of the note-keeping methods --
+notepad, mem0, ace: their action prompts and update calls -- are answered from and with
+notes (:mod:`clstream.models.builtin_notes`). Other prompts are read as above.
 
 The open-question routines over events live in :mod:`clstream.models.builtin_answer`; this
 module routes questions, does the lexical fallback and multiple choice, and is the Model.
@@ -78,6 +81,7 @@ from clstream.models.builtin_answer import (
     read_question,
 )
 from clstream.models.builtin_claims import answer_statement, answer_yes_no, is_yes_no
+from clstream.models.builtin_notes import NoteBridge
 from clstream.models.builtin_reader import (
     DETERMINERS,
     WORD_NUMBERS,
@@ -276,6 +280,7 @@ class BuiltinReader:
         self.tokenizer = approx_tokenizer()
         self._read_cache: OrderedDict[str, tuple[ReadText, int]] = OrderedDict()
         self._policies: dict[str, Policy] = {}
+        self._notes = NoteBridge(self._policy, shown_turns)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -313,6 +318,9 @@ class BuiltinReader:
         context, block = layout.split_prompt(text)
         # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
         outside_context = system_tokens + self.tokenizer.count(block)
+        noted = self._notes.reply(request.messages)
+        if noted is not None:
+            return noted, outside_context + _count_context(context)
         acted = self._act(context, block, request.messages)
         if acted is not None:
             return acted, outside_context + _count_context(context)

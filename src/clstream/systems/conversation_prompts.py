@@ -16,106 +16,99 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clstream.core import layout
+from clstream.core.conversation_formats import (
+    BULLETS_USED_LABEL as BULLETS_USED_LABEL,
+)
+from clstream.core.conversation_formats import (
+    CARRY_HEADER as CARRY_HEADER,
+)
+from clstream.core.conversation_formats import (
+    CONTEXT_CHARS as CONTEXT_CHARS,
+)
+from clstream.core.conversation_formats import (
+    CURATE_PROMPT as CURATE_PROMPT,
+)
+from clstream.core.conversation_formats import (
+    EXTRACT_PROMPT as EXTRACT_PROMPT,
+)
+from clstream.core.conversation_formats import (
+    FEEDBACK_HEADER as FEEDBACK_HEADER,
+)
+from clstream.core.conversation_formats import (
+    INSTANCE_DONE as INSTANCE_DONE,
+)
+from clstream.core.conversation_formats import (
+    MEMORIES_HEADER as MEMORIES_HEADER,
+)
+from clstream.core.conversation_formats import (
+    MEMORY_SYSTEM as MEMORY_SYSTEM,
+)
+from clstream.core.conversation_formats import (
+    MEMORY_UPDATE_PROMPT as MEMORY_UPDATE_PROMPT,
+)
+from clstream.core.conversation_formats import (
+    NO_MEMORIES as NO_MEMORIES,
+)
+from clstream.core.conversation_formats import (
+    NO_REPLY as NO_REPLY,
+)
+from clstream.core.conversation_formats import (
+    NO_REQUEST as NO_REQUEST,
+)
+from clstream.core.conversation_formats import (
+    NOTEPAD_HEADER as NOTEPAD_HEADER,
+)
+from clstream.core.conversation_formats import (
+    NOTEPAD_RULES as NOTEPAD_RULES,
+)
+from clstream.core.conversation_formats import (
+    OUTCOME_TEMPLATE as OUTCOME_TEMPLATE,
+)
+from clstream.core.conversation_formats import (
+    PLAYBOOK_HEADER as PLAYBOOK_HEADER,
+)
+from clstream.core.conversation_formats import (
+    PLAYBOOK_RULES as PLAYBOOK_RULES,
+)
+from clstream.core.conversation_formats import (
+    PLAYBOOK_SECTIONS as PLAYBOOK_SECTIONS,
+)
+from clstream.core.conversation_formats import (  # the texts, shared with the builtin model
+    PROMPT_TEMPLATE_VERSION as PROMPT_TEMPLATE_VERSION,
+)
+from clstream.core.conversation_formats import (
+    REFLECT_PROMPT as REFLECT_PROMPT,
+)
+from clstream.core.conversation_formats import (
+    RESULT_TEMPLATE as RESULT_TEMPLATE,
+)
+from clstream.core.conversation_formats import (
+    SECTION_TEMPLATE as SECTION_TEMPLATE,
+)
+from clstream.core.conversation_formats import (
+    STEP_REPLY_LABEL as STEP_REPLY_LABEL,
+)
+from clstream.core.conversation_formats import (
+    STEP_REQUEST_LABEL as STEP_REQUEST_LABEL,
+)
+from clstream.core.conversation_formats import (
+    TRACE_REPLY_LABEL as TRACE_REPLY_LABEL,
+)
+from clstream.core.conversation_formats import (
+    TRACE_SHOWN_LABEL as TRACE_SHOWN_LABEL,
+)
+from clstream.core.conversation_formats import (
+    VERDICT_CHARS as VERDICT_CHARS,
+)
 from clstream.core.types import Message
-
-PROMPT_TEMPLATE_VERSION = "conversation-methods-v1"
-
-# --- transcript turns (every method that keeps a conversation) ----------------------------
-
-RESULT_TEMPLATE = "Result of your last action:\n{text}"
-INSTANCE_DONE = "This instance is now complete."
-FEEDBACK_HEADER = "The evaluator's verdict on your answer above:"
-VERDICT_CHARS = 300  # clip of the task line and answer restated in a verdict
-NO_REPLY = "(no reply)"
-NO_REQUEST = "(request not kept)"
-
-# --- notepad -------------------------------------------------------------------------------
-
-NOTEPAD_RULES = (
-    "You also keep a notepad that stays with you from one instance of the work to the next, "
-    "while the conversation itself is cleared whenever an instance ends. Use it for whatever "
-    "you want to carry forward: facts about the environment, what worked, what failed, plans. "
-    "When the notepad is not empty it is shown before the current request. To change it, put "
-    "a block in your reply that opens with a line <notepad> and closes with a line </notepad>: "
-    "the text between the two lines becomes the whole new notepad, replacing the old one, so "
-    "repeat anything you still need. Leave the block out to keep the notepad as it is. The "
-    "block is taken out of your reply before the reply is read, so never put your answer or "
-    "action inside it."
-)
-NOTEPAD_HEADER = "Your notepad, as you last wrote it:"
-CARRY_HEADER = "Feedback received at the end of the previous instance:"
-
-# --- mem0-style fact memory ------------------------------------------------------------------
-
-MEMORY_SYSTEM = (
-    "You keep the long-term memory of an agent that works through a stream of tasks, texts "
-    "and environment steps. Reply only in the exact format asked for."
-)
-MEMORIES_HEADER = "Memories kept from earlier steps, most relevant first:"
-
-EXTRACT_PROMPT = (
-    "Below is one step of the agent's work, or a text it read. List the facts worth keeping "
-    "for later steps and later tasks: how the environment or the task behaves, what worked "
-    "and what failed and why, values and names that may come up again. Make each fact short "
-    "and self-contained, so that it is clear without this step (name things instead of "
-    "writing 'it' or 'this'). Leave out what only concerns the wording of this one step.\n\n"
-    "{step}\n\n"
-    "Reply with one line per fact, in the form\nFACT: <fact>\n"
-    "or with the single line NONE when nothing is worth keeping."
-)
-
-MEMORY_UPDATE_PROMPT = (
-    "A new fact was found. Compare it with the stored memories most similar to it, numbered "
-    "below, and choose one operation:\n"
-    "ADD -- the fact is new: store it as a memory of its own.\n"
-    "UPDATE <number>: <text> -- the fact refines or corrects memory <number>: replace that "
-    "memory with <text>, written to hold what is still true of both.\n"
-    "DELETE <number> -- the fact shows that memory <number> no longer holds: remove it.\n"
-    "NONE -- the memories already say this: change nothing.\n\n"
-    "Stored memories:\n{memories}\n\nNew fact: {fact}\n\n"
-    "Reply with exactly one line holding the operation."
-)
-
-# --- ace-style playbook ----------------------------------------------------------------------
-
-PLAYBOOK_HEADER = (
-    "Playbook learned from earlier instances, most helpful bullets first (each with its id and "
-    "how often it helped or misled):"
-)
-PLAYBOOK_RULES = (
-    "A playbook of bullets learned from earlier instances may be shown before the current "
-    "request. When a bullet guides what you do, cite its id in square brackets (for example "
-    "[b3]) in your reasoning, so its usefulness can be tracked."
-)
-
-REFLECT_PROMPT = (
-    "The agent has just finished one instance of its work. Below are the playbook bullets it "
-    "cited and the record of the instance: what it was shown, what it replied and what came "
-    "back.\n\nBullets the agent cited:\n{bullets}\n\nRecord of the instance:\n{trace}\n\n"
-    "{outcome}Judge each cited bullet: did it help here, did it mislead, or did it not "
-    "matter? Then state what this instance teaches that would help in later instances: "
-    "general strategies, how the environment behaves, mistakes to avoid -- not the details "
-    "of this one instance.\n\n"
-    "Reply only with lines of these forms:\nTAG <bullet id>: helpful | harmful | neutral\n"
-    "LESSON: <one lesson>"
-)
-OUTCOME_TEMPLATE = "The evaluator judged the final answer {outcome}.\n\n"
-
-CURATE_PROMPT = (
-    "You curate the playbook of an agent: short, reusable bullets that help it in later "
-    "instances of its work. Below are the current playbook and the lessons drawn from the "
-    "instance just finished. Add a bullet only for a lesson the playbook does not already "
-    "cover; make each bullet one self-contained, actionable statement. Existing bullets stay "
-    "as they are.\n\nCurrent playbook:\n{playbook}\n\nLessons from the last instance:\n"
-    "{lessons}\n\nReply with one line per new bullet, in the form\nADD: <bullet text>\n"
-    "or with the single line NONE when nothing needs adding."
-)
 
 _TEMPLATE_NAMES = (
     "PROMPT_TEMPLATE_VERSION", "RESULT_TEMPLATE", "INSTANCE_DONE", "FEEDBACK_HEADER",
-    "VERDICT_CHARS", "NO_REPLY", "NO_REQUEST", "NOTEPAD_RULES", "NOTEPAD_HEADER", "CARRY_HEADER", "MEMORY_SYSTEM",
-    "MEMORIES_HEADER", "EXTRACT_PROMPT", "MEMORY_UPDATE_PROMPT", "PLAYBOOK_HEADER",
-    "PLAYBOOK_RULES", "REFLECT_PROMPT", "OUTCOME_TEMPLATE", "CURATE_PROMPT",
+    "VERDICT_CHARS", "NO_REPLY", "NO_REQUEST", "NOTEPAD_RULES", "NOTEPAD_HEADER",
+    "CARRY_HEADER", "MEMORY_SYSTEM", "MEMORIES_HEADER", "STEP_REQUEST_LABEL",
+    "STEP_REPLY_LABEL", "EXTRACT_PROMPT", "MEMORY_UPDATE_PROMPT", "NO_MEMORIES",
+    "PLAYBOOK_SECTIONS", "SECTION_TEMPLATE", "PLAYBOOK_HEADER", "BULLETS_USED_LABEL",
+    "PLAYBOOK_RULES", "REFLECT_PROMPT", "TRACE_SHOWN_LABEL", "TRACE_REPLY_LABEL", "OUTCOME_TEMPLATE", "CURATE_PROMPT", "CONTEXT_CHARS",
 )
 
 
@@ -215,9 +208,47 @@ def parse_memory_op(text: str, shown: int) -> MemoryOp | None:
     return found[0] if len(distinct) == 1 else None
 
 
+_FACT_OP = re.compile(r"^[ \t]*(?:[-*][ \t]*)?FACT[ \t]+#?(\d+)[ \t]*:[ \t]*(.*?)[ \t]*$",
+                      re.MULTILINE)
+
+
+def parse_memory_ops(text: str, facts: int, shown: int) -> dict[int, MemoryOp]:
+    """Fact number (1-based) -> its operation, from a batched decision reply.
+
+    A line ``FACT <i>: <operation>`` gives fact i its operation (the grammar of
+    :func:`parse_memory_op`, with memory numbers 1..``shown``); a fact with no well-formed
+    line, or with lines that differ, gets none. Malformed lines and numbers out of range are
+    ignored.
+    """
+    found: dict[int, set[MemoryOp]] = {}
+    for m in _FACT_OP.finditer(text):
+        n = int(m.group(1))
+        op = parse_memory_op(m.group(2), shown) if 1 <= n <= facts else None
+        if op is not None:
+            found.setdefault(n, set()).add(op)
+    return {n: next(iter(ops)) for n, ops in sorted(found.items()) if len(ops) == 1}
+
+
 # --- ace replies -----------------------------------------------------------------------------
 
-BULLET_ID = re.compile(r"\[(b\d+)\]")
+_BULLETS_USED = re.compile(r"^[ \t]*(?:[-*][ \t]*)?Bullets used[ \t]*:[ \t]*(.*?)[ \t]*$",
+                           re.IGNORECASE | re.MULTILINE)
+_BULLET = re.compile(r"\bb\d+\b")
+
+
+def split_bullets_used(reply: str) -> tuple[str, list[str]]:
+    """(the reply without its ``Bullets used:`` lines, the bullet ids they name, in order).
+
+    Every such line is cut out; the last one names the bullets (``none`` or no id: none).
+    """
+    lines = list(_BULLETS_USED.finditer(reply))
+    if not lines:
+        return reply, []
+    ids = list(dict.fromkeys(_BULLET.findall(lines[-1].group(1).lower())))
+    rest = re.sub(r"\n{3,}", "\n\n", _BULLETS_USED.sub("", reply)).strip()
+    return rest, ids
+
+
 _TAG = re.compile(
     r"^[ \t]*(?:[-*][ \t]*)?TAG[ \t]+\[?(b\d+)\]?[ \t]*[:=\-]?[ \t]*(helpful|harmful|neutral)"
     r"[ \t.]*$",
@@ -225,8 +256,8 @@ _TAG = re.compile(
 )
 _LESSON = re.compile(r"^[ \t]*(?:[-*][ \t]*|\d+[.)][ \t]*)?LESSON[ \t]*:[ \t]*(\S.*?)[ \t]*$",
                      re.IGNORECASE | re.MULTILINE)
-_ADD = re.compile(r"^[ \t]*(?:[-*][ \t]*|\d+[.)][ \t]*)?ADD[ \t]*:[ \t]*(\S.*?)[ \t]*$",
-                  re.MULTILINE)
+_ADD = re.compile(r"^[ \t]*(?:[-*][ \t]*|\d+[.)][ \t]*)?ADD(?:[ \t]+\(?([A-Za-z]+)\)?)?[ \t]*:"
+                  r"[ \t]*(\S.*?)[ \t]*$", re.MULTILINE)
 
 
 def parse_tags(text: str, allowed: Iterable[str]) -> dict[str, str]:
@@ -250,6 +281,13 @@ def parse_lessons(text: str) -> list[str]:
     return out
 
 
-def parse_additions(text: str, limit: int) -> list[str]:
-    """The ``ADD:`` lines of a curator reply (upper-case keyword), in order, at most ``limit``."""
-    return [" ".join(m.group(1).split()) for m in _ADD.finditer(text)][:limit]
+def parse_additions(text: str, limit: int) -> list[tuple[str, str]]:
+    """(section key, text) of the ``ADD <section>: <text>`` lines of a curator reply
+    (upper-case keyword), in order, at most ``limit``; a missing or unknown section is
+    ``other``."""
+    keys = {key for key, _ in PLAYBOOK_SECTIONS}
+    out = []
+    for m in _ADD.finditer(text):
+        section = (m.group(1) or "").lower()
+        out.append((section if section in keys else "other", " ".join(m.group(2).split())))
+    return out[:limit]

@@ -8,21 +8,29 @@ the rag systems); plus the conversation of the instance in progress (turns as in
 
 After every observed event -- a step's outcome (request, reply, observation), feedback on a
 task (task, answer, verdict), a chunk or a document -- one extraction call (stage ``update``)
-lists candidate facts (``FACT: ...`` lines, at most ``max_facts``). For each candidate, in
-order:
+lists candidate facts (``FACT: ...`` lines, at most ``max_facts``). A candidate already stored
+word for word (case and spacing aside) is dropped; no other fact is stored without a decision:
+one batched decision call (stage ``update``) shows the ``update_k`` stored facts most similar
+to each remaining candidate, merged into one numbered list (``(none stored yet)`` when the
+store is empty), and the candidates, numbered, and reads one line per candidate, ``FACT <i>:
+<operation>``: ``ADD`` (optionally ``ADD: <text>``), ``UPDATE <n>: <text>`` (memory n gets
+the new text, keeping its id and place), ``DELETE <n>`` (memory n goes) or ``NONE``. The
+operations are applied in candidate order; a candidate with no well-formed line, or with
+lines that differ, changes nothing, and so does a malformed line or a number not shown (a
+memory already deleted by an earlier line is left alone).
 
-* a fact already stored word for word (case and spacing aside) changes nothing, no call;
-* with no stored fact sharing a term with it (nothing retrieved), it is added, no call;
-* else one decision call shows the ``update_k`` most similar stored facts, numbered, and
-  reads one operation: ``ADD`` (optionally ``ADD: <text>``), ``UPDATE <n>: <text>`` (fact n
-  gets the new text, keeping its id and place), ``DELETE <n>`` (fact n goes; the candidate
-  is not stored) or ``NONE``. Anything else -- no operation line, several different ones, a
-  number not shown, a failed call -- changes nothing (after a failed call the remaining
-  candidates are dropped).
+Answering retrieves the ``top_k`` stored facts most similar to the search key and shows them,
+most similar first, before the query's block (after the instance's conversation). The key is
+the query's text followed by the previous step (its request, reply and outcome, as extraction
+saw it), as the authors search with the last exchange and the current prompt; the previous
+step is kept across instance ends and in snapshots. The current query comes first so an
+embedder that reads only the start of a long key still reads it. Chunks and documents enter
+memory only through extraction and never become the previous step.
 
-Answering retrieves the ``top_k`` stored facts most similar to the query's text and shows them,
-most similar first, before the query's block (after the instance's conversation). Chunks and
-documents enter memory only through extraction.
+Retriever: ``retriever=auto`` (the default) resolves when the system is built, to ``dense``
+(the packaged MiniLM embedder) when the ``embed`` extra is installed, else ``bm25``; the
+resolved name is the argument a run records (and so part of its spec and run id), so two
+machines never share a run id with different retrievers.
 
 The retrieval index always holds exactly the stored facts in list order (rebuilt after an
 update or delete, before the next search), so a restored snapshot searches as the original.
@@ -30,6 +38,7 @@ update or delete, before the next search), so a restored snapshot searches as th
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -37,7 +46,8 @@ from clstream.core import layout
 from clstream.core.events import Chunk, Document, Event, Feedback, Observation
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
-from clstream.retrieval.hybrid import Retriever, make_index
+from clstream.retrieval.dense import packaged_minilm_path
+from clstream.retrieval.hybrid import RETRIEVERS, Retriever, make_index
 from clstream.systems import conversation_prompts
 from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.context import RETRIEVAL_PARAMS
@@ -49,6 +59,7 @@ from clstream.systems.conversation import (
     int_field,
     outcome_text,
     step_parts,
+    str_field,
 )
 
 STEP_CHARS = 12_000  # clip of each part of a step shown to extraction (its end is kept)
@@ -62,6 +73,13 @@ class Fact:
 
 def _norm(text: str) -> str:
     return " ".join(text.lower().split())
+
+
+def installed_retriever() -> str:
+    """The retriever ``auto`` resolves to: ``dense`` when the ``embed`` extra (the
+    sentence-transformers runtime and the packaged MiniLM model) is installed, else ``bm25``."""
+    runtime = importlib.util.find_spec("sentence_transformers") is not None
+    return "dense" if runtime and packaged_minilm_path() is not None else "bm25"
 
 
 def _clip_end(text: str, limit: int = STEP_CHARS) -> str:
@@ -79,13 +97,26 @@ class Mem0(EpisodeMethod):
         "update_k": Param(10, "similar stored facts shown to each update decision", minimum=1),
         "max_facts": Param(10, "candidate facts taken from one extraction", minimum=1),
         **RETRIEVAL_PARAMS,
+        "retriever": Param("auto", "retrieval index over the facts: auto resolves to dense "
+                           "with the embed extra installed, else bm25", choices=("auto", *RETRIEVERS)),
         **BUDGET_PARAMS,
     }
+
+    @classmethod
+    def spec_args(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as a run records them: ``retriever=auto`` resolved on this machine."""
+        if args.get("retriever", "auto") == "auto":
+            return {**args, "retriever": installed_retriever()}
+        return args
+
+    def _checked(self, args: dict[str, Any]) -> dict[str, Any]:
+        return super()._checked(self.spec_args(args))
 
     def _clear_method(self) -> None:
         self.facts: list[Fact] = []
         self.next_id = 1
         self._index: Retriever | None = None  # built on first search
+        self.last_step = ""  # the previous step's text, part of the search key
 
     # --- the fact store ----------------------------------------------------------------------
 
@@ -114,7 +145,8 @@ class Mem0(EpisodeMethod):
     # --- answering -----------------------------------------------------------------------
 
     def _sections(self, query: Query) -> list[str]:
-        shown = self._search(query.text, self.args["top_k"])
+        key = f"{query.text}\n\n{self.last_step}" if self.last_step else query.text
+        shown = self._search(key, self.args["top_k"])
         return [conversation_prompts.section(conversation_prompts.MEMORIES_HEADER,
                                              (f"- {self.facts[p].text}" for p in shown))]
 
@@ -122,7 +154,9 @@ class Mem0(EpisodeMethod):
 
     async def _after_step(self, event: Observation | Feedback, asked: Asked | None
                           ) -> list[GenerationResult]:
-        return await self._extract(event, self._step_text(event, asked))
+        step = self._step_text(event, asked)
+        self.last_step = step
+        return await self._extract(event, step)
 
     async def _text(self, event: Chunk | Document) -> list[GenerationResult]:
         return await self._extract(event, _clip_end(event.text))
@@ -136,49 +170,58 @@ class Mem0(EpisodeMethod):
         request, action = step_parts(event, asked)
         parts = []
         if request or action:
-            parts += [f"Request:\n{_clip_end(request) or conversation_prompts.NO_REQUEST}",
-                      f"Reply:\n{_clip_end(action) or conversation_prompts.NO_REPLY}"]
+            parts += [f"{conversation_prompts.STEP_REQUEST_LABEL}\n"
+                      f"{_clip_end(request) or conversation_prompts.NO_REQUEST}",
+                      f"{conversation_prompts.STEP_REPLY_LABEL}\n"
+                      f"{_clip_end(action) or conversation_prompts.NO_REPLY}"]
         return "\n\n".join([*parts, _clip_end(outcome_text(event))])
 
     async def _extract(self, event: Event, step: str) -> list[GenerationResult]:
         key = event_key(event)
         call = await self._update_call(f"{key}/extract",
                                        conversation_prompts.EXTRACT_PROMPT.format(step=step))
-        calls = [call]
-        facts = conversation_prompts.parse_facts(reply_text(call), self.args["max_facts"])
-        for n, fact in enumerate(facts, 1):
-            decision = await self._merge(fact, f"{key}/update{n}")
-            if decision is not None:
-                calls.append(decision)
-                if not decision.ok:  # a failed call: the runner reports it; stop here
-                    break
-        return calls
+        if not call.ok:
+            return [call]
+        facts = [f for f in conversation_prompts.parse_facts(reply_text(call),
+                                                              self.args["max_facts"])
+                 if all(_norm(s.text) != _norm(f) for s in self.facts)]
+        if not facts:
+            return [call]
+        return [call, await self._decide(facts, f"{key}/update")]
 
-    async def _merge(self, fact: str, key: str) -> GenerationResult | None:
-        """Store ``fact`` as the rules of the module docstring say; the decision call, if any."""
-        if any(_norm(f.text) == _norm(fact) for f in self.facts):
-            return None
-        similar = self._search(fact, self.args["update_k"])
-        if not similar:
-            self._add(fact)
-            return None
-        listed = "\n".join(f"{n}. {self.facts[p].text}" for n, p in enumerate(similar, 1))
-        call = await self._update_call(
-            key, conversation_prompts.MEMORY_UPDATE_PROMPT.format(memories=listed, fact=fact))
-        op = conversation_prompts.parse_memory_op(reply_text(call), len(similar))
-        if op is None or op.op == "NONE":
-            return call
-        if op.op == "ADD":
-            text = op.text or fact
-            if all(_norm(f.text) != _norm(text) for f in self.facts):
-                self._add(text)
-        elif op.op == "UPDATE":
+    async def _decide(self, facts: list[str], key: str) -> GenerationResult:
+        """One decision call for all ``facts``; its operations applied as the module docstring
+        says."""
+        shown: list[int] = []  # fact ids, in the order listed
+        for fact in facts:
+            for position in self._search(fact, self.args["update_k"]):
+                if self.facts[position].id not in shown:
+                    shown.append(self.facts[position].id)
+        by_id = {f.id: f for f in self.facts}
+        listed = "\n".join(f"{n}. {by_id[i].text}" for n, i in enumerate(shown, 1))
+        prompt = conversation_prompts.MEMORY_UPDATE_PROMPT.format(
+            memories=listed or conversation_prompts.NO_MEMORIES,
+            facts="\n".join(f"{n}. {fact}" for n, fact in enumerate(facts, 1)))
+        call = await self._update_call(key, prompt)
+        ops = conversation_prompts.parse_memory_ops(reply_text(call), len(facts), len(shown))
+        for n, fact in enumerate(facts, 1):
+            op = ops.get(n)
+            if op is None or op.op == "NONE":
+                continue
+            if op.op == "ADD":
+                text = op.text or fact
+                if all(_norm(f.text) != _norm(text) for f in self.facts):
+                    self._add(text)
+                continue
             assert op.number is not None
-            self.facts[similar[op.number - 1]].text = op.text
-            self._changed()
-        elif op.op == "DELETE":
-            assert op.number is not None
-            del self.facts[similar[op.number - 1]]
+            target = shown[op.number - 1]
+            at = next((p for p, f in enumerate(self.facts) if f.id == target), None)
+            if at is None:  # deleted by an earlier line
+                continue
+            if op.op == "UPDATE":
+                self.facts[at].text = op.text
+            else:
+                del self.facts[at]
             self._changed()
         return call
 
@@ -186,7 +229,7 @@ class Mem0(EpisodeMethod):
 
     def _dump(self) -> dict[str, Any]:
         return {"facts": [{"id": f.id, "text": f.text} for f in self.facts],
-                "next_id": self.next_id, **self._dump_episode()}
+                "next_id": self.next_id, "last_step": self.last_step, **self._dump_episode()}
 
     def _load(self, memory: dict[str, Any]) -> None:
         items = memory.get("facts")
@@ -200,4 +243,5 @@ class Mem0(EpisodeMethod):
         if any(f.id >= self.next_id for f in self.facts):
             raise snapshot_error("next_id", "must exceed every fact id")
         self._index = None
+        self.last_step = str_field(memory, "last_step")
         self._load_episode(memory)

@@ -39,12 +39,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clstream.core.environment import (
+    NOTE_SEPARATOR,
     Environment,
     NoteTaker,
     Policy,
     Turn,
     action_text,
     merge_notes,
+    note_key,
     rollout_order,
 )
 from clstream.protocols.clbench.envs.base import instance_of
@@ -206,6 +208,43 @@ class SpectrumRegistry:
         scans: dict[str | None, list[tuple[float, float]]] = {}
         for turn in history:
             scans.setdefault(instance_of(turn.observation), scan_peaks(turn.observation))
+        return self._report(scans, observation)
+
+    # --- notes: the peaks of every scan seen, one note per 24 MHz stretch of the band -------
+
+    def notes(self, history: Sequence[Turn]) -> list[str]:
+        """One note per stretch of the band holding peaks: each peak as ``<scan> <centre>/<width>``
+        (the scan id is the evidence, so merging a scan twice changes nothing)."""
+        seen: dict[str, list[tuple[float, float]]] = {}
+        for turn in history:
+            scan = instance_of(turn.observation)
+            if scan is not None:
+                seen.setdefault(scan, scan_peaks(turn.observation))
+        stretches: dict[int, set[_Sighting]] = {}
+        for scan, peaks in seen.items():
+            for c, w in peaks:
+                stretches.setdefault(_stretch(c), set()).add((scan, c, w))
+        return [_spectrum_note(k, stretches[k]) for k in sorted(stretches)]
+
+    def merge(self, old: str, new: str) -> str:
+        key = note_key(new)
+        stretch = _SUBJECT.fullmatch(key or "")
+        start = int(float(stretch.group(1))) if stretch else 0
+        return _spectrum_note(start // SPECTRUM_STRETCH, _sightings(old) | _sightings(new))
+
+    def act_from_notes(self, notes: Sequence[str], history: Sequence[Turn], observation: str
+                       ) -> dict[str, Any]:
+        remembered: dict[str | None, list[tuple[float, float]]] = {}
+        for scan, c, w in sorted(s for note in notes if _SUBJECT.fullmatch(note_key(note) or "")
+                                 for s in _sightings(note)):
+            remembered.setdefault(scan, []).append((c, w))
+        scans: dict[str | None, list[tuple[float, float]]] = remembered
+        for turn in history:
+            scans.setdefault(instance_of(turn.observation), scan_peaks(turn.observation))
+        return self._report(scans, observation)
+
+    def _report(self, scans: dict[str | None, list[tuple[float, float]]], observation: str
+                ) -> dict[str, Any]:
         current = instance_of(observation)
         scans.pop(current, None)
         tracks: list[_Track] = []
@@ -233,6 +272,29 @@ class SpectrumRegistry:
         else:
             best.add(center, width)
         return best
+
+
+SPECTRUM_STRETCH = 24  # MHz of band per note: few notes, each naming the words of a scan
+_SUBJECT = re.compile(r"spectrum (\d+)-\d+ MHz")
+_ENTRY = re.compile(r"(\S+) (-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?)")
+_Sighting = tuple[str, float, float]
+
+
+def _stretch(center: float) -> int:
+    return max(0, math.floor(center / SPECTRUM_STRETCH))
+
+
+def _spectrum_note(stretch: int, sightings: set[_Sighting]) -> str:
+    lo = stretch * SPECTRUM_STRETCH
+    entries = ", ".join(f"{scan} {c:g}/{w:g}" for scan, c, w in sorted(sightings))
+    return (f"spectrum {lo}-{lo + SPECTRUM_STRETCH} MHz: detected peaks (scan centre/width "
+            f"MHz) {entries}")
+
+
+def _sightings(note: str) -> set[_Sighting]:
+    body = note.split(NOTE_SEPARATOR, 1)[1] if NOTE_SEPARATOR in note else ""
+    body = body.split(") ", 1)[1] if ") " in body else ""
+    return {(m.group(1), float(m.group(2)), float(m.group(3))) for m in _ENTRY.finditer(body)}
 
 
 POLICIES: dict[str, Callable[[], Policy]] = {

@@ -62,6 +62,7 @@ class Facts:
     groups: dict[str, str] = field(default_factory=dict)  # category -> group prefix
     columns: dict[str, list[str]] = field(default_factory=dict)
     samples: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
+    migration: str = ""  # the instance whose drift notice these facts follow ('' for none)
 
     def learn(self, sql: str, result: str) -> None:
         rows = _rows(result)
@@ -263,35 +264,129 @@ def parse_question(observation: str) -> tuple[str, list[str]] | None:
 
 
 class SchemaExplorer:
-    """Schema-fact cache for the database task; see the module docstring."""
+    """Schema-fact cache for the database task; see the module docstring.
+
+    As a note taker (:class:`~clstream.core.environment.NoteTaker`) it writes all its facts
+    as one note, ``database schema: <JSON>`` (tables, categories with their group, columns and
+    sampled values per table). Merging an older note with a newer one lets the newer facts
+    win; a note written from a drift notice names the instance that showed it, and merging it
+    after a note that lacks that mark drops the older facts, as :meth:`act` forgets at a
+    notice.
+    """
 
     name = "schema-explorer"
 
     def act(self, history: Sequence[Turn], observation: str) -> dict[str, Any]:
         instance = instance_of(observation)
         mine = [t for t in history if instance_of(t.observation) == instance]
-        parsed = parse_question(mine[0].observation if mine else observation)
-        if parsed is None:
-            return {"tool": "sql", "query": TABLES_SQL} if not mine else {"answer": "unknown"}
         usable = list(history)
         notices = [n for n, t in enumerate(usable) if "NOTICE:" in t.observation]
         if "NOTICE:" in observation:
             usable = []
         elif notices:
             usable = usable[notices[-1]:]
-        ran = {_sql_of(t.action): t.feedback for t in mine}
-        for _ in range(2):
-            facts = Facts()
-            for t in usable:
-                facts.learn(_sql_of(t.action), t.feedback)
-            try:
-                sql = _Planner(facts).compute(*parsed)
-            except _Need as need:
-                return {"tool": "sql", "query": need.sql}
-            if sql not in ran:
-                return {"tool": "sql", "query": sql}
-            rows = _rows(ran[sql])
-            if rows:
-                return {"answer": rows[0][0] if rows[0][0] != "NULL" else "0"}
-            usable = list(mine)  # the cached facts failed: keep only this question's
-        return {"answer": "unknown"}
+        facts = Facts()
+        for t in usable:
+            facts.learn(_sql_of(t.action), t.feedback)
+        return _decide(facts, mine, observation)
+
+    def notes(self, history: Sequence[Turn]) -> list[str]:
+        notices = [n for n, t in enumerate(history) if "NOTICE:" in t.observation]
+        facts = Facts()
+        if notices:
+            facts.migration = instance_of(history[notices[-1]].observation) or "notice"
+        for t in history[notices[-1]:] if notices else history:
+            facts.learn(_sql_of(t.action), t.feedback)
+        note = schema_note(facts)
+        return [note] if note else []
+
+    def merge(self, old: str, new: str) -> str:
+        return schema_note(merged_facts([old, new])) or new
+
+    def act_from_notes(self, notes: Sequence[str], history: Sequence[Turn], observation: str
+                       ) -> dict[str, Any]:
+        instance = instance_of(observation)
+        mine = [t for t in history if instance_of(t.observation) == instance]
+        noticed = any("NOTICE:" in text for text in (observation, *(t.observation for t in mine)))
+        facts = Facts() if noticed else merged_facts(notes)
+        for t in mine:
+            facts.learn(_sql_of(t.action), t.feedback)
+        return _decide(facts, mine, observation)
+
+
+def _decide(facts: Facts, mine: Sequence[Turn], observation: str) -> dict[str, Any]:
+    """The next action for the current question given the facts believed; when the computing
+    query they lead to fails, again from this question's own turns only."""
+    parsed = parse_question(mine[0].observation if mine else observation)
+    if parsed is None:
+        return {"tool": "sql", "query": TABLES_SQL} if not mine else {"answer": "unknown"}
+    ran = {_sql_of(t.action): t.feedback for t in mine}
+    for _ in range(2):
+        try:
+            sql = _Planner(facts).compute(*parsed)
+        except _Need as need:
+            return {"tool": "sql", "query": need.sql}
+        if sql not in ran:
+            return {"tool": "sql", "query": sql}
+        rows = _rows(ran[sql])
+        if rows:
+            return {"answer": rows[0][0] if rows[0][0] != "NULL" else "0"}
+        facts = Facts()  # the cached facts failed: keep only this question's
+        for t in mine:
+            facts.learn(_sql_of(t.action), t.feedback)
+    return {"answer": "unknown"}
+
+
+# --- notes -----------------------------------------------------------------------------------
+
+SCHEMA_SUBJECT = "database schema"
+
+
+def schema_note(facts: Facts) -> str:
+    """The facts as one note line (see :class:`SchemaExplorer`), or '' when there are none."""
+    body: dict[str, Any] = {}
+    if facts.migration:
+        body["migration noticed in"] = facts.migration
+    if facts.tables is not None:
+        body["tables"] = facts.tables
+    if facts.groups:
+        body["categories"] = dict(sorted(facts.groups.items()))
+    if facts.columns:
+        body["columns"] = dict(sorted(facts.columns.items()))
+    if facts.samples:
+        body["samples"] = {f"{t}.{c}": [list(v) for v in vs]
+                           for (t, c), vs in sorted(facts.samples.items())}
+    return f"{SCHEMA_SUBJECT}: {json.dumps(body)}" if body else ""
+
+
+def merged_facts(notes: Sequence[str]) -> Facts:
+    """The facts of this policy's notes, merged in the order given (later facts win; a note
+    marking a notice not seen before drops what came earlier). Other lines are ignored."""
+    facts = Facts()
+    for note in notes:
+        subject, sep, text = note.strip().partition(": ")
+        if subject != SCHEMA_SUBJECT or not sep:
+            continue
+        try:
+            body = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(body, dict):
+            continue
+        mark = body.get("migration noticed in")
+        if isinstance(mark, str) and mark != facts.migration:
+            facts = Facts(migration=mark)
+        if isinstance(body.get("tables"), list):
+            facts.tables = [str(v) for v in body["tables"]]
+        if isinstance(body.get("categories"), dict):
+            facts.groups.update({str(k): str(v) for k, v in body["categories"].items()})
+        if isinstance(body.get("columns"), dict):
+            facts.columns.update({str(k): [str(c) for c in v]
+                                  for k, v in body["columns"].items() if isinstance(v, list)})
+        if isinstance(body.get("samples"), dict):
+            for key, rows in body["samples"].items():
+                table, dot, col = str(key).partition(".")
+                if dot and isinstance(rows, list):
+                    facts.samples[(table, col)] = [(str(r[0]), str(r[1])) for r in rows
+                                                   if isinstance(r, list) and len(r) == 2]
+    return facts
