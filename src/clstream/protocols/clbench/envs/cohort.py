@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+import clstream.protocols.clbench.envs.cohort_population as popmod
 from clstream.core.environment import ActionError
-from clstream.protocols.clbench.envs import cohort_population as popmod
 from clstream.protocols.clbench.envs.base import EnvironmentBase, Outcome, build_schedule
 from clstream.protocols.clbench.envs.cohort_scoring import (
     COHORTS,
