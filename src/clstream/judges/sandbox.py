@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import secrets
 import selectors
 import shutil
@@ -304,6 +305,16 @@ class SandboxResult:
     cpu_s: float = 0.0
     max_rss_kb: int = 0
     isolation: str = ""
+
+
+_WORKDIR = re.compile(r"/tmp/clstream-sandbox-[0-9a-f]{12}")
+
+
+def steady_paths(text: str) -> str:
+    """``text`` (a program's output) with the sandbox's working directory, random per run,
+    written as ``/sandbox``: what an agent is shown of its program's run -- a traceback's file
+    names -- must be the same on every run of the same spec and seed."""
+    return _WORKDIR.sub("/sandbox", text)
 
 
 def clean_text(text: str) -> str:

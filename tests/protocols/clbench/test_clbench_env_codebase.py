@@ -123,5 +123,7 @@ def test_memory_gives_positive_gain_on_the_default_schedule(rollout: int) -> Non
 def test_program_output_holds_no_wall_time() -> None:
     from clstream.protocols.clbench.envs.codebase_sandbox import _steady
 
-    text = "....\n----\nRan 8 tests in 0.013s\n\nOK\nRan 1 test in 2s"
-    assert _steady(text) == "....\n----\nRan 8 tests\n\nOK\nRan 1 test"
+    text = ("....\n----\nRan 8 tests in 0.013s\n\nOK\nRan 1 test in 2s\n"
+            '  File "/tmp/clstream-sandbox-0bdc377896e5/src/waiting.py", line 18')
+    assert _steady(text) == ("....\n----\nRan 8 tests\n\nOK\nRan 1 test\n"
+                             '  File "/sandbox/src/waiting.py", line 18')

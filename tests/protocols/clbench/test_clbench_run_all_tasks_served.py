@@ -27,7 +27,7 @@ from fake_openai_server import PolicyServer  # noqa: E402
 pytestmark = pytest.mark.slow
 
 MODEL = "served-policy"
-SYSTEMS = ("icl", "notepad", "mem0", "ace")
+SYSTEMS = ("icl", "notepad", "mem0:retriever=bm25", "ace")  # dense retrieval: minutes on a CPU
 
 
 class KillingServer(PolicyServer):

@@ -52,6 +52,7 @@ def exported(out: Path, tmp_path: Path) -> list[str]:
 def test_a_server_answering_json_actions_matches_the_builtin_run(tmp_path: Path) -> None:
     builtin = tmp_path / "builtin"
     assert cli(["run", "clbench", "--schedule", "short", "--rollouts", "1", "--seed", "1",
+                "--task", "database_exploration", "--task", "sales_prediction",
                 "--system", "full", "--no-progress", "--out", str(builtin)]) == 0
     with PolicyServer(model=MODEL) as server:
         assert run_cmd(server, tmp_path / "served", "--task", "database_exploration",

@@ -19,7 +19,11 @@ from clstream.cli import main
 from clstream.store.db import ResultsStore
 
 SYSTEMS = ("full", "icl")
-ARGS = ["--schedule", "short", "--rollouts", "2", "--seed", "5", "--no-progress",
+# Three tasks whose steps are model calls of the builtin reader in-process (the kill points
+# below fall inside their runs); every task resumes the same way (the driver's snapshots).
+TASKS = ("blind_spectrum_monitoring", "database_exploration", "sales_prediction")
+ARGS = [*(a for t in TASKS for a in ("--task", t)),
+        "--schedule", "short", "--rollouts", "2", "--seed", "5", "--no-progress",
         "--system", "full", "--system", "icl"]
 
 # The CLI in a child process whose builtin model kills the process at its N-th request.

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from clstream.judges.isolation import Isolation, IsolationUnavailable, resolve
-from clstream.judges.sandbox import run_python
+from clstream.judges.sandbox import run_python, steady_paths
 
 RESULT_MARKER = "clstream-codebase-checks:"
 MAX_OUTPUT_CHARS = 10_000
@@ -118,9 +118,9 @@ _TIMING = re.compile(r"^(Ran \d+ tests?) in \d+(?:\.\d+)?s$", re.MULTILINE)
 
 def _steady(text: str) -> str:
     """Output with unittest's wall time taken out ("Ran 8 tests in 0.001s" -> "Ran 8
-    tests"): the agent's observation, and so every later prompt and the stored records, must
+    tests"), and the sandbox's random working directory as ``/sandbox``: the agent's observation, and so every later prompt and the stored records, must
     be the same on every run of the same spec and seed."""
-    return _TIMING.sub(r"\1", text)
+    return steady_paths(_TIMING.sub(r"\1", text))
 
 
 def _cut(text: str) -> str:

@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 
 from clstream.core.environment import ActionError, EnvironmentStateError, OrderPolicy
 from clstream.judges.isolation import IsolationUnavailable, allowed_packages
+from clstream.judges.sandbox import steady_paths
 from clstream.judges.workspace import WorkspaceError, check_path, run_in_workspace
 from clstream.protocols.clbench.envs.base import EnvironmentBase, Outcome, build_schedule
 
@@ -462,6 +463,7 @@ class SalesEnv(EnvironmentBase):
             lines.append(run.note[:1].upper() + run.note[1:] + ".")
         for name, text, cap in (("stdout", result.stdout, STDOUT_CAP),
                                 ("stderr", result.stderr, STDERR_CAP)):
+            text = steady_paths(text)
             if text.strip():
                 cut = f"\n... (cut at {cap} of {len(text)} characters)" if len(text) > cap else ""
                 lines.append(f"{name}:\n{text[:cap].rstrip()}{cut}")
