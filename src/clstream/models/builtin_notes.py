@@ -9,7 +9,9 @@ exactly such lines when the builtin model writes them, in the formats the method
   ``act_from_notes(notepad lines, the instance's turns, observation)`` and end the reply with
   a notepad block holding the merged notes of the old notepad and of the instance's turns,
   the step being taken included (its feedback still unknown) -- a one-step instance would
-  otherwise never reach the notepad. Idempotent, so it is written at every step;
+  otherwise never reach the notepad -- and of the feedback that closed the last instance when
+  the prompt carries it (read as a step of its own). Idempotent, so it is written at every
+  step;
 * mem0, the extraction prompt of an environment step: ``FACT:`` lines from the notes of that
   step alone (or ``NONE``); the batched decision prompt: a fact whose subject a listed memory
   shares updates it with ``merge(memory, fact)`` (``NONE`` when that changes nothing), any
@@ -137,6 +139,11 @@ class NoteBridge:
         if formats.MEMORIES_HEADER in memory:
             notes = [line[2:] for line in _lines_after(memory, formats.MEMORIES_HEADER)
                      if line.startswith("- ")]
+            if turns and formats.MEMORIES_HEADER in turns[-1].feedback:
+                # The memories sit between the last result and the request: not part of it.
+                last = turns[-1]
+                cut = last.feedback.split(formats.MEMORIES_HEADER, 1)[0].rstrip()
+                turns = [*turns[:-1], Turn(last.observation, last.action, cut)]
             return _action_json(policy.act_from_notes(notes, turns, observation))
         return None
 
@@ -147,7 +154,11 @@ class NoteBridge:
         old = _lines_after(body, formats.NOTEPAD_HEADER)
         action = _action_json(policy.act_from_notes(old, turns, observation))
         step = Turn(observation, action, "")
-        notes = merge_notes(policy, [*old, *policy.notes([*turns, step])])
+        # The feedback that closed the last instance (its last step's result, shown once at
+        # the start of the next) is a step of its own whose request is no longer shown.
+        carried = "\n".join(_lines_after(body, formats.CARRY_HEADER))
+        closing = policy.notes([Turn("", "", carried)]) if carried else []
+        notes = merge_notes(policy, [*old, *closing, *policy.notes([*turns, step])])
         return f"{action}\n<notepad>\n" + "\n".join(notes) + "\n</notepad>"
 
     # --- mem0 ---------------------------------------------------------------------------

@@ -107,13 +107,13 @@ def _readme_command(text: str) -> str | None:
 
 
 def learn(knowledge: Knowledge, turns: Sequence[Turn]) -> None:
-    """Add what one finished instance's turns teach to ``knowledge``."""
-    if not turns:
+    """Add what one instance's turns teach to ``knowledge``: all of them, or any run of them
+    (a memory may show one step alone: every observation names its repository)."""
+    found = next((m for t in turns if (m := _REPO.search(t.observation))), None)
+    iid = next((i for t in turns if (i := instance_of(t.observation))), None)
+    if found is None or iid is None:
         return
-    report = parse_report(turns[0].observation)
-    if report is None:
-        return
-    repo = report.repo
+    repo = found.group(1)
     for turn in turns:
         command, thought, code, out = _parsed(turn)
         if command == "cat README.md" and code == 0 and _readme_command(out):
@@ -127,7 +127,7 @@ def learn(knowledge: Knowledge, turns: Sequence[Turn]) -> None:
         if turn.feedback.startswith("Submission PASSED"):
             cls = _last_class(turns)
             if cls:
-                knowledge.bugs.setdefault(repo, {}).setdefault(cls, set()).add(report.iid)
+                knowledge.bugs.setdefault(repo, {}).setdefault(cls, set()).add(iid)
 
 
 def _last_class(turns: Sequence[Turn]) -> str:
@@ -137,6 +137,26 @@ def _last_class(turns: Sequence[Turn]) -> str:
         if thought.startswith("try "):
             cls = thought.split()[2]
     return cls
+
+
+def _forget_own(knowledge: Knowledge, turns: Sequence[Turn], instance: str | None) -> None:
+    """Take out of ``knowledge`` what the current instance's own turns teach: a memory that
+    stores facts as they come (mem0) shows them back within the instance, and the debugger
+    plans an instance from what it knew before it (a fact learned mid-way must not change the
+    plan half-way through)."""
+    own = Knowledge()
+    learn(own, turns)
+    for repo, command in own.tests.items():
+        if knowledge.tests.get(repo) == command:
+            del knowledge.tests[repo]
+    for repo, table in own.symbols.items():
+        known = knowledge.symbols.get(repo, {})
+        for symbol, path in table.items():
+            if known.get(symbol) == path:
+                del known[symbol]
+    for classes in knowledge.bugs.values():
+        for ids in classes.values():
+            ids.discard(instance or "")
 
 
 class ScriptedDebugger:
@@ -180,6 +200,7 @@ class ScriptedDebugger:
             knowledge.read(note)
         instance = instance_of(observation)
         mine = [t for t in history if instance_of(t.observation) == instance]
+        _forget_own(knowledge, mine, instance)
         return self.decide(knowledge, mine, observation)
 
     # --- one instance ----------------------------------------------------------------------

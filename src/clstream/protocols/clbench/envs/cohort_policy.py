@@ -67,13 +67,24 @@ def _canonical(study: Study, header: list[str], cells: list[str]) -> dict[str, f
 def _table(study: Study, turns: Sequence[Turn]) -> list[dict[str, float | None]]:
     """The canonical rows read by this policy's own page queries in ``turns``."""
     rows: list[dict[str, float | None]] = []
+    names = {c.name for c in study.columns}
     for t in turns:
-        lines = t.feedback.split("\n")
-        if '"SELECT * FROM patients' not in t.action or len(lines) < 3:
+        if '"SELECT * FROM patients' not in t.action:
             continue
-        header = lines[1].split(" | ")
-        rows += [_canonical(study, header, ln.split(" | ")) for ln in lines[2:]
-                 if not ln.startswith("(")]
+        # The header is the first line naming the study's columns, wherever a memory's
+        # layout put the result (a transcript prefixes it, a clip may cut its tail).
+        lines = t.feedback.split("\n")
+        at = next((n for n, ln in enumerate(lines) if names & set(ln.split(" | "))), None)
+        if at is None:
+            continue
+        header = lines[at].split(" | ")
+        for line in lines[at + 1:]:
+            cells = line.split(" | ")
+            if len(cells) != len(header):
+                continue  # a note, a cut row
+            row = _canonical(study, header, cells)
+            if "time" in row and "event" in row:
+                rows.append(row)
     return rows
 
 

@@ -243,6 +243,9 @@ class PokerEnv(EnvironmentBase):
         lines = [feedback] if feedback else []
         lines.append(f"Hand {self.current} over: you {verdict} ({net:+d} chips, "
                      f"{net / BIG_BLIND:+g} BB).")
+        # The opponent named again, so that the result is understood without the decision it
+        # closes (a memory that keeps only an instance's closing feedback).
+        lines.append(f"Opponent: {name}")
         if table.showdown:
             board = table.board
             mine, theirs = table.hole(me), table.hole(1 - me)

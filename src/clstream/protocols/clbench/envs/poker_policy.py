@@ -122,7 +122,8 @@ def _street_level(observation: str, street: int) -> int:
 def hand_record(observation: str, feedback: str) -> tuple[str, str, str] | None:
     """(opponent, hand id, record) of a finished hand: the opponent's action codes per street
     (F fold, K check, C call, B bet, R raise) joined by '/', then '@' and its cards if shown."""
-    over, name = _LINE["over"].search(feedback), _LINE["name"].search(observation)
+    over = _LINE["over"].search(feedback)
+    name = _LINE["name"].search(observation) or _LINE["name"].search(feedback)
     history = _LINE["history"].search(feedback)
     if not (over and name and history):
         return None
