@@ -653,6 +653,13 @@ def run_python(
             timed_out = True
     finally:
         child.finish()
+    return ended(child, timed_out, cpu_limit, tmpfs_mb, start, iso)
+
+
+def ended(child: Launched, timed_out: bool, cpu_limit: int, tmpfs_mb: int, start: float,
+          iso: Isolation) -> SandboxResult:
+    """How a finished (reaped) sandboxed program ended: its status and reason from the exit,
+    the CPU time and the disk cap, and what it printed."""
     assert child.reaped is not None
     _, cpu_s, rss = child.reaped
     returncode = child.returncode()

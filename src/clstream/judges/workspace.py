@@ -31,7 +31,7 @@ from clstream.judges.isolation import Isolation, allowed_packages, resolve
 from clstream.judges.sandbox import (
     Capture,
     SandboxResult,
-    classify,
+    ended,
     launch,
     loader_source,
     pump,
@@ -202,16 +202,8 @@ def run_in_workspace(
     finally:
         os.close(back_r)
         child.finish()
-    assert child.reaped is not None
-    _, cpu_s, rss = child.reaped
-    returncode = child.returncode()
-    stderr = child.stderr.text()
-    status, reason = classify(returncode, timed_out, cpu_s, cpu_limit, stderr)
-    if child.disk_exceeded:
-        status, reason = "forbidden", f"wrote more than {tmpfs_mb} MB"
-    result = SandboxResult(status == "ok", status, child.stdout.text(), stderr,
-                           time.monotonic() - start, returncode, reason, cpu_s, rss,
-                           iso.label())
+    result = ended(child, timed_out, cpu_limit, tmpfs_mb, start, iso)
+    status, reason = result.status, result.reason
     if status in ("timeout", "memory") or child.disk_exceeded:
         return WorkspaceRun(result, None, f"file changes discarded: {reason}")
     if back.dropped:
