@@ -96,8 +96,11 @@ def test_all_tasks_with_four_methods_resume_exactly_after_sigkill(tmp_path: Path
         assert main(argv(server, resumed)) == 0
         second = Counter(server.answered) - first
     assert 0 < sum(first.values()) < sum(reference.values())
-    # Every answered request is one the uninterrupted run asked, and none is asked again
-    # (but the endpoint check, which each process makes once).
+    # Every answered request is one the uninterrupted run asked, and none is asked more often
+    # than it asked it (but the endpoint check, which each process makes once); one may be
+    # asked less often: a request the uninterrupted run sent twice at once, before either
+    # answer was cached, can be answered from the cache after a resume.
     check = [key for key in reference if "Reply with the word OK." in key]
-    assert first + second - Counter(check) == reference
+    assert not first + second - Counter(check) - reference
+    assert set(first + second) == set(reference)
     assert exports(resumed, tmp_path) == exports(whole, tmp_path)
