@@ -277,6 +277,9 @@ class FakeOpenAIServer:
 class _Handler(BaseHTTPRequestHandler):
     owner: FakeOpenAIServer
     protocol_version = "HTTP/1.1"
+    # A stream's small writes go out at once, as a real server's do (Nagle's algorithm and the
+    # client's delayed ACK would add tens of milliseconds to every streamed reply).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         return

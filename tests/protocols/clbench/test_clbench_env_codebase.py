@@ -109,18 +109,6 @@ def test_memory_gives_positive_gain_on_the_short_schedule(rollout: int) -> None:
         assert (s_sf - s_sl) / (len(env.schedule) - s_sl) > 0, arm.__name__
 
 
-@needs_bwrap
-@pytest.mark.slow
-def test_memory_gives_positive_gain_on_the_default_schedule() -> None:
-    """One permuted rollout of the 19 issues (a minute of sandboxed runs on two cores; the
-    short schedule's tests cover rollouts 0 and 1)."""
-    env = CodebaseEnv(0)
-    policy = ScriptedDebugger()
-    s_sl = sum(r.reward for r in play_stateless(env, policy))
-    for arm in (play_stateful, play_with_notes):
-        assert sum(r.reward for r in arm(env, policy, 1)) > s_sl, arm.__name__
-
-
 def test_program_output_holds_no_wall_time() -> None:
     from clstream.protocols.clbench.envs.codebase_sandbox import _steady
 

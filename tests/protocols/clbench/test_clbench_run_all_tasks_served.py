@@ -73,11 +73,24 @@ def exports(out: Path, tmp_path: Path) -> dict[str, list[str]]:
     return texts
 
 
+def run_client(server: KillingServer, out: Path) -> subprocess.CompletedProcess[str]:
+    """The CLI in a process of its own (the server's builtin replies and the client's
+    environments then use both cores), killed by the server when it says so."""
+    child = subprocess.Popen([sys.executable, "-m", "clstream", *argv(server, out)],
+                             env=child_env(), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    if server.kill_at is not None:
+        server.victim = child.pid
+    _, err = child.communicate(timeout=900)
+    return subprocess.CompletedProcess(child.args, child.returncode, "", err)
+
+
 def test_all_tasks_with_four_methods_resume_exactly_after_sigkill(tmp_path: Path) -> None:
     whole = tmp_path / "whole"
     server = KillingServer(model=MODEL)
     with server:
-        assert main(argv(server, whole)) == 0
+        done = run_client(server, whole)
+        assert done.returncode == 0, done.stderr
     reference = Counter(server.answered)
     tasks = {json.loads(line)["task"] for line in exports(whole, tmp_path)["icl"]
              if json.loads(line).get("kind") == "task"}
@@ -86,14 +99,12 @@ def test_all_tasks_with_four_methods_resume_exactly_after_sigkill(tmp_path: Path
     resumed = tmp_path / "resumed"
     server = KillingServer(kill_at=sum(reference.values()) // 2, model=MODEL)
     with server:
-        child = subprocess.Popen([sys.executable, "-m", "clstream", *argv(server, resumed)],
-                                 env=child_env(), stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True)
-        server.victim = child.pid
-        _, err = child.communicate(timeout=600)
-        assert child.returncode == -signal.SIGKILL, err
+        killed = run_client(server, resumed)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
         first = Counter(server.answered)
-        assert main(argv(server, resumed)) == 0
+        server.kill_at = None
+        done = run_client(server, resumed)
+        assert done.returncode == 0, done.stderr
         second = Counter(server.answered) - first
     assert 0 < sum(first.values()) < sum(reference.values())
     # Every answered request is one the uninterrupted run asked, and none is asked more often

@@ -200,7 +200,7 @@ def _req_num(row: _Row, name: str) -> float:
 
 
 def _task(row: _Row, line: int) -> _Task:
-    """A task line, with the ranges the metrics rest on checked (SPECS §5, docs/clbench.md
+    """A task line, with the ranges the metrics rest on checked (docs/clbench.md
     §3.1): r_max > 0; s_ext below the ceiling N * r_max (else the normalized reward's
     denominator is not positive); reward_min < reward_max when both are given."""
     r_max = _req_num(row, "r_max")
