@@ -111,6 +111,15 @@ class NoteBridge:
         policy = self._policy_of(task)
         return policy if isinstance(policy, NoteTaker) else None
 
+    def _asked(self, block: str) -> tuple[str, NoteTaker, str] | None:
+        """(task, its note-taking policy, the observation) of an action block, or None when
+        the text is no action block or its task's policy keeps no notes."""
+        parsed = layout.parse_action_block(block)
+        if parsed is None:
+            return None
+        policy = self._taker(parsed[0])
+        return None if policy is None else (parsed[0], policy, parsed[1])
+
     def reply(self, messages: Sequence[Message]) -> str | None:
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         body = "\n\n".join(m.content for m in messages if m.role != "system")
@@ -124,13 +133,10 @@ class NoteBridge:
                     return handler(body)
             return None
         memory, block = layout.split_prompt(body)
-        parsed = layout.parse_action_block(block)
-        if parsed is None:
+        asked = self._asked(block)
+        if asked is None:
             return None
-        task, observation = parsed
-        policy = self._taker(task)
-        if policy is None:
-            return None
+        _, policy, observation = asked
         turns = self._turns_of(memory, messages)
         if formats.NOTEPAD_RULES in system:
             return self._notepad(policy, body, turns, observation)
@@ -170,13 +176,10 @@ class NoteBridge:
         result_at = step.rfind("\n\n" + _RESULT_HEAD)
         if not step.startswith(request_head) or not 0 <= reply_at < result_at:
             return None
-        parsed = layout.parse_action_block(step[len(request_head):reply_at])
-        if parsed is None:
+        asked = self._asked(step[len(request_head):reply_at])
+        if asked is None:
             return None
-        task, observation = parsed
-        policy = self._taker(task)
-        if policy is None:
-            return None
+        task, policy, observation = asked
         action = step[reply_at + len(formats.STEP_REPLY_LABEL) + 3:result_at]
         suffix = formats.EXTRACT_PROMPT.partition("{step}")[2]
         outcome = step[result_at + 2:].removesuffix(suffix)

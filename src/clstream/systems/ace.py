@@ -186,12 +186,7 @@ class Ace(EpisodeMethod):
 
     async def _after_step(self, event: Observation | Feedback, asked: Asked | None
                           ) -> list[GenerationResult]:
-        if asked is not None:
-            extra = asked.extra
-        elif isinstance(event, Feedback):
-            extra = self._split_reply(event.answer)[1]
-        else:
-            extra = None
+        extra = self._extra_of(event, asked)
         known = {b.id for b in self.bullets}
         for bullet_id in (extra or "").split(","):
             if bullet_id in known and bullet_id not in self.used:

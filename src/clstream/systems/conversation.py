@@ -372,6 +372,15 @@ class ConversationMethod(MemorySystem):
         """(the answer part of a reply, the method's extra output field or None)."""
         return text, None
 
+    def _extra_of(self, event: Observation | Feedback, asked: Asked | None) -> str | None:
+        """The extra field of the reply ``event`` answers: kept when this system asked it,
+        else read back from the answer a feedback event restates (None for none)."""
+        if asked is not None:
+            return asked.extra
+        if isinstance(event, Feedback):
+            return self._split_reply(event.answer)[1]
+        return None
+
 
 class EpisodeMethod(ConversationMethod):
     """A transcript of the instance in progress only, cleared at each instance end (see the

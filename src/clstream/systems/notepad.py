@@ -81,12 +81,7 @@ class Notepad(EpisodeMethod):
 
     async def _after_step(self, event: Observation | Feedback, asked: Asked | None
                           ) -> list[GenerationResult]:
-        if asked is not None:
-            update = asked.extra
-        elif isinstance(event, Feedback):
-            update = conversation_prompts.split_notepad(event.answer)[1]
-        else:
-            update = None
+        update = self._extra_of(event, asked)
         if update is not None:
             self.notepad = update
         return []
