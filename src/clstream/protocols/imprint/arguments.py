@@ -21,6 +21,10 @@ from clstream.driver.flags import (
 # What a method takes in (docs/imprint.md §2): the corpus C, the training pairs Q, or both.
 SUPERVISIONS: tuple[str, ...] = ("C", "Q", "C+Q")
 
+# How an item is asked (docs/imprint.md §2); checked against
+# :data:`clstream.protocols.imprint.prompts.PROMPT_STYLES` by a test.
+PROMPT_STYLES: tuple[str, ...] = ("bare", "coached")
+
 # ImprintBench App. C.3: 8 samples, temperature 0.7, top-p 0.95, top-k 20, 4096 new tokens.
 PAPER_SAMPLING = {"temperature": 0.7, "top_p": 0.95, "top_k": 20, "max_tokens": 4096,
                   "samples": 8}
@@ -31,6 +35,10 @@ def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p, "method NAME or NAME:key=value,... (repeatable), e.g. rag:k=5")
     p.add_argument("--supervision", choices=SUPERVISIONS, default="C",
                    help="what the method takes in: the corpus C, the training pairs Q, or both")
+    p.add_argument("--prompt", choices=PROMPT_STYLES, default="bare",
+                   help="how items are asked: bare, the question alone as the paper asks it "
+                        "(default), or coached, which also tells the model to say it has no "
+                        "record rather than guess and to end with an answer line")
     p.add_argument("--batch", type=int, default=16, help="items asked per batch (default 16)")
     p.add_argument("--parallel", type=int, default=4, metavar="N",
                    help="batches asked at once (default 4)")

@@ -128,12 +128,14 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     return plan_job(
         args, basics, protocol="imprint", unit="item", add_arguments=add_run_imprint_arguments,
         dataset=StoredDataset(dataset_hash(data), str(Path(args.data).resolve()), view),
-        params={"supervision": args.supervision, "setting": data.setting}, info=info,
+        params={"supervision": args.supervision, "setting": data.setting,
+                "prompt": args.prompt}, info=info,
         units={"item": "items"}, error_kinds=("item", "call", "judgment"),
         check_system=takes_supervision,
         open_runner=lambda spec, make: partial(
             ImprintRunner, spec, make_system=make, data=data, supervision=args.supervision,
-            model=basics.model, batch=args.batch, parallel=args.parallel, judge=judge))
+            model=basics.model, batch=args.batch, parallel=args.parallel, judge=judge,
+            prompt_style=args.prompt))
 
 
 # -- score ----------------------------------------------------------------------------------

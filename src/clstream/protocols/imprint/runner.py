@@ -64,7 +64,7 @@ from clstream.core.types import Query, Response
 from clstream.driver.plan import Cell, Progress
 from clstream.driver.record_fields import call_records, timing_fields
 from clstream.protocols.imprint.judging import JudgeError, LLMJudge
-from clstream.protocols.imprint.prompts import query_of
+from clstream.protocols.imprint.prompts import DEFAULT_PROMPT_STYLE, query_of
 from clstream.protocols.imprint.schema import CorpusDoc, Dataset, Item, QAPair
 from clstream.store.db import Record, ResultsStore
 
@@ -128,11 +128,13 @@ class ImprintRunner:
 
     def __init__(self, spec: RunSpec, store: ResultsStore, make_system: Callable[[], System],
                  data: Dataset, supervision: str, model: Model | None = None, *,
-                 batch: int = BATCH, parallel: int = 4, judge: LLMJudge | None = None):
+                 batch: int = BATCH, parallel: int = 4, judge: LLMJudge | None = None,
+                 prompt_style: str = DEFAULT_PROMPT_STYLE):
         self.spec, self.store, self.make_system = spec, store, make_system
         self.data, self.supervision, self.model = data, supervision, model
         self.batch, self.parallel = batch, parallel
         self.judge = judge
+        self.prompt_style = prompt_style
         self.run_id = spec.run_id
         self._progress: Progress | None = None
         self._artifacts: dict[str, str] = {}
@@ -204,7 +206,7 @@ class ImprintRunner:
     async def _answer(self, instance: str, system: System,
                       chunk: list[tuple[int, Item]]) -> None:
         """One batch of items asked of the instance's memory; stored when it returns."""
-        queries = [query_of(item) for _, item in chunk]
+        queries = [query_of(item, self.prompt_style) for _, item in chunk]
         responses = await respond_all(system, queries)
         bare = self._bare_tokens(queries)
         records = [self._item_record(instance, pos, item, response, bare_tokens)
