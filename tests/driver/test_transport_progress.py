@@ -134,9 +134,39 @@ def test_a_session_of_a_remote_model_is_saved_with_the_run(tmp_path: Path) -> No
         model = OpenAICompatModel("loop", base_url=engine.base_url)
         asyncio.run(session(model, store))
         asyncio.run(session(model, store))  # a resume: a second session
+        TransportLog(model).save(store, "r1")  # a session that sent nothing adds no entry
         TransportLog(SimpleNamespace()).save(store, "r1")  # a local model saves nothing
         sessions = transport_history(store, "r1")
         assert store.state_steps("r1", TRANSPORT_STREAM) == [0, 1]
     assert [s["requests"] for s in sessions] == [6, 6]
     assert sessions[0]["adaptive"] and sessions[0]["history"][0][1:] == [4, "start"]
     assert sessions[0]["errors"] == 0 and sessions[0]["output_tokens"] == 24
+
+
+def test_a_session_is_saved_as_it_goes_not_only_at_its_end(tmp_path: Path) -> None:
+    """A process killed mid-run keeps the counts of what it sent up to its last write."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+    from loopback_engine import LoopbackEngine
+
+    from clstream.core.types import GenerationRequest, Message
+    from clstream.driver.transport import TRANSPORT_STREAM, TransportLog, transport_history
+    from clstream.models.openai_compat import OpenAICompatModel
+
+    requests = [GenerationRequest(key=f"k{i}", messages=(Message(role="user", content=f"q{i}"),))
+                for i in range(4)]
+
+    async def killed_session(model: OpenAICompatModel, store: ResultsStore) -> None:
+        log = TransportLog(model)
+        saver = asyncio.create_task(log.keep_saved(store, "r1", every_s=0.01))
+        async with model:
+            await model.generate(requests)
+        await asyncio.sleep(0.05)
+        saver.cancel()  # no final save, as after a kill
+
+    with LoopbackEngine(slots=2, service_s=0.01) as engine, \
+            ResultsStore(tmp_path / "res", writer=True) as store:
+        store.ensure_run("r1", "toy", "s", "m", "0" * 64, {}, {})
+        model = OpenAICompatModel("loop", base_url=engine.base_url)
+        asyncio.run(killed_session(model, store))
+        assert store.state_steps("r1", TRANSPORT_STREAM) == [0]  # one entry, rewritten
+        assert [s["requests"] for s in transport_history(store, "r1")] == [4]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,7 +35,7 @@ from clstream.driver.failures import Failure, finish, first_error
 from clstream.driver.plan import Cell, CellRunner, PlannedRun, RunJob, RunResult
 from clstream.driver.preflight import check_endpoint
 from clstream.driver.progress import Notes, progress_bar
-from clstream.driver.transport import TransportLog
+from clstream.driver.transport import TRANSPORT_STREAM, TransportLog
 from clstream.store.db import ResultsStore
 
 T = TypeVar("T")
@@ -134,11 +135,13 @@ async def execute_run(plan: PlannedRun, runner: CellRunner, store: ResultsStore,
            if show_progress else None)
     progress = bar if bar is not None else _Silent()
     transport = TransportLog(model)
+    saver = asyncio.create_task(transport.keep_saved(store, run_id))
     try:
         async with open_model(model):  # one connection pool for every cell
             stopped = await (executor or LocalExecutor()).run_cells(
                 cells, lambda cell: runner.run_cell(cell, progress), plan.cells_at_once)
     finally:
+        saver.cancel()
         if bar is not None:
             bar.close()
         store.add_wall_time(run_id, time.perf_counter() - start)
@@ -184,9 +187,28 @@ def run_planned(plan: PlannedRun, store: ResultsStore, model: Any, *,
                 notes: Notes | None = None) -> RunResult:
     """Register one planned run and run its cells into an open store."""
     resumed = register_planned(plan, store, model)
-    return run_interruptible(execute_run(plan, plan.open(store), store, model,
-                                         executor=executor, show_progress=show_progress,
-                                         resumed=resumed, notes=notes))
+    try:
+        return run_interruptible(execute_run(plan, plan.open(store), store, model,
+                                             executor=executor, show_progress=show_progress,
+                                             resumed=resumed, notes=notes))
+    except BaseException:
+        if not resumed:
+            forget_if_empty(store, plan.spec.run_id)
+        raise
+
+
+def forget_if_empty(store: ResultsStore, run_id: str) -> None:
+    """Remove a run registered by a session that failed before storing anything of it (no
+    record, no memory snapshot; what its transport sent is all it has), so that a command that
+    fails at once leaves no empty run behind. Best effort: on a full disk the run stays, empty,
+    and a rerun resumes it."""
+    try:
+        status = store.run_status(run_id)
+        if not sum(status.ok.values()) + sum(status.errors.values()) and status.states == len(
+                store.state_steps(run_id, TRANSPORT_STREAM)):
+            store.delete_run(run_id)
+    except (OSError, sqlite3.Error):
+        pass
 
 
 def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None,

@@ -4,10 +4,16 @@ A remote backend's in-flight limit changes during a run; :class:`TransportLog` k
 changed during one session of a run (the limit's history, requests, errors, output tokens) as a
 state of the run (stream :data:`TRANSPORT_STREAM`, one step per session), and
 :func:`transport_history` reads them back for ``summary --json``.
+
+A session's entry is written as the run goes (:meth:`TransportLog.keep_saved`, every few
+seconds, each write replacing the session's own step), so a process killed mid-run leaves the
+counts of what it sent up to its last write; a session that sent nothing (a resume with nothing
+left to do) writes no entry.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from clstream.core.contracts import Model
@@ -16,6 +22,7 @@ from clstream.store.db import ResultsStore
 
 TRANSPORT_STREAM = "~transport"  # never a document, task or memory stream name
 _COUNTERS = ("requests", "errors", "resent", "output_tokens")
+SAVE_EVERY_S = 5.0
 
 
 def _transport_of(model: Model | None) -> dict[str, Any] | None:
@@ -25,12 +32,13 @@ def _transport_of(model: Model | None) -> dict[str, Any] | None:
 
 class TransportLog:
     """What a remote model's transport did during one session of a run: open it when the
-    session starts, :meth:`save` it when the session ends (models without a ``transport()``,
-    such as local ones, save nothing)."""
+    session starts, :meth:`save` it as it goes and when it ends (models without a
+    ``transport()``, such as local ones, save nothing)."""
 
     def __init__(self, model: Model | None) -> None:
         self._model = model
         self._start = _transport_of(model)
+        self._step: int | None = None
 
     def session(self) -> dict[str, Any] | None:
         """The limit's history and counters since the log was opened."""
@@ -46,11 +54,22 @@ class TransportLog:
         return out
 
     def save(self, store: ResultsStore, run_id: str) -> None:
+        """Write this session's entry (its own step, replaced on every write); nothing while
+        the session has sent no request."""
         session = self.session()
-        if session is None:
+        if session is None or not any(session.get(k) for k in _COUNTERS):
             return
-        steps = store.state_steps(run_id, TRANSPORT_STREAM)
-        store.save_state(run_id, TRANSPORT_STREAM, steps[-1] + 1 if steps else 0, session)
+        if self._step is None:
+            steps = store.state_steps(run_id, TRANSPORT_STREAM)
+            self._step = steps[-1] + 1 if steps else 0
+        store.save_state(run_id, TRANSPORT_STREAM, self._step, session)
+
+    async def keep_saved(self, store: ResultsStore, run_id: str,
+                         every_s: float = SAVE_EVERY_S) -> None:
+        """Save the session every ``every_s`` seconds until cancelled."""
+        while True:
+            await asyncio.sleep(every_s)
+            self.save(store, run_id)
 
 
 def transport_history(store: ResultsReader, run_id: str) -> list[dict[str, Any]]:
