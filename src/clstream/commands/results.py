@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clstream.core.errors import StoreError
+from clstream.core.errors import ClstreamError, StoreError
 from clstream.core.registry import names, resolve
 
 
@@ -50,7 +50,15 @@ def export(args: argparse.Namespace) -> int:
         if run.protocol not in names("protocol"):
             raise StoreError(f"{args.dir}: run {run.run_id} is a {run.protocol!r} run, which "
                              "this clstream cannot export")
-        n = resolve("protocol", run.protocol).export_run(store, run, Path(args.out))
+        try:
+            n = resolve("protocol", run.protocol).export_run(store, run, Path(args.out))
+        except (ClstreamError, OSError):
+            raise
+        except Exception as error:  # a damaged run: its reason in one line, not a traceback
+            from clstream.report.store_summary import broken_reason
+
+            raise StoreError(f"{args.dir}: run {run.run_id} cannot be exported: "
+                             f"{broken_reason(error)}") from None
     print(f"wrote {n} records to {args.out}", file=sys.stderr)
     return 0
 
@@ -85,7 +93,8 @@ def summary(args: argparse.Namespace) -> int:
         return 0
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for run in result["runs"]:
-        groups.setdefault((run["protocol"], _dataset_label(run)), []).append(run)
+        if "broken" not in run:
+            groups.setdefault((run["protocol"], _dataset_label(run)), []).append(run)
     known = names("protocol")
     order = sorted(groups, key=lambda k: (known.index(k[0]) if k[0] in known else len(known),
                                           k[0]))
@@ -100,6 +109,11 @@ def summary(args: argparse.Namespace) -> int:
         if capped:  # a model looping to the cap shows up at once
             print("answers cut at the token cap: "
                   + ", ".join(f"{system} {n}" for system, n in capped))
+    broken = [run for run in result["runs"] if "broken" in run]
+    if broken:
+        print(("\n" if groups else "") + "[runs that could not be summarized]")
+        for run in broken:
+            print(f"{run['protocol']} {run['system']} ({run['run_id']}): {run['broken']}")
     return 0
 
 

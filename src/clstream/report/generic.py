@@ -79,3 +79,20 @@ def render_generic_section(
         tables=[table],
         details=[details_table(list(zip(fields, runs, labels, strict=True)))],
     )
+
+
+def render_broken_section(runs: list[dict[str, Any]], source: object) -> Section:
+    """The runs whose records could not be summarized (``broken`` in the summary), each with
+    its reason, so that one damaged run is shown as such and never hides the others."""
+    fields = [run_fields(source, i, raw) for i, raw in enumerate(runs)]
+    columns = (Column("Protocol"), Column("System"), Column("Model"), Column("Run id"),
+               Column("Why it could not be summarized"))
+    rows: list[tuple[Cell, ...]] = [
+        (Cell(f.text(raw, "protocol", MISSING)), Cell(f.text(raw, "system", MISSING)),
+         Cell(f.text(raw, "model", MISSING)), Cell(f.text(raw, "run_id", MISSING)),
+         Cell(f.text(raw, "broken", MISSING))) for f, raw in zip(fields, runs, strict=True)]
+    return Section("broken", "Runs that could not be summarized",
+                   notes=["Their records could not be read into a summary; every other run "
+                          "is shown as usual. `clstream runs DIR` lists them and `clstream runs "
+                          "rm DIR RUN_ID` removes one."],
+                   tables=[Table("Runs that could not be summarized", columns, rows)])

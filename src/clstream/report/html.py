@@ -20,7 +20,7 @@ from clstream.core.errors import DataError
 from clstream.core.files import write_atomic
 from clstream.core.registry import names, resolve
 from clstream.render.base import Fields, Section, display_labels, run_fields
-from clstream.report.generic import render_generic_section
+from clstream.report.generic import render_broken_section, render_generic_section
 
 SectionRenderer = Callable[[list[dict[str, Any]], list[str], object], Section]
 """``(runs of one protocol, their display labels, summary source) -> Section``."""
@@ -92,11 +92,14 @@ def build_sections(summary: dict[str, Any], source: object) -> list[Section]:
     runs = _runs(summary, source)
     groups: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
-        groups.setdefault(run["protocol"], []).append(run)
+        if "broken" not in run:
+            groups.setdefault(run["protocol"], []).append(run)
     known = names("protocol")
     order = [p for p in known if p in groups] + sorted(set(groups) - set(known))
     # Labels tell runs apart within a section; the same system on two protocols needs no tag.
-    return [_renderer(p)(groups[p], display_labels(groups[p]), source) for p in order]
+    sections = [_renderer(p)(groups[p], display_labels(groups[p]), source) for p in order]
+    broken = [run for run in runs if "broken" in run]
+    return sections + ([render_broken_section(broken, source)] if broken else [])
 
 
 def render_html(summary: dict[str, Any]) -> str:

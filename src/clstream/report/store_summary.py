@@ -12,6 +12,7 @@ from typing import Any
 
 import clstream
 from clstream.core.reader import ResultsReader
+from clstream.core.records import RunRow
 from clstream.core.registry import names, resolve
 from clstream.driver.transport import transport_history
 from clstream.models.pricing import cost_usd
@@ -23,35 +24,55 @@ def _token_totals(stages: dict[str, dict[str, float]]) -> dict[str, int]:
     return {k: int(sum(s[k] for s in stages.values())) for k in keys}
 
 
+def broken_reason(error: BaseException) -> str:
+    """One line saying why a run could not be summarized."""
+    text = " ".join(str(error).split()) or "no message"
+    return f"{type(error).__name__}: {text[:300]}"
+
+
+def _entry(store: ResultsReader, run: RunRow, prices: dict[str, dict[str, float]] | None,
+           known: list[str]) -> dict[str, Any]:
+    stages = store.usage_by_stage(run.run_id)
+    tokens = _token_totals(stages)
+    entry: dict[str, Any] = {
+        "run_id": run.run_id, "protocol": run.protocol, "system": run.system,
+        "model": run.model, "model_info": run.info.get("model_info", {}),
+        "tokens": tokens, "tokens_by_stage": stages, "wall_s": round(run.wall_s, 3),
+        "cost_usd": None,
+        "meta": {
+            "clstream_version": run.info.get("clstream_version"),
+            "prompt_template_hash": run.info.get("prompt_template_hash"),
+            "tokenizer": run.info.get("tokenizer"),
+            "spec": run.spec, "seed": run.spec.get("seed"),
+        },
+    }
+    if prices is not None and run.model in prices:
+        entry["cost_usd"] = cost_usd(tokens, prices[run.model])
+    if run.protocol in known:
+        entry.update(resolve("protocol", run.protocol).summarize_run(store, run))
+    # What a remote model's transport did (concurrency limit over time), per session.
+    entry["transport"] = transport_history(store, run.run_id)
+    return entry
+
+
 def summarize(
     store: ResultsReader, prices: dict[str, dict[str, float]] | None = None, *,
     protocol: str | None = None, dataset: str | None = None,
 ) -> dict[str, Any]:
-    """Every run of ``store`` (of ``protocol``, over ``dataset``, when given), summarized."""
+    """Every run of ``store`` (of ``protocol``, over ``dataset``, when given), summarized.
+
+    A run whose records cannot be summarized (damaged, or written by a clstream that stored
+    them differently) is listed with ``broken``, the one-line reason, and nothing else it
+    could not read: one broken run never hides the others."""
     runs_out = []
     known = names("protocol")
     for run in select_runs(store, protocol, dataset):
-        stages = store.usage_by_stage(run.run_id)
-        tokens = _token_totals(stages)
-        entry: dict[str, Any] = {
-            "run_id": run.run_id, "protocol": run.protocol, "system": run.system,
-            "model": run.model, "model_info": run.info.get("model_info", {}),
-            "tokens": tokens, "tokens_by_stage": stages, "wall_s": round(run.wall_s, 3),
-            "cost_usd": None,
-            "meta": {
-                "clstream_version": run.info.get("clstream_version"),
-                "prompt_template_hash": run.info.get("prompt_template_hash"),
-                "tokenizer": run.info.get("tokenizer"),
-                "spec": run.spec, "seed": run.spec.get("seed"),
-            },
-        }
-        if prices is not None and run.model in prices:
-            entry["cost_usd"] = cost_usd(tokens, prices[run.model])
-        if run.protocol in known:
-            entry.update(resolve("protocol", run.protocol).summarize_run(store, run))
-        # What a remote model's transport did (concurrency limit over time), per session.
-        entry["transport"] = transport_history(store, run.run_id)
-        runs_out.append(entry)
+        try:
+            runs_out.append(_entry(store, run, prices, known))
+        except Exception as error:  # any failure of one run's summary, told as its reason
+            runs_out.append({"run_id": run.run_id, "protocol": run.protocol,
+                             "system": run.system, "model": run.model,
+                             "meta": {"spec": run.spec}, "broken": broken_reason(error)})
     return {
         "dir": str(store.dir),
         "generated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
