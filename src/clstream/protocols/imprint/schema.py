@@ -19,7 +19,9 @@ One *instance* is one corpus a method is built on (docs/imprint.md §2): news an
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +31,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clstream.core.errors import DataError
-from clstream.core.files import atomic_writer, write_atomic
+from clstream.core.files import WriteError, atomic_writer, os_error_cause, write_atomic
 from clstream.core.jsonio import iter_json_lines, load_json_file
 
 SCHEMA_VERSION = "imprint-data-v1"
@@ -281,12 +283,19 @@ def _required(r: BaseModel) -> dict[str, Any]:
     return {k: getattr(r, k) for k in keys[type(r).__name__]}
 
 
-def write_dataset(directory: str | Path, data: Dataset) -> Path:
-    """Write ``data`` as a dataset directory, every file atomically; returns the directory.
+DATASET_FILES: tuple[str, ...] = ("corpus.jsonl", "qa.jsonl", "items.jsonl", "ledger.jsonl",
+                                  "manifest.json")
 
-    The manifest's ``counts`` are filled in here (documents, pairs, items per family)."""
+
+def write_dataset(directory: str | Path, data: Dataset) -> Path:
+    """Write ``data`` as a dataset directory; returns the directory.
+
+    All or nothing: the files are written into a hidden staging directory beside it, then
+    renamed into place, manifest last; a failure (a full disk) removes the staging directory
+    and leaves the directory as it was (absent, or holding the previous dataset and any
+    model-reply caches). The manifest's ``counts`` are filled in here (documents, pairs, items
+    per family)."""
     root = Path(directory)
-    root.mkdir(parents=True, exist_ok=True)
     check_references(data, root)
     by_family: dict[str, int] = {}
     for item in data.items:
@@ -295,13 +304,32 @@ def write_dataset(directory: str | Path, data: Dataset) -> Path:
               "items": len(data.items), "instances": len(data.instances()),
               "by_family": {f: by_family[f] for f in FAMILIES if f in by_family}}
     manifest = data.manifest.model_copy(update={"counts": counts})
-    for name, rows in (("corpus.jsonl", data.corpus), ("qa.jsonl", data.qa),
-                       ("items.jsonl", data.items), ("ledger.jsonl", data.ledger)):
-        if name == "ledger.jsonl" and not rows:
-            continue
-        with atomic_writer(root / name) as handle:
-            for line in _jsonl(rows):
-                handle.write(line)
-    write_atomic(root / "manifest.json",
-                 json.dumps(manifest.model_dump(), indent=2, ensure_ascii=False) + "\n")
+    existed = root.exists()
+    root.mkdir(parents=True, exist_ok=True)
+    stage = root.parent / f".{root.name}.partial-{os.getpid()}"
+    name = ""
+    try:
+        stage.mkdir(exist_ok=True)
+        for name, rows in (("corpus.jsonl", data.corpus), ("qa.jsonl", data.qa),
+                           ("items.jsonl", data.items), ("ledger.jsonl", data.ledger)):
+            if name == "ledger.jsonl" and not rows:
+                continue
+            with atomic_writer(stage / name) as handle:
+                for line in _jsonl(rows):
+                    handle.write(line)
+        name = "manifest.json"
+        write_atomic(stage / name,
+                     json.dumps(manifest.model_dump(), indent=2, ensure_ascii=False) + "\n")
+        for name in DATASET_FILES:
+            if (stage / name).exists():
+                os.replace(stage / name, root / name)
+            elif (root / name).exists():
+                (root / name).unlink()  # an older dataset's ledger
+    except (OSError, WriteError) as error:
+        shutil.rmtree(stage, ignore_errors=True)
+        if not existed:
+            shutil.rmtree(root, ignore_errors=True)
+        cause = error.cause if isinstance(error, WriteError) else os_error_cause(error)
+        raise WriteError(root / name, cause) from None
+    stage.rmdir()
     return root
