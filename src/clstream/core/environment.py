@@ -130,7 +130,7 @@ class OrderPolicy(enum.StrEnum):
 
 def _derived_seed(*parts: object) -> int:
     text = ":".join(str(p) for p in parts)
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "big")
 
 
 def rollout_order(schedule: Schedule, policy: OrderPolicy | str, seed: int, rollout: int

@@ -294,7 +294,7 @@ class BuiltinReader:
 
     def _read(self, context: str) -> tuple[ReadText, int]:
         """The read context and its token count, from the LRU when seen recently."""
-        key = hashlib.sha256(context.encode()).hexdigest()
+        key = hashlib.sha256(context.encode("utf-8", "surrogatepass")).hexdigest()
         hit = self._read_cache.get(key)
         if hit is not None:
             self._read_cache.move_to_end(key)

@@ -199,7 +199,7 @@ class OpenAIEmbedder:
         return np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
 
     def _batch(self, texts: list[str]) -> np.ndarray:
-        key = hashlib.sha256("\x00".join(texts).encode()).hexdigest()
+        key = hashlib.sha256("\x00".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
         rng = jitter_rng(f"embed\x00{key}")
         last = ""
         for attempt in range(self.policy.attempts):
@@ -285,7 +285,7 @@ class EmbeddingCache:
 
     @staticmethod
     def digest(text: str) -> str:
-        return hashlib.sha256(text.encode()).hexdigest()
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     def get(self, embedder: str, text: str) -> np.ndarray | None:
         key = (embedder, self.digest(text))

@@ -236,11 +236,30 @@ def check_references(data: Dataset, where: str | Path = "dataset") -> None:
             if doc.instance_id != item.instance_id:
                 raise DataError(where, f"item {item.item_id!r}", "source_doc_ids",
                                 f"document {doc_id!r} belongs to instance {doc.instance_id!r}")
+        if item.judge == "choice" and item.options:
+            check_choice_gold(item, where)
     for pair in data.qa:
         if pair.doc_id not in docs:
             raise DataError(where, f"qa {pair.qa_id!r}", "doc_id",
                             f"no document {pair.doc_id!r} in corpus.jsonl")
     check_disjoint(data.qa, data.items, where)
+
+
+def check_choice_gold(item: Item, where: str | Path = "dataset") -> None:
+    """A multiple-choice item with options names one of them as its gold: a letter within
+    the options, or an option's text. (Options are optional, SPECS §5: without them a letter
+    gold is read as it is.)"""
+    gold = item.golds[0].strip().strip("()").strip().rstrip(".") if item.golds else ""
+    letters = [chr(ord("A") + i) for i in range(len(item.options))]
+    if len(gold) == 1 and gold.upper().isalpha():
+        if gold.upper() not in letters:
+            raise DataError(where, f"item {item.item_id!r}", "gold",
+                            f"letter {gold!r} names no option (options {letters[0]}-"
+                            f"{letters[-1]})")
+        return
+    if question_key(gold) not in {question_key(o) for o in item.options}:
+        raise DataError(where, f"item {item.item_id!r}", "gold",
+                        f"{item.golds[0]!r} is neither an option letter nor an option's text")
 
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
