@@ -51,9 +51,9 @@ _ABSENT: dict[str, tuple[tuple[str, str, str], ...]] = {
 
 def imp_rel(led: NewsLedger, articles: list[Article], support: Support, out: Items) -> None:
     """One ImpRel item per arc whose main event, its date and its region are all stated."""
-    own = {}
-    for article in articles:
-        own.setdefault(article.events[0], article)
+    own: dict[str, Article] = {}
+    for written in articles:
+        own.setdefault(written.events[0], written)
     for arc in led.arcs.values():
         main = main_event(led, arc)
         article = own.get(main["id"])

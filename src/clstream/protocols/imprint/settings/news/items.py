@@ -227,7 +227,7 @@ def _holding_facts(led: NewsLedger, role: str, date: str) -> list[str]:
 def _changes_on(led: NewsLedger, role: str, date: str) -> bool:
     """True when ``role`` changes hands on ``date`` itself (the state that day is
     ambiguous: before or after the change)."""
-    return _change_of(led, role)["date"] == date
+    return bool(_change_of(led, role)["date"] == date)
 
 
 def _aliases_used(support: Support, person: str) -> list[str]:
