@@ -112,7 +112,7 @@ def _value_statement(led: NewsLedger, rng: random.Random, e: Event, full: bool) 
 
 def _value_question(led: NewsLedger, c: Event, when: str) -> str:
     q = led.quantities[c["quantity"]]
-    return f"In {when}, was the {q['name']} changed to {c['new']} {q['unit']}?"
+    return f"In {when}, did the {q['name']} move to {c['new']} {q['unit']}?"
 
 
 def _value_headline(led: NewsLedger, e: Event) -> tuple[str, list[str]]:

@@ -267,7 +267,7 @@ def comp_rel(led: NewsLedger, support: Support, out: Items, config: NewsConfig,
             add(f"On {date}, in which city was the person serving as {post} born?", q, base,
                 2, "chain")
             q = {"op": "path", "role": role, "date": date, "steps": ["birth_city", "country"]}
-            add(f"On {date}, in which country is the birthplace of the {post}?", q,
+            add(f"On {date}, in which country was the {post} born?", q,
                 base + [f"bg:{city}:country"], 3, "chain")
             country = led.attr(city, "country")
             gov = led.governor_role(country)
