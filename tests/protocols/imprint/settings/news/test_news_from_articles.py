@@ -283,3 +283,36 @@ def test_generate_from_articles_on_the_command_line(fixture_file: Path, tmp_path
                      "--out", str(tmp_path / "results"), "--no-progress"]) == 0
     finally:
         registry.unregister("model", "scripted-news")
+
+
+def test_imprel_scored_against_the_clusters_own_events(fixture_file: Path,
+                                                       tmp_path: Path) -> None:
+    from clstream.protocols.imprint.judging import judge_exact
+
+    data = load_local_news(fixture_file, ScriptedModel(), cache_path=tmp_path / "c.json")
+    imprel = [i for i in data.items if i.family == "ImpRel"]
+    assert len(imprel) == 3
+    titles = {a["id"]: a["title"] for a in _articles()}
+    for item in imprel:
+        heads = {json.loads(_canned("imp_rel", d))["headline"] for d in item.source_doc_ids}
+        assert set(item.golds) <= heads | {titles[d] for d in item.source_doc_ids}
+        assert item.golds[0] in heads
+        for wrong in ("Nothing notable happened in Marlow.", "Marlow.", "Halvern Foods.",
+                      "Lena Ortiz.", "I don't know.", "No record of any such event."):
+            assert not judge_exact(item, wrong).correct, (item.question, wrong)
+        assert judge_exact(item, f"{item.golds[0]}.").correct
+
+
+def test_imprel_golds_drop_places_entities_and_abstentions() -> None:
+    from clstream.protocols.imprint.settings.news.from_articles import imp_rel_golds
+
+    group = [ArticleEvent("x", "2031-03-02", "Marlow", "events", "Marlow", ["Ada Brink"]),
+             ArticleEvent("y", "2031-03-03", "Ada Brink in Marlow", "events", "Marlow",
+                          ["Ada Brink"]),
+             ArticleEvent("z", "2031-03-04", "No major news", "events", "Marlow", []),
+             ArticleEvent("w", "2031-03-05", "Marlow council closes the harbour", "events",
+                          "Marlow", ["Marlow council"])]
+    titles = {"x": "Marlow", "y": "Ada Brink", "z": "Quiet week", "w": "Harbour closed"}
+    golds = imp_rel_golds(group, titles, {}, "What major events happened in Marlow in early "
+                                             "March 2031?")
+    assert golds == ["Marlow council closes the harbour", "Harbour closed"]

@@ -2,9 +2,15 @@
 
 Each event yields dated articles (never before the event) that mix the event's statement (with
 a random alias for the secondary entities, :mod:`~clstream.protocols.imprint.settings.news.
-events`), follow-ups, background sentences, distractor sentences about other arcs and neutral
-filler; every fact sentence is recorded with its fact ids, which the dataset keeps in each
-document's ``meta["facts"]`` as ``[sentence index, fact id]``.
+events`) and, right after it, the sentence that dates it; background sentences (the first
+article of an event always places its organisation: headquarters and that city's country);
+for a leadership change, a sentence naming the new holder by an alias (honorific or former
+post), so every alias a question uses occurs in an article first; distractor sentences about
+other arcs (undated, so no sentence places another arc in its period) and neutral filler.
+Every fact sentence is recorded with its fact ids -- an event id for its statement,
+``when:<event>`` for its date, ``bg:<entity>:<key>`` for background, ``alias:<entity>:<alias>``
+for an alias mention -- which the dataset keeps in each document's ``meta["facts"]`` as
+``[sentence index, fact id]``.
 
 Sentences are written so that :func:`clstream.models.builtin_reader.split_sentences` splits
 them exactly (no abbreviation periods, no quotation marks): the recorded indices refer to that
@@ -18,7 +24,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clstream.protocols.imprint.settings.news.events import headline, is_follow_up, kind_of
+from clstream.protocols.imprint.settings.news.events import (
+    article_title,
+    is_follow_up,
+    kind_of,
+    timing_sentence,
+)
 from clstream.protocols.imprint.settings.news.ledger import (
     NewsLedger,
     cap,
@@ -83,10 +94,19 @@ class Writer:
                     f"{led.name(led.attr(entity, 'country'))}.")
         raise ValueError(fact)
 
-    def arc_sentence(self, arc: dict[str, Any]) -> str:
-        return (f"Among the {arc['category']} in {self.led.name(arc['region'])} in "
-                f"{arc['period']}, attention centred on {arc['alternatives'][0]}: "
-                f"{arc['title']}.")
+    def alias_mention(self, person: str, org: str, incoming: bool) -> tuple[str, str]:
+        """(alias, sentence): a later mention of an incoming or outgoing post holder by an
+        honorific or a former post, never the bare full name."""
+        alias = str(self.rng.choice(self.led.entities[person]["aliases"][1:]))
+        the_org = the(self.led, org)
+        text = self.rng.choice((
+            f"{alias} is expected to set out priorities for {the_org} within weeks.",
+            f"{alias} has promised an early review of the work of {the_org}.",
+        ) if incoming else (
+            f"{alias} did not comment on the handover at {the_org}.",
+            f"{alias} is expected to stay on as an adviser to {the_org} until the summer.",
+        ))
+        return alias, cap(text)
 
 
 @dataclass
@@ -122,19 +142,29 @@ def _event_background(led: NewsLedger, e: dict[str, Any]) -> list[str]:
     return facts
 
 
+def event_org(led: NewsLedger, e: dict[str, Any]) -> str | None:
+    """The organisation whose country is an event's region (None for a country's own
+    figures and for follow-ups)."""
+    if e["type"] == "role_change":
+        return str(led.roles[e["role"]]["org"])
+    if e["type"] == "value_change":
+        org = led.quantities[e["quantity"]].get("org")
+        return None if org is None else str(org)
+    return next((str(e[k]) for k in ("buyer", "a", "org", "party") if k in e
+                 and not is_follow_up(e)), None)
+
+
 def _title_for(led: NewsLedger, e: dict[str, Any], follow_up: bool) -> str:
     said = kind_of(e).follow_up_title
     if said is not None:
         return f"{led.attr(e['person'], 'surname')} {said}"
-    title, _ = headline(led, e)
-    title = cap(title)
+    title = article_title(led, e)
     return f"Reaction: {title}" if follow_up else title
 
 
 def write_articles(plan: Plan, led: NewsLedger) -> list[Article]:
     rng, config = plan.rng, plan.config
     writer = Writer(led, rng)
-    arc_firsts: set[str] = set()
     articles: list[Article] = []
     timeline = led.timeline
     for order, e in enumerate(timeline):
@@ -143,35 +173,50 @@ def write_articles(plan: Plan, led: NewsLedger) -> list[Article]:
             n_articles = 1
         for k in range(n_articles):
             date = plus_days(e["date"], 0 if k == 0 else rng.randint(1, 4))
-            sents: list[tuple[str, list[str]]] = []
-            arc = led.arcs[e["arc"]]
-            if e["arc"] not in arc_firsts and not is_follow_up(e):
-                arc_firsts.add(e["arc"])
-                sents.append((writer.arc_sentence(arc), [f"arc:{arc['id']}"]))
-            sents.append((writer.event_sentence(e, full=k == 0), [e["id"]]))
+            statement = writer.event_sentence(e, full=k == 0)
+            facts = [e["id"]]
+            if e["type"] == "role_change" and led.name(e["old"]) not in statement:
+                aliases = sorted(led.entities[e["old"]]["aliases"], key=len, reverse=True)
+                named = next(a for a in aliases if a in statement)
+                facts.append(f"alias:{e['old']}:{named}")
+            # Blocks are kept whole when filler is placed: an event is dated right after it.
+            blocks: list[list[tuple[str, list[str]]]] = [
+                [(statement, facts), (timing_sentence(e), [f"when:{e['id']}"])]]
+            if e["type"] == "role_change":
+                for person, incoming in ((e["new"], True), (e["old"], False)):
+                    alias, text = writer.alias_mention(person, led.roles[e["role"]]["org"],
+                                                       incoming)
+                    blocks.append([(text, [f"alias:{person}:{alias}"])])
             background = _event_background(led, e)
             rng.shuffle(background)
-            # A leadership article always grounds the new holder's earlier post (T3).
-            if e["type"] == "role_change" and k == 0:
-                background.remove(f"bg:{e['new']}:prior_post")
-                background.insert(0, f"bg:{e['new']}:prior_post")
-            for fact in background[: rng.randint(3, 5)]:
-                sents.append((writer.background(fact), [fact]))
+            first = []
+            org = event_org(led, e)
+            if k == 0 and org is not None:  # the region of the event's arc, always placed
+                first += [f"bg:{org}:hq", f"bg:{led.attr(org, 'hq')}:country"]
+            if e["type"] == "role_change" and k == 0:  # the new holder's earlier post (T3)
+                first.insert(0, f"bg:{e['new']}:prior_post")
+            background = first + [f for f in background if f not in first]
+            for fact in background[: len(first) + rng.randint(3 - len(first) // 2, 5)]:
+                blocks.append([(writer.background(fact), [fact])])
             others = [o for o in timeline if o["arc"] != e["arc"] and o["date"] <= date
                       and not is_follow_up(o)]
             for o in rng.sample(others, min(len(others), rng.randint(2, 4))):
-                lead = rng.choice(("Elsewhere, ", "Separately, ", "Also this week, "))
+                lead = rng.choice(("Elsewhere, ", "Separately, ", "Also in the news, "))
                 text = writer.event_sentence(o, full=True)
-                if text.split()[0] in ("The", "On"):
+                if text.split()[0] == "The":
                     text = text[0].lower() + text[1:]
-                sents.append((lead + text, [o["id"]]))
+                blocks.append([(lead + text, [o["id"]])])
             target = rng.randint(*config.words_per_article)
             fillers = list(_FILLER)
             rng.shuffle(fillers)
-            while sum(len(s.split()) for s, _ in sents) < target and fillers:
-                sents.insert(rng.randint(1, len(sents)), (fillers.pop(), []))
+            words = sum(len(s.split()) for block in blocks for s, _ in block)
+            while words < target and fillers:
+                filler = fillers.pop()
+                words += len(filler.split())
+                blocks.insert(rng.randint(1, len(blocks)), [(filler, [])])
+            sents = [sentence for block in blocks for sentence in block]
             articles.append(Article(date, order * 10 + k, _title_for(led, e, k > 0),
-                                     sents, e["arc"], [e["id"]]))
+                                    sents, e["arc"], [e["id"]]))
     articles.sort(key=lambda a: (a.date, a.order))
     for n, article in enumerate(articles):
         article.doc_id = f"news-{n + 1:04d}"

@@ -2,9 +2,16 @@
 
 An :class:`EventKind` holds everything the generator says about one kind of event: the arc
 category it belongs to, the fields a DirAcq claim about it names and the pair a relation swap
-reverses, how an article states it, its headline (the ImpRel gold) and clause, the DirAcq
-question asked of a claim, and the training questions over it. :data:`EVENT_KINDS` maps each
-event type of the ledger to its entry, so adding a kind is adding one entry here.
+reverses, how an article states it and dates it, its arc headline and key phrases (the ImpRel
+golds), the title of an article about it, its clause, the DirAcq question asked of a claim,
+and the training questions over it. :data:`EVENT_KINDS` maps each event type of the ledger to
+its entry, so adding a kind is adding one entry here.
+
+An article states an event in one sentence and dates it in the next (:attr:`EventKind.timing`,
+which names neither the event's participants nor its place): no sentence holds an event's
+key phrase together with its date, so an ImpRel question (category, region, third of a month)
+is answered by joining sentences, never by reading one (docs/imprint.md §4.1). Article titles
+name the subject but never the key phrase, for the same reason.
 
 The wording is this project's own. A statement names the answer-bearing entity by its full
 name; only the leadership statement draws from the random source (a predecessor's alias and
@@ -39,9 +46,11 @@ class EventKind:
     category: str | None
     claim_fields: tuple[str, ...]
     statement: Callable[[NewsLedger, random.Random, Event, bool], str]
+    timing: str  # the sentence that dates the event: "{date}" is filled in, nothing else
     claim_question: Callable[[NewsLedger, Event, str], str]
     training: Callable[[NewsLedger, Event, str], Pairs]
-    headline: Callable[[NewsLedger, Event], tuple[str, str]] | None = None
+    headline: Callable[[NewsLedger, Event], tuple[str, list[str]]] | None = None
+    article_title: Callable[[NewsLedger, Event], str] | None = None
     clause: Callable[[NewsLedger, Event], str] | None = None
     follow_up_title: str | None = None
     reversible: tuple[str, str] | None = None  # the two fields a relation swap exchanges
@@ -51,22 +60,21 @@ class EventKind:
 
 
 def _role_statement(led: NewsLedger, rng: random.Random, e: Event, full: bool) -> str:
-    when = spoken_date(e["date"])
     old = led.name(e["old"]) if full else alias_of(led, rng, e["old"])
     # The new holder comes right after the first preposition, so a reader taking the phrase
-    # after it finds the holder, not the date or the predecessor.
+    # after it finds the holder, not the predecessor.
     return rng.choice((
-        f"The post of {post(led, e['role'])} passed to {led.name(e['new'])} on "
-        f"{when}, replacing {old} after {e['cause']}.",
-        f"The role of {post(led, e['role'])} went to {led.name(e['new'])} on "
-        f"{when}, who succeeded {old} after {e['cause']}.",
+        f"The post of {post(led, e['role'])} passed to {led.name(e['new'])}, replacing "
+        f"{old} after {e['cause']}.",
+        f"The role of {post(led, e['role'])} went to {led.name(e['new'])}, who succeeded "
+        f"{old} after {e['cause']}.",
     ))
 
 
-def _role_headline(led: NewsLedger, e: Event) -> tuple[str, str]:
+def _role_headline(led: NewsLedger, e: Event) -> tuple[str, list[str]]:
     role = led.roles[e["role"]]
     return (f"{led.name(e['new'])} named {role['title']} of {the(led, role['org'])}",
-            led.name(e["new"]))
+            [led.name(e["new"])])
 
 
 def _role_training(led: NewsLedger, e: Event, when: str) -> Pairs:
@@ -81,11 +89,14 @@ ROLE_CHANGE = EventKind(
     category="leadership changes",
     claim_fields=("role", "old", "new"),
     statement=_role_statement,
+    timing="The appointment took effect on {date}.",
     claim_question=lambda led, c, when: (
         f"In {when}, did {led.name(c['new'])} succeed {led.name(c['old'])} as "
         f"{post(led, c['role'])}?"),
     training=_role_training,
     headline=_role_headline,
+    article_title=lambda led, e: (
+        f"Leadership change at {the(led, led.roles[e['role']]['org'])}"),
     reversible=("old", "new"),
 )
 
@@ -96,18 +107,17 @@ ROLE_CHANGE = EventKind(
 def _value_statement(led: NewsLedger, rng: random.Random, e: Event, full: bool) -> str:
     q = led.quantities[e["quantity"]]
     verb = "rose" if e["direction"] == "up" else "fell"
-    return (f"The {q['name']} {verb} from {e['old']} {q['unit']} to {e['new']} "
-            f"{q['unit']} on {spoken_date(e['date'])}.")
+    return f"The {q['name']} {verb} from {e['old']} {q['unit']} to {e['new']} {q['unit']}."
 
 
 def _value_question(led: NewsLedger, c: Event, when: str) -> str:
     q = led.quantities[c["quantity"]]
-    return f"In {when}, was the {q['name']} changed to {c['new']} {q['unit']}?"
+    return f"In {when}, did the {q['name']} move to {c['new']} {q['unit']}?"
 
 
-def _value_headline(led: NewsLedger, e: Event) -> tuple[str, str]:
+def _value_headline(led: NewsLedger, e: Event) -> tuple[str, list[str]]:
     q = led.quantities[e["quantity"]]
-    return f"the {q['name']} moved to {e['new']} {q['unit']}", f"{e['new']} {q['unit']}"
+    return f"the {q['name']} moved to {e['new']} {q['unit']}", [f"{e['new']} {q['unit']}"]
 
 
 def _value_training(led: NewsLedger, e: Event, when: str) -> Pairs:
@@ -118,12 +128,14 @@ def _value_training(led: NewsLedger, e: Event, when: str) -> Pairs:
 
 
 VALUE_CHANGE = EventKind(
-    category="economic policy moves",
+    category="economic and market moves",
     claim_fields=("quantity", "new"),
     statement=_value_statement,
+    timing="The new figure was published on {date}.",
     claim_question=_value_question,
     training=_value_training,
     headline=_value_headline,
+    article_title=lambda led, e: f"{cap(led.quantities[e['quantity']]['name'])} changes",
 )
 
 
@@ -134,8 +146,9 @@ ACQUISITION = EventKind(
     category="business deals",
     claim_fields=("buyer", "target", "amount"),
     statement=lambda led, rng, e, full: (
-        f"{led.name(e['buyer'])} agreed on {spoken_date(e['date'])} to acquire "
-        f"{led.name(e['target'])} for {e['amount']}."),
+        f"{led.name(e['buyer'])} agreed to acquire {led.name(e['target'])} for "
+        f"{e['amount']}."),
+    timing="The purchase was agreed on {date}.",
     claim_question=lambda led, c, when: (
         f"In {when}, did {led.name(c['buyer'])} agree to acquire "
         f"{led.name(c['target'])} for {c['amount']}?"),
@@ -148,7 +161,8 @@ ACQUISITION = EventKind(
         (f"When was the purchase of {led.name(e['target'])} agreed?", when)],
     headline=lambda led, e: (
         f"{led.name(e['buyer'])} agreed to acquire {led.name(e['target'])}",
-        led.name(e["target"])),
+        [f"acquire {led.name(e['target'])}", f"acquisition of {led.name(e['target'])}"]),
+    article_title=lambda led, e: f"{led.name(e['buyer'])} agrees a takeover",
     clause=lambda led, e: f"{led.name(e['buyer'])} agreed to acquire {led.name(e['target'])}",
     reversible=("buyer", "target"),
 )
@@ -158,7 +172,8 @@ DEAL = EventKind(
     claim_fields=("a", "b", "subject"),
     statement=lambda led, rng, e, full: (
         f"{led.name(e['a'])} and {led.name(e['b'])} signed an agreement on "
-        f"{e['subject']} on {spoken_date(e['date'])}."),
+        f"{e['subject']}."),
+    timing="The agreement was signed on {date}.",
     claim_question=lambda led, c, when: (
         f"In {when}, did {led.name(c['a'])} and {led.name(c['b'])} sign an agreement "
         f"on {c['subject']}?"),
@@ -170,7 +185,8 @@ DEAL = EventKind(
          led.name(e["b"]))],
     headline=lambda led, e: (
         f"{led.name(e['a'])} and {led.name(e['b'])} signed a {e['subject']} agreement",
-        f"{e['subject']} agreement"),
+        [f"{e['subject']} agreement", f"agreement on {e['subject']}"]),
+    article_title=lambda led, e: f"{led.name(e['a'])} and {led.name(e['b'])} sign a deal",
     clause=lambda led, e: (
         f"{led.name(e['a'])} and {led.name(e['b'])} signed their {e['subject']} agreement"),
 )
@@ -179,8 +195,8 @@ LAUNCH = EventKind(
     category="technology launches",
     claim_fields=("org", "mission"),
     statement=lambda led, rng, e, full: (
-        f"{cap(the(led, e['org']))} launched the {e['mission']} mission on "
-        f"{spoken_date(e['date'])}."),
+        f"{cap(the(led, e['org']))} launched the {e['mission']} mission."),
+    timing="The launch took place on {date}.",
     claim_question=lambda led, c, when: (
         f"In {when}, did {the(led, c['org'])} launch the {c['mission']} mission?"),
     training=lambda led, e, when: [
@@ -188,7 +204,8 @@ LAUNCH = EventKind(
         (f"Which organisation was behind the {e['mission']} mission?", led.name(e["org"])),
         (f"When did the {e['mission']} mission lift off?", when)],
     headline=lambda led, e: (f"{the(led, e['org'])} launched the {e['mission']} mission",
-                             e["mission"]),
+                             [e["mission"]]),
+    article_title=lambda led, e: f"{cap(the(led, e['org']))} launches a new mission",
     clause=lambda led, e: f"{the(led, e['org'])} launched the {e['mission']} mission",
 )
 
@@ -197,7 +214,8 @@ VOTE = EventKind(
     claim_fields=("party", "seats"),
     statement=lambda led, rng, e, full: (
         f"{cap(the(led, e['party']))} won {e['seats']} of {e['total']} seats in "
-        f"the {led.name(e['country'])} parliamentary vote held on {spoken_date(e['date'])}."),
+        f"the {led.name(e['country'])} parliamentary vote."),
+    timing="The vote was held on {date}.",
     claim_question=lambda led, c, when: (
         f"In {when}, did {the(led, c['party'])} win {c['seats']} seats?"),
     training=lambda led, e, when: [
@@ -207,7 +225,8 @@ VOTE = EventKind(
         (f"Which party took {e['seats']} seats in the {led.name(e['country'])} vote?",
          led.name(e["party"]))],
     headline=lambda led, e: (f"{the(led, e['party'])} won {e['seats']} seats",
-                             led.name(e["party"])),
+                             [f"{e['seats']} seats", f"{e['seats']} of {e['total']} seats"]),
+    article_title=lambda led, e: f"{led.name(e['country'])} parliamentary vote counted",
     clause=lambda led, e: f"{the(led, e['party'])} won {e['seats']} seats",
 )
 
@@ -219,7 +238,8 @@ DENIAL = EventKind(
     category=None,
     claim_fields=("person", "claim"),
     statement=lambda led, rng, e, full: (
-        f"On {spoken_date(e['date'])}, {led.name(e['person'])} denied that {e['claim']}."),
+        f"{led.name(e['person'])} denied that {e['claim']}."),
+    timing="The denial was issued on {date}.",
     claim_question=lambda led, c, when: (
         f"In {when}, did {led.name(c['person'])} deny that {c['claim']}?"),
     training=lambda led, e, when: [
@@ -232,7 +252,8 @@ QUOTE = EventKind(
     category=None,
     claim_fields=("person", "text"),
     statement=lambda led, rng, e, full: (
-        f"On {spoken_date(e['date'])}, {led.name(e['person'])} said that {e['text']}."),
+        f"{led.name(e['person'])} said that {e['text']}."),
+    timing="The remark was made on {date}.",
     claim_question=lambda led, c, when: (
         f"In {when}, did {led.name(c['person'])} say that {c['text']}?"),
     training=lambda led, e, when: [
@@ -260,9 +281,25 @@ def is_follow_up(e: Event) -> bool:
     return kind_of(e).category is None
 
 
-def headline(led: NewsLedger, e: Event) -> tuple[str, str]:
-    """(title, key phrase) of an event as an arc headline (ImpRel gold, App. D.1 item 4)."""
+def headline(led: NewsLedger, e: Event) -> tuple[str, list[str]]:
+    """(title, key phrases) of an event as an arc headline (the ImpRel golds, App. D.1
+    item 4): each key phrase names this event -- the new holder, the new value, the mission,
+    the seats won, the target bought, the subject agreed -- not merely an entity that takes
+    part in it."""
     make = kind_of(e).headline
+    if make is None:
+        raise ValueError(e["type"])
+    return make(led, e)
+
+
+def timing_sentence(e: Event) -> str:
+    """The sentence that dates ``e``, naming neither its participants nor its place."""
+    return kind_of(e).timing.format(date=spoken_date(e["date"]))
+
+
+def article_title(led: NewsLedger, e: Event) -> str:
+    """The title of an article about a main event: its subject, never its key phrase."""
+    make = kind_of(e).article_title
     if make is None:
         raise ValueError(e["type"])
     return make(led, e)

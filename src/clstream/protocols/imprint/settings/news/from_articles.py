@@ -21,7 +21,9 @@ articles ``{id, date, title, text, url?, tags?}``:
    two articles of the same third of a month join one cluster when their titles share at least
    30 % of their content words or they name at least two common entities (from
    ``entities.jsonl`` when given, else the entities the model listed). One item per cluster;
-   its salience is the cluster's size.
+   its salience is the cluster's size; its golds are the cluster's own events only -- the
+   headlines the model wrote for its articles and the articles' titles -- never an entity, the
+   question's place or an abstention (:func:`imp_rel_golds`).
 5. **BoundAbs**: candidates for the largest clusters, kept only when their predicate appears in
    no article; difficulty = top-5 BM25 articles naming one of the question's entities.
 
@@ -490,6 +492,32 @@ def cluster_events(events: Sequence[ArticleEvent], titles: dict[str, str],
     return sorted(groups.values(), key=lambda g: (-len(g), g[0].date, g[0].doc_id))
 
 
+_NOT_AN_EVENT = re.compile(r"\b(?:no|not|nothing|none|unknown|unclear|n/a)\b", re.IGNORECASE)
+
+
+def imp_rel_golds(group: Sequence[ArticleEvent], titles: dict[str, str],
+                  entity_table: dict[str, list[str]], question: str) -> list[str]:
+    """The ImpRel golds of one cluster: the event headlines the model wrote for its articles,
+    then the titles of those articles -- the cluster's events, never a bare name. A phrase is
+    left out when nothing of it remains once the question's place and the cluster's entities are
+    taken away (so naming the place or a participant is not an answer), when the question
+    already holds it, or when it reads as an abstention ("no major news")."""
+    names = {n.casefold() for e in group for n in [e.scope, *e.entities]}
+    names |= {f.casefold() for forms in entity_table.values() for f in forms}
+    asked = _norm(question)
+
+    def is_event(phrase: str) -> bool:
+        rest = phrase.casefold()
+        for name in sorted(names, key=len, reverse=True):
+            rest = rest.replace(name, " ")
+        return (bool(tokenize(rest)) and _norm(phrase) not in asked
+                and _NOT_AN_EVENT.search(phrase) is None)
+
+    kept = [e for e in group if is_event(e.headline)]  # a title counts where its event does
+    phrases = [*(e.headline for e in kept), *(titles[e.doc_id] for e in kept)]
+    return list(dict.fromkeys(p for p in phrases if is_event(p)))
+
+
 # --- the pipeline --------------------------------------------------------------------------------
 
 
@@ -545,11 +573,13 @@ async def build_local_news(articles_path: str | Path, model: Model, *, seed: int
     for group in clusters:
         lead = group[0]
         _, label = _third(lead.date)
-        gold = list(dict.fromkeys([lead.headline, *(e.headline for e in group[1:]),
-                                   *(n for e in group for n in e.entities)]))
-        out.add("ImpRel", f"What major {lead.category} happened in {lead.scope} in {label}?",
-                gold, "exact", [e.doc_id for e in group],
-                {"salience": len(group), "headline": lead.headline})
+        question = f"What major {lead.category} happened in {lead.scope} in {label}?"
+        gold = imp_rel_golds(group, titles, entity_table, question)
+        if not gold:
+            bad["imp_rel_without_event_phrase"] += 1
+            continue
+        out.add("ImpRel", question, gold, "exact", [e.doc_id for e in group],
+                {"salience": len(group), "headline": gold[0]})
     await _bound_abs(clusters[:boundabs_clusters], articles, calls, out, bad)
     qa: list[QAPair] = []
     left_out = 0

@@ -7,7 +7,9 @@
   from, with the dates and names the text uses;
 * :mod:`~clstream.protocols.imprint.settings.news.events` -- one table entry per event kind;
 * :mod:`~clstream.protocols.imprint.settings.news.articles` -- the corpus;
-* :mod:`~clstream.protocols.imprint.settings.news.items` -- the held-out items, five families;
+* :mod:`~clstream.protocols.imprint.settings.news.items` -- the held-out items: DirAcq,
+  TempUpd, CompRel;
+* :mod:`~clstream.protocols.imprint.settings.news.arc_items` -- ImpRel and BoundAbs;
 * :mod:`~clstream.protocols.imprint.settings.news.training` -- the training pairs Q.
 
 The one random source is drawn in a fixed order (world, plan, articles, training pairs, then
@@ -26,16 +28,14 @@ from clstream.protocols.imprint.schema import (
     Manifest,
     check_disjoint,
 )
+from clstream.protocols.imprint.settings.news.arc_items import bound_abs, imp_rel, main_event
 from clstream.protocols.imprint.settings.news.articles import article_text, write_articles
 from clstream.protocols.imprint.settings.news.events import headline, is_follow_up
 from clstream.protocols.imprint.settings.news.items import (
     Items,
     Support,
-    bound_abs,
     comp_rel,
     dir_acq,
-    imp_rel,
-    main_event,
     temp_upd,
 )
 from clstream.protocols.imprint.settings.news.ledger import NewsLedger, led_records
@@ -51,7 +51,7 @@ from clstream.protocols.imprint.settings.news.world import (
 # The config is offered here with the generator that takes it, so a caller needs one import.
 __all__ = ["GENERATOR", "NewsConfig", "generate_news"]
 
-GENERATOR = "imprint.news-world-v1"
+GENERATOR = "imprint.news-world-v2"
 
 _HINTS = {"DirAcq": "raise n_deals or days", "TempUpd": "raise n_roles or n_quantities",
           "CompRel": "raise n_roles or n_people", "ImpRel": "raise n_roles or n_deals",
@@ -74,8 +74,8 @@ def generate_news(config: NewsConfig | None = None) -> Dataset:
         main = main_event(led, arc)
         arc["title"] = headline(led, main)[0]
         arc["alternatives"] = list(dict.fromkeys(
-            headline(led, led.events[e])[1] for e in arc["events"]
-            if not is_follow_up(led.events[e])))
+            key for e in arc["events"] if not is_follow_up(led.events[e])
+            for key in headline(led, led.events[e])[1]))
     articles = write_articles(plan, led)
     for arc in plan.arcs.values():
         arc["salience"] = sum(1 for a in articles if a.arc == arc["id"])
@@ -85,10 +85,10 @@ def generate_news(config: NewsConfig | None = None) -> Dataset:
         support.add(article)
     qa = training_pairs(led, articles, config)
     items = Items()
-    dir_acq(led, articles, items, config, rng)
+    dir_acq(led, articles, support, items, config, rng)
     temp_upd(led, support, items, rng)
     comp_rel(led, support, items, config, rng)
-    imp_rel(led, support, items)
+    imp_rel(led, articles, support, items)
     bound_abs(led, articles, qa, items, config, rng)
     present = {item.family for item in items.items}
     for family in REPORTED_FAMILIES["news"]:

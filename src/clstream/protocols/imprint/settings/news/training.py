@@ -17,11 +17,8 @@ from clstream.protocols.imprint.settings.news.world import NewsConfig
 
 def _qa_for_fact(led: NewsLedger, fact: str) -> list[tuple[str, str]]:
     """Training questions over one fact, in wording the evaluation templates never use."""
-    if fact.startswith("arc:"):
-        arc = led.arcs[fact[4:]]
-        region = led.name(arc["region"])
-        return [(f"Which story led the {arc['category']} coverage for {region} during "
-                 f"{arc['period']}?", arc["title"])]
+    if fact.startswith(("when:", "alias:")):  # the event's own pairs ask its date
+        return []
     if fact.startswith("bg:"):
         _, ent, key = fact.split(":")
         name = led.name(ent)

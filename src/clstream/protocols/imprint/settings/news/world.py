@@ -120,7 +120,7 @@ _DENIAL_CLAIMS = ("{org} would move its headquarters away from {city}",
 _QUOTE_TEXTS = ("the change would bring steadier leadership to {org}",
                 "{org} was entering a careful new chapter",
                 "the decision showed that {country} could plan for the long term",
-                "the figures pointed to a calmer season for {country}")
+                "the appointment pointed to a calmer season for {country}")
 _QUANTITY_KINDS = (
     ("policy rate of the {org}", "percent", "central bank", (1.5, 6.0)),
     ("inflation rate in {country}", "percent", "country", (1.0, 7.0)),
@@ -147,6 +147,12 @@ class _Names:
             if 4 <= len(word) <= 11 and word not in self.used:
                 self.used.add(word)
                 return word
+
+
+def _running_name(org: dict[str, Any]) -> str:
+    """An organisation as running text names it ("the" before institutions, not companies;
+    the same rule as :func:`~clstream.protocols.imprint.settings.news.ledger.the`)."""
+    return org["name"] if org["attrs"]["org_type"] == "company" else f"the {org['name']}"
 
 
 def _acronym(name: str) -> str:
@@ -213,7 +219,7 @@ def build_world(config: NewsConfig, rng: random.Random) -> World:
     for i in range(config.n_people):
         given, surname = names.new((1, 2)), names.new((2, 3))
         title, org = prior_pairs[i % len(prior_pairs)]
-        prior_post = f"{title} at {org['name']}"
+        prior_post = f"{title} at {_running_name(org)}"
         honorific = _HONORIFICS[i % len(_HONORIFICS)]
         world.add({
             "kind": "entity", "id": f"p{i + 1:02d}", "type": "person",
@@ -295,17 +301,20 @@ def plan_events(plan: Plan) -> None:
     countries = plan.ents("country")
     for i in range(config.n_quantities):
         pattern, unit, owner, (lo, hi) = kinds[i % len(kinds)]
+        owner_org: str | None = None
         if owner == "country":
             anchor = countries[(i // len(kinds)) % len(countries)]
             qname, region = pattern.format(country=anchor["name"]), anchor["id"]
         else:
             pool = [o for o in orgs if o["attrs"]["org_type"] == owner]
             org = pool[(i // len(kinds)) % len(pool)]
-            qname, region = pattern.format(org=org["name"]), org["attrs"]["country"]
+            qname, region, owner_org = (pattern.format(org=org["name"]),
+                                        org["attrs"]["country"], org["id"])
         old = rng.uniform(lo, hi)
         new = old * rng.choice((0.8, 0.9, 1.1, 1.25))
         quantity = plan.world.add({"kind": "quantity", "id": f"q{i + 1:02d}", "name": qname,
-                                   "unit": unit, "value": f"{old:.2f}", "region": region})
+                                   "unit": unit, "value": f"{old:.2f}", "region": region,
+                                   "org": owner_org})
         plan.event("value_change", _random_date(plan, 1), region, quantity=quantity["id"],
                    old=quantity["value"], new=f"{new:.2f}",
                    direction="up" if new > old else "down")
@@ -339,13 +348,14 @@ def plan_events(plan: Plan) -> None:
         period_end = period_of(main["date"])[1]
         later = min(plus_days(main["date"], rng.randint(0, 3)), period_end)
         if rng.random() < 0.6:
-            text = rng.choice(_QUOTE_TEXTS).format(org=org["name"], country=country["name"])
+            text = rng.choice(_QUOTE_TEXTS).format(org=_running_name(org),
+                                                    country=country["name"])
             plan.event("quote", later, main["region"], person=main["new"], text=text, arc_key=main["arc_key"])
         else:
             other = rng.choice([o for o in orgs if o["id"] != org["id"]])
             city = plan.ents("city", country=country["id"])[0]
-            claim = rng.choice(_DENIAL_CLAIMS).format(org=org["name"], city=city["name"],
-                                                      other=other["name"])
+            claim = rng.choice(_DENIAL_CLAIMS).format(org=_running_name(org), city=city["name"],
+                                                      other=_running_name(other))
             plan.event("denial", later, main["region"], person=main["old"], org=org["id"],
                        claim=claim, arc_key=main["arc_key"])
 
