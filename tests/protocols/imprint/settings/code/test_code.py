@@ -16,7 +16,6 @@ from clstream.protocols.imprint.settings.code.dataset import (
     build_code_dataset,
     generate_code,
     mask_snippet,
-    mask_words,
     no_import_variant,
     no_residue,
     usage_snippets,
@@ -61,7 +60,6 @@ def test_families_and_golds(library: Library) -> None:
     assert families["BoundAbs"]
     golds = {i.meta["path"]: i.gold for i in families["RefRes"]}
     assert {e.path: e.leaf for e in non_param} == golds
-    assert not any(i.meta["leaky"] for i in families["RefRes"])
     # every feature has at least one CompRel snippet, and twins exist
     assert {i.meta["path"] for i in families["CompRel"]} == changelog.added_paths
     assert any(i.axis == "no_import" for i in families["CompRel"])
@@ -123,8 +121,9 @@ def test_gate_rejections(library: Library) -> None:
         f"{MASK}(1)"
     assert no_import_variant(f"from quillkit.text import {MASK}\nimport os\n{MASK}(os.sep)") == \
         f"import os\n{MASK}(os.sep)"
-    words, leaky = mask_words("Return the cumulative sum of the elements.", "cumulative_sum")
-    assert leaky and words == "Return the [...] [...] of the elements."
+    # an instance's method keeps its receiver: ``obj`` is no namespace
+    assert no_import_variant(f"import quillkit as qk\nobj = qk.Loom()\nobj.{MASK}(1)\n") == \
+        f"import quillkit as qk\nobj = qk.Loom()\nobj.{MASK}(1)"
 
 
 def test_q_is_disjoint_and_references_hold(library: Library, tmp_path: Path) -> None:

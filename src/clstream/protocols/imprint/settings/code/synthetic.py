@@ -66,19 +66,21 @@ TOPICS: dict[str, str] = {
     "bind": "in a bound volume", "proof": "in a draft copy",
 }
 NEW_TOPIC = "studio"
+# Class names are two words, a material or stage then a tool, so that names invented in the
+# library's own naming (DirAcq's absent items) recombine them: ``InkCanvas``, ``PrintPalette``.
 CLASSES: dict[str, str] = {
-    "Canvas": "A drawing surface that keeps pending strokes.",
-    "Palette": "A named set of colours with a default pick.",
-    "Typeset": "A block of text with its chosen face and size.",
-    "Gutter": "The strip between two facing pages.",
-    "Easel": "A stand that holds one surface at a time.",
-    "Folio": "A sheet folded once into two leaves.",
-    "Quire": "A gathering of folded sheets.",
-    "Plate": "A printing surface for one colour.",
-    "Loom": "A device that weaves strips into a pattern.",
-    "Spindle": "A rod that winds a long strip.",
+    "PageCanvas": "A drawing surface that keeps pending strokes.",
+    "InkPalette": "A named set of colours with a default pick.",
+    "TypeBlock": "A run of letters with its chosen face and size.",
+    "PageGutter": "The strip between two facing leaves.",
+    "FrameEasel": "A stand that holds one surface at a time.",
+    "SheetFolio": "A leaf of paper folded once into two halves.",
+    "SheetQuire": "A gathering of folded leaves.",
+    "InkPlate": "A printing surface for one colour.",
+    "StripLoom": "A device that weaves ribbons into a pattern.",
+    "StripSpindle": "A rod that winds a long band.",
 }
-NEW_CLASS = "Atelier"
+NEW_CLASS = "PrintAtelier"
 NEW_CLASS_DOC = "A workroom that groups surfaces, tools and pending jobs."
 EXTRA_PARAMS: dict[str, str] = {
     "keep_order": "Keep the input order instead of sorting by size.",
