@@ -18,7 +18,8 @@ What the two releases exercise:
   methods on existing classes, keyword parameters on existing functions -- each with a docstring
   whose summary avoids the identifier's own words, a ``.. versionadded::`` note and an Examples
   doctest that calls the new API; test files in release 2 and client scripts in a usage
-  directory that call them;
+  directory that call them, some with a comment or a variable that spells the new name's
+  words (a masked snippet must not keep them);
 * negative controls: functions moved to another public module, private functions newly
   re-exported, new public aliases of old functions, removed functions and a renamed parameter.
 
@@ -643,6 +644,19 @@ def _tests_and_usage(world: _World, changelog: SyntheticChangelog, usage: Path
                 f'"""Prepares a batch of pages."""\n\nfrom {parent} import {leaf}\n\n\n'
                 f"def prepare(pages):\n    out = []\n    for page in pages:\n"
                 f"        out.append({leaf}(page))\n    return out\n")
+        if entry.kind == "function" and i % 3 == 1:
+            # Give-aways a reader could answer from (gate (c)): a comment that spells the
+            # leaf's words (the snippet is kept with its comments cut) and a variable named
+            # after its noun (the snippet is rejected).
+            verb, noun = entry.leaf.split("_", 1)
+            scripts[f"client_{i:02d}_note.py"] = (
+                f'"""Gets a page ready for the press."""\n\nimport {pkg} as {CONVENTIONAL_ALIAS}\n\n\n'
+                f"def ready(page):\n    # {verb} the {noun} first\n"
+                f"    return {CONVENTIONAL_ALIAS}.{rest}(page)\n")
+            scripts[f"client_{i:02d}_named.py"] = (
+                f'"""Keeps the result under a telling name."""\n\nimport {pkg} as '
+                f"{CONVENTIONAL_ALIAS}\n\n\ndef keep(page):\n"
+                f"    {noun} = {CONVENTIONAL_ALIAS}.{rest}(page)\n    return {noun}\n")
         if entry.kind == "parameter" and i % 2 == 1:
             callable_rest = entry.parent[len(pkg) + 1:]
             scripts[f"client_{i:02d}.py"] = (
