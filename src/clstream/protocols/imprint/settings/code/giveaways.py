@@ -58,13 +58,17 @@ def distinctive_words(leaf: str) -> set[str]:
     return {w for w in identifier_words(leaf) if len(w) >= 3 and w not in FUNCTION_WORDS}
 
 
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word
+
+
 def _matches(word: str, distinctive: Iterable[str]) -> bool:
     """``word`` is a distinctive word, its plural, or (four letters or more in common) a
     longer or shorter form of one (``prod`` / ``product``, ``stack`` / ``unstack``)."""
     for d in distinctive:
         if word in (d, d + "s", d + "es") or d in (word + "s", word + "es"):
             return True
-        shorter, longer = sorted((word, d), key=len)
+        shorter, longer = sorted((_singular(word), _singular(d)), key=len)
         if len(shorter) >= 4 and (longer.startswith(shorter) or longer.endswith(shorter)):
             return True
     return False
