@@ -3,7 +3,9 @@ disjointness and determinism, on the fictional library's two wheels."""
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +18,12 @@ from clstream.protocols.imprint.settings.code.dataset import (
     build_code_dataset,
     generate_code,
     mask_snippet,
-    mask_words,
     no_import_variant,
     no_residue,
+    sibling_leaves,
     usage_snippets,
 )
+from clstream.protocols.imprint.settings.code.naming import name_style, name_words
 from clstream.protocols.imprint.settings.code.synthetic import (
     CodeWorldConfig,
     SyntheticChangelog,
@@ -61,7 +64,6 @@ def test_families_and_golds(library: Library) -> None:
     assert families["BoundAbs"]
     golds = {i.meta["path"]: i.gold for i in families["RefRes"]}
     assert {e.path: e.leaf for e in non_param} == golds
-    assert not any(i.meta["leaky"] for i in families["RefRes"])
     # every feature has at least one CompRel snippet, and twins exist
     assert {i.meta["path"] for i in families["CompRel"]} == changelog.added_paths
     assert any(i.axis == "no_import" for i in families["CompRel"])
@@ -123,8 +125,9 @@ def test_gate_rejections(library: Library) -> None:
         f"{MASK}(1)"
     assert no_import_variant(f"from quillkit.text import {MASK}\nimport os\n{MASK}(os.sep)") == \
         f"import os\n{MASK}(os.sep)"
-    words, leaky = mask_words("Return the cumulative sum of the elements.", "cumulative_sum")
-    assert leaky and words == "Return the [...] [...] of the elements."
+    # an instance's method keeps its receiver: ``obj`` is no namespace
+    assert no_import_variant(f"import quillkit as qk\nobj = qk.Loom()\nobj.{MASK}(1)\n") == \
+        f"import quillkit as qk\nobj = qk.Loom()\nobj.{MASK}(1)"
 
 
 def test_q_is_disjoint_and_references_hold(library: Library, tmp_path: Path) -> None:
@@ -160,3 +163,85 @@ def test_bad_inputs_are_data_errors(library: Library, tmp_path: Path) -> None:
         build_code_dataset(old, new, "nothere", seed=0)
     with pytest.raises(DataError, match="usage directory"):
         build_code_dataset(old, new, "quillkit", seed=0, usage_dir=tmp_path / "none")
+
+
+def test_invented_names_follow_the_package_naming(library: Library) -> None:
+    old, new, changelog, data = library
+    surfaces = [read_wheel(old, changelog.package), read_wheel(new, changelog.package)]
+    newer = surfaces[1]
+    existing = {name for s in surfaces for r in s.records.values()
+                for name in (r.path, r.leaf, *r.aliases)}
+    existing |= {name.rsplit(".", 1)[-1] for s in surfaces for name in s.defined_names}
+    features = {e.path: e for e in changelog.added}
+    namespaces = set(newer.modules) | {p for p, r in newer.records.items() if r.kind == "class"}
+    invented = [i for i in data.items if i.axis == "absent" or i.family == "BoundAbs"]
+    assert invented
+    for item in invented:
+        path = item.meta["fictitious"]
+        parent, leaf = path.rsplit(".", 1)
+        real = features[data.corpus[int(item.source_doc_ids[0].rsplit("-", 1)[1])].meta["path"]]
+        assert parent == real.parent and parent in namespaces  # a real namespace of release 2
+        assert path not in existing and leaf not in existing  # in neither release
+        siblings = sibling_leaves(real.kind, real.parent, newer)
+        # the kind of its siblings, their casing, word count and vocabulary at each place
+        assert f"a {real.kind} at {path}?" in item.question
+        assert name_style(leaf) == name_style(real.leaf)
+        words = name_words(leaf)
+        assert len(words) == len(name_words(real.leaf))
+        for i, word in enumerate(words):
+            assert any(len(name_words(s)) > i and name_words(s)[i] == word for s in siblings)
+
+
+def _code_words(code: str) -> list[tuple[str, str]]:
+    """(token, word) for every word of the comments, strings and names of ``code``."""
+    tokens = tokenize.generate_tokens(io.StringIO(code.replace(MASK, "__hidden__")).readline)
+    return [(tok.string, w) for tok in tokens
+            if tok.type in (tokenize.COMMENT, tokenize.STRING, tokenize.NAME)
+            for w in re.findall(r"[a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", tok.string)
+                                .lower())]
+
+
+def test_masked_items_are_not_answerable_from_the_call_alone(library: Library) -> None:
+    _, _, changelog, data = library
+    entries = {e.path: e for e in changelog.added}
+    comprel = [i for i in data.items if i.family == "CompRel"]
+    assert comprel
+    for item in comprel:
+        head, code = item.question.split("\n\n", 1)
+        entry = entries[item.meta["path"]]
+        leaf_words = {w for w in re.split(r"_|(?<=[a-z])(?=[A-Z])", entry.leaf.lower())
+                      if len(w) >= 3}
+        call = {"qk", *entry.parent.split(".")}  # the masked reference's own namespace
+        for token, word in _code_words(code):
+            if token in call or token == "__hidden__":
+                continue
+            assert word.rstrip("s") not in {w.rstrip("s") for w in leaf_words}, (token, code)
+        quoted = re.findall(r'"([^"]*)"', head)
+        assert all(not (set(re.findall(r"[a-z]+", q.lower())) & leaf_words) for q in quoted)
+
+
+def test_descriptions_have_no_lost_words(library: Library) -> None:
+    _, _, _, data = library
+    for item in data.items:
+        if item.family not in ("RefRes", "CompRel"):
+            continue
+        head = item.question.split("\n\n", 1)[0]
+        assert "[...]" not in head and "[" not in head
+        for quoted in re.findall(r'"([^"]*)"', head):
+            assert quoted[:1].isupper() and quoted.endswith(".")
+            assert quoted.split()[-1].rstrip(".").lower() not in ("of", "the", "a", "to", "and")
+    refres = [i for i in data.items if i.family == "RefRes"]
+    assert all(i.meta["description"] in i.question for i in refres)
+
+
+def test_giveaway_scripts_are_rewritten_or_rejected(library: Library) -> None:
+    _, _, changelog, data = library
+    scripts = {p.name for p in changelog.usage_dir.iterdir()}
+    assert any(s.endswith("_note.py") for s in scripts)
+    assert any(s.endswith("_named.py") for s in scripts)
+    comprel = [i for i in data.items if i.family == "CompRel"]
+    origins = {i.meta["origin"] for i in comprel}
+    # the comment is cut and the snippet kept; the variable named after the noun is not
+    assert any(o.endswith("_note.py") for o in origins)
+    assert not any(o.endswith("_named.py") for o in origins)
+    assert all("#" not in i.question for i in comprel if i.meta["origin"].endswith("_note.py"))

@@ -29,9 +29,7 @@ for parameters; zero substitutions reject) no trace of the leaf is left. Nothing
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
-import keyword
 import random
 import re
 import tempfile
@@ -50,6 +48,16 @@ from clstream.protocols.imprint.schema import (
     Manifest,
     QAPair,
     check_disjoint,
+)
+from clstream.protocols.imprint.settings.code.giveaways import (
+    code_giveaway,
+    plain_description,
+    without_comments,
+)
+from clstream.protocols.imprint.settings.code.naming import (
+    MIN_SIBLINGS,
+    forbidden_names,
+    invented_leaf,
 )
 from clstream.protocols.imprint.settings.code.synthetic import CodeWorldConfig, write_library_wheels
 from clstream.protocols.imprint.settings.code.wheels import (
@@ -105,10 +113,25 @@ def no_residue(masked: str, leaf: str) -> bool:
     return not any(form in text for form in _leaf_forms(leaf) if len(form) > 2)
 
 
+def _imported_names(code: str) -> set[str]:
+    """Names bound by the single-line import statements of ``code`` (``np`` for
+    ``import numpy as np``)."""
+    names: set[str] = set()
+    for match in re.finditer(r"^\s*(?:from\s+\S+\s+)?import\s+([^(\n]+)$", code, re.MULTILINE):
+        for part in match.group(1).split(","):
+            bound = part.split(" as ")[-1].strip().split(".")[0]
+            if bound.isidentifier():
+                names.add(bound)
+    return names
+
+
 def no_import_variant(masked: str) -> str:
-    """The twin without namespaces: ``alias.path.<MASK>`` -> ``<MASK>``, and import lines that
-    bind the masked name or nothing still used are dropped."""
-    stripped = re.sub(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\." + re.escape(MASK), MASK, masked)
+    """The twin without namespaces: ``alias.path.<MASK>`` -> ``<MASK>`` where ``alias`` is
+    bound by an import (an instance's ``obj.<MASK>`` stays: it is no namespace), and import
+    lines that bind the masked name or nothing still used are dropped."""
+    imported = _imported_names(masked)
+    stripped = re.sub(r"\b([A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)*\." + re.escape(MASK),
+                      lambda m: MASK if m.group(1) in imported else m.group(0), masked)
     lines = stripped.splitlines()
     kept: list[str] = []
     for i, line in enumerate(lines):
@@ -122,7 +145,7 @@ def no_import_variant(masked: str) -> str:
             if not any(re.search(rf"\b{re.escape(b)}\b", rest) for b in bound if b):
                 continue
         kept.append(line)
-    return "\n".join(kept).strip("\n")
+    return re.sub(r"\n{4,}", "\n\n\n", "\n".join(kept)).strip("\n")
 
 
 def _bindings(tree: ast.AST) -> dict[str, str]:
@@ -157,6 +180,14 @@ class _Target:
     package: str
     accepted: frozenset[str]  # public paths of the callable (the parent, for a parameter)
     unique_leaf: bool  # the callable's leaf names one public object in the package
+
+    @property
+    def call_names(self) -> frozenset[str]:
+        """Names that are part of the masked reference itself: the segments of the public
+        paths it goes through, the conventional alias (``np``)."""
+        paths = (*self.accepted, self.feature.parent)
+        alias = CONVENTIONAL_ALIASES.get(self.package, self.package)
+        return frozenset({alias, *(s for p in paths for s in p.split("."))})
 
 
 def imports_library(code: str, package: str) -> bool:
@@ -233,12 +264,23 @@ class Snippet:
 
 
 def gate_snippet(code: str, target: _Target, source: str, origin: str) -> Snippet | None:
-    """Gates (a)-(c) and the mask; None when the snippet is rejected."""
+    """Gates (a)-(c) and the mask; None when the snippet is rejected. Gate (c) holds the
+    paper's third property whole: beyond the leaf itself, none of its distinctive words is
+    spelled in a comment, string or name of the snippet (:mod:`giveaways`)."""
     feature = target.feature
     if not imports_library(code, target.package) or not resolves(code, target):
         return None
     masked, count = mask_snippet(code, feature.leaf, parameter=feature.is_parameter)
-    if count == 0 or not no_residue(masked, feature.leaf):
+    if count == 0:
+        return None
+    leak = code_giveaway(masked, MASK, feature.leaf, allowed=target.call_names,
+                         parameter=feature.is_parameter)
+    if leak is not None and leak.startswith("comment"):  # rewritten: comments cut
+        code = without_comments(code)
+        masked, count = mask_snippet(code, feature.leaf, parameter=feature.is_parameter)
+        leak = code_giveaway(masked, MASK, feature.leaf, allowed=target.call_names,
+                             parameter=feature.is_parameter)
+    if count == 0 or leak is not None or not no_residue(masked, feature.leaf):
         return None
     return Snippet(source, origin, code, masked, no_import_variant(masked))
 
@@ -329,11 +371,23 @@ def enclosing_function(text: str, uses: re.Pattern[str]) -> str | None:
         if window is None or len(window.splitlines()) < MIN_TRIMMED_LINES:
             return None
         body = window
-    imports = ["\n".join(lines[s.lineno - 1:s.end_lineno]) for s in tree.body
-               if isinstance(s, ast.Import | ast.ImportFrom)]
-    used = [i for i in imports if any(re.search(rf"\b{re.escape(name)}\b", body)
-                                      for name in _bindings(ast.parse(i)))]
+    used = [line for s in tree.body if (line := _used_import(s, lines, body))]
     return "\n".join([*used, "", body]).strip("\n") if used else body
+
+
+def _used_import(statement: ast.stmt, lines: list[str], body: str) -> str | None:
+    """``statement`` if it is an import binding a name ``body`` uses, a ``from`` import cut
+    down to the names used (a test file's long import lists would bury the snippet)."""
+    if not isinstance(statement, ast.Import | ast.ImportFrom):
+        return None
+    names = [a for a in statement.names if a.name != "*" and re.search(
+        rf"\b{re.escape((a.asname or a.name).split('.')[0])}\b", body)]
+    if not names:
+        return None
+    if isinstance(statement, ast.ImportFrom) and len(names) < len(statement.names):
+        return ast.unparse(ast.ImportFrom(module=statement.module, names=names,
+                                          level=statement.level))
+    return "\n".join(lines[statement.lineno - 1:statement.end_lineno])
 
 
 def _use_pattern(feature: Feature) -> re.Pattern[str]:
@@ -436,18 +490,6 @@ def summary_line(doc: str) -> str:
     return " ".join(paragraph)
 
 
-def mask_words(text: str, leaf: str) -> tuple[str, bool]:
-    """``text`` with the leaf and each of its words masked; leaky = the unmasked text held
-    every word of the leaf."""
-    words = leaf_words(leaf)
-    present = [w for w in words if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)]
-    leaky = bool(words) and len(present) == len(words)
-    out = re.sub(rf"\b{re.escape(leaf)}\b", "[...]", text)
-    for w in sorted(set(words), key=len, reverse=True):
-        out = re.sub(rf"\b{re.escape(w)}\b", "[...]", out, flags=re.IGNORECASE)
-    return out, leaky
-
-
 def _article(feature: Feature, surface: WheelSurface, library: str) -> str:
     summary = summary_line(feature.doc)
     tail = ("is described this way: " + summary[:1].lower() + summary[1:]
@@ -503,46 +545,65 @@ def _qa(feature: Feature, doc_id: str, library: str, start: int) -> list[QAPair]
             for i, (q, a) in enumerate(pairs)]
 
 
-def _camel_words(leaf: str) -> list[str]:
-    return re.findall(r"[A-Z][a-z0-9]*|[a-z0-9]+", leaf)
+def sibling_leaves(kind: str, parent: str, surface: WheelSurface) -> list[str]:
+    """The leaves of the public callables of ``kind`` under ``parent`` in ``surface``; the
+    package's callables of that kind too when the namespace has few (:data:`MIN_SIBLINGS`)."""
+    leaves = {r.leaf for r in surface.records.values() if r.kind == kind and r.parent == parent}
+    if len(leaves) < MIN_SIBLINGS:
+        leaves |= {r.leaf for r in surface.records.values() if r.kind == kind}
+    return sorted(leaves)
 
 
-def _fictitious(features: list[Feature], surface_old: WheelSurface, surface_new: WheelSurface,
-                rng: random.Random, classes: bool = False) -> list[tuple[Feature, str]]:
-    """One invented leaf per non-parameter feature where one can be made: words of real new
-    leaves in the same parent recombined, defined nowhere in either wheel nor in Python.
-    With ``classes``, class features get one too (CamelCase words recombined)."""
-    taken = {r.leaf for r in surface_new.records.values()} | {
-        r.leaf for r in surface_old.records.values()}
-    forbidden = taken | surface_old.defined_names | surface_new.defined_names | set(
-        dir(builtins)) | set(keyword.kwlist)
+def _invented(features: list[Feature], surface_old: WheelSurface, surface_new: WheelSurface,
+              rng: random.Random, classes: bool = False) -> list[tuple[Feature, str]]:
+    """One invented leaf per non-parameter feature where the package's naming offers one
+    (:func:`naming.invented_leaf`): under the feature's own namespace, in the style and
+    vocabulary of its sibling callables of the same kind, defined nowhere in either wheel
+    nor in Python. Class features get one only with ``classes``."""
+    forbidden = forbidden_names(
+        *((r.path, *r.aliases) for s in (surface_old, surface_new) for r in s.records.values()),
+        surface_old.defined_names, surface_new.defined_names,
+        surface_old.modules, surface_new.modules, (f.leaf for f in features))
     out: list[tuple[Feature, str]] = []
     for feature in features:
         if feature.is_parameter or (feature.kind == "class" and not classes):
             continue
-        if feature.kind == "class":
-            words = [_camel_words(f.leaf) for f in features
-                     if f.parent == feature.parent and f.kind == "class"]
-            heads = sorted({w[0] for w in words if w})
-            ends = sorted({w[-1] for w in words if w} | {"Pool", "View", "Cache", "Index"})
-            made = [f"{h}{t}" for h in heads for t in ends
-                    if h != t and f"{h}{t}" not in forbidden]
-            if made:
-                choice = rng.choice(made)
-                forbidden.add(choice)
-                out.append((feature, choice))
-            continue
-        pool = [leaf_words(f.leaf) for f in features
-                if f.parent == feature.parent and not f.is_parameter and f.kind != "class"]
-        heads = sorted({w[0] for w in pool if w})
-        tails = sorted({w[-1] for w in pool if w} | {"max", "min", "len", "slow", "fast"})
-        options = [f"{h}_{t}" for h in heads for t in tails
-                   if h != t and f"{h}_{t}" not in forbidden]
-        if options:
-            choice = rng.choice(options)
-            forbidden.add(choice)
-            out.append((feature, choice))
+        siblings = sibling_leaves(feature.kind, feature.parent, surface_new)
+        made = invented_leaf(feature.leaf, siblings, forbidden, rng)
+        if made is not None:
+            forbidden.add(made)
+            out.append((feature, made))
     return out
+
+
+def described(feature: Feature) -> tuple[str, str] | None:
+    """(whole sentence, what it describes) for a question about ``feature`` that gives no
+    word of its leaf away (:func:`giveaways.plain_description`): a parameter's own
+    description first, else its callable's prose; None when no sentence is clean."""
+    if feature.is_parameter:
+        lines = parameter_description(feature.doc, feature.leaf).splitlines()[1:]
+        own = plain_description(textwrap.dedent("\n".join(lines)), feature.leaf)
+        if own is not None:
+            return own[0], "parameter"
+        found = plain_description(feature.doc, feature.leaf)
+        return (found[0], "callable") if found else None
+    found = plain_description(feature.doc, feature.leaf)
+    return (found[0], feature.kind) if found else None
+
+
+def _comprel_question(feature: Feature, library: str, code: str) -> str:
+    description = described(feature)
+    if feature.is_parameter:
+        parent_leaf = feature.parent.rsplit(".", 1)[-1]
+        head = f"In the Python code below, {MASK} hides the name of a keyword parameter of {parent_leaf}."
+        if description is not None:
+            whose = "The parameter" if description[1] == "parameter" else parent_leaf
+            head += f' {whose} is documented as: "{description[0]}"'
+    else:
+        head = f"In the Python code below, {MASK} hides the name of a {feature.kind} of {library}."
+        if description is not None:
+            head += f' Its documentation says: "{description[0]}"'
+    return f"{head} Which identifier does {MASK} stand for? Reply with the identifier only.\n\n{code}"
 
 
 def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *, seed: int,
@@ -597,13 +658,12 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
             add("DirAcq", question=f"Does {name} have a {feature.kind} at {feature.path}?",
                 gold="Yes", judge="yesno", source_doc_ids=sources,
                 axis="present" if balanced else None, meta={"path": feature.path})
-            summary = summary_line(feature.doc)
-            if summary:
-                masked, leaky = mask_words(summary, feature.leaf)
-                add("RefRes", question=(f'Which {feature.kind} in {name} fits this description: '
-                                        f'"{masked}"? Give its name.'),
+            description = described(feature)
+            if description is not None:  # else dropped: no clean sentence to ask with
+                add("RefRes", question=(f"Which {feature.kind} of {name} is documented as "
+                                        f'follows: "{description[0]}" Give its name.'),
                     gold=feature.leaf, judge="identifier", source_doc_ids=sources,
-                    meta={"path": feature.path, "leaky": leaky, "description": masked})
+                    meta={"path": feature.path, "description": description[0]})
             add("ImpRel", question=f"Which new {_PLURAL[feature.kind]} are in {feature.parent}?",
                 gold=feature.leaf, judge="identifier", source_doc_ids=sources,
                 meta={"path": feature.path})
@@ -611,17 +671,12 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
         snippets = usage_snippets(feature, new, usage, limit=8 * max_snippets)
         if len(snippets) > max_snippets:
             snippets = sorted(rng.sample(snippets, max_snippets), key=snippets.index)
-        description, _ = mask_words(summary_line(feature.doc), feature.leaf)
         gold = feature.leaf if feature.is_parameter else feature.path
-        what = (f"a keyword parameter of {feature.parent.rsplit('.', 1)[-1]}"
-                if feature.is_parameter else f"a {feature.kind} of {name}")
         for snippet in snippets:
             for axis, code in ((None, snippet.masked), ("no_import", snippet.no_import)):
                 if axis and code == snippet.masked:
                     continue
-                question = (f"In the Python code below, {MASK} hides the name of {what}. "
-                            f'Its documentation begins: "{description}" Which identifier does '
-                            f"{MASK} stand for? Reply with the identifier only.\n\n{code}")
+                question = _comprel_question(feature, name, code)
                 add("CompRel", question=question, gold=gold, judge="identifier", axis=axis,
                     source_doc_ids=sources,
                     meta={"path": feature.path, "snippet_source": snippet.source,
@@ -629,14 +684,14 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
     if balanced:
         # A separate stream, so the other items do not change with this switch.
         absent_rng = random.Random(f"{seed}/diracq-absent")
-        for feature, fake in _fictitious(diff.features, old, new, absent_rng, classes=True):
+        for feature, fake in _invented(diff.features, old, new, absent_rng, classes=True):
             index = diff.features.index(feature)
             add("DirAcq", question=f"Does {name} have a {feature.kind} at "
                 f"{feature.parent}.{fake}?", gold="No", judge="yesno", axis="absent",
                 source_doc_ids=[f"code-feature-{index:04d}"],
                 meta={"fictitious": f"{feature.parent}.{fake}"})
     if include_boundabs:
-        for feature, fake in _fictitious(diff.features, old, new, rng):
+        for feature, fake in _invented(diff.features, old, new, rng):
             index = diff.features.index(feature)
             add("BoundAbs", question=f"Does {name} have a {feature.kind} at "
                 f"{feature.parent}.{fake}?", gold="No", judge="abstain",

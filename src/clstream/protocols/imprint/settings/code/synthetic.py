@@ -18,7 +18,8 @@ What the two releases exercise:
   methods on existing classes, keyword parameters on existing functions -- each with a docstring
   whose summary avoids the identifier's own words, a ``.. versionadded::`` note and an Examples
   doctest that calls the new API; test files in release 2 and client scripts in a usage
-  directory that call them;
+  directory that call them, some with a comment or a variable that spells the new name's
+  words (a masked snippet must not keep them);
 * negative controls: functions moved to another public module, private functions newly
   re-exported, new public aliases of old functions, removed functions and a renamed parameter.
 
@@ -66,19 +67,21 @@ TOPICS: dict[str, str] = {
     "bind": "in a bound volume", "proof": "in a draft copy",
 }
 NEW_TOPIC = "studio"
+# Class names are two words, a material or stage then a tool, so that names invented in the
+# library's own naming (DirAcq's absent items) recombine them: ``InkCanvas``, ``PrintPalette``.
 CLASSES: dict[str, str] = {
-    "Canvas": "A drawing surface that keeps pending strokes.",
-    "Palette": "A named set of colours with a default pick.",
-    "Typeset": "A block of text with its chosen face and size.",
-    "Gutter": "The strip between two facing pages.",
-    "Easel": "A stand that holds one surface at a time.",
-    "Folio": "A sheet folded once into two leaves.",
-    "Quire": "A gathering of folded sheets.",
-    "Plate": "A printing surface for one colour.",
-    "Loom": "A device that weaves strips into a pattern.",
-    "Spindle": "A rod that winds a long strip.",
+    "PageCanvas": "A drawing surface that keeps pending strokes.",
+    "InkPalette": "A named set of colours with a default pick.",
+    "TypeBlock": "A run of letters with its chosen face and size.",
+    "PageGutter": "The strip between two facing leaves.",
+    "FrameEasel": "A stand that holds one surface at a time.",
+    "SheetFolio": "A leaf of paper folded once into two halves.",
+    "SheetQuire": "A gathering of folded leaves.",
+    "InkPlate": "A printing surface for one colour.",
+    "StripLoom": "A device that weaves ribbons into a pattern.",
+    "StripSpindle": "A rod that winds a long band.",
 }
-NEW_CLASS = "Atelier"
+NEW_CLASS = "PrintAtelier"
 NEW_CLASS_DOC = "A workroom that groups surfaces, tools and pending jobs."
 EXTRA_PARAMS: dict[str, str] = {
     "keep_order": "Keep the input order instead of sorting by size.",
@@ -641,6 +644,19 @@ def _tests_and_usage(world: _World, changelog: SyntheticChangelog, usage: Path
                 f'"""Prepares a batch of pages."""\n\nfrom {parent} import {leaf}\n\n\n'
                 f"def prepare(pages):\n    out = []\n    for page in pages:\n"
                 f"        out.append({leaf}(page))\n    return out\n")
+        if entry.kind == "function" and i % 3 == 1:
+            # Give-aways a reader could answer from (gate (c)): a comment that spells the
+            # leaf's words (the snippet is kept with its comments cut) and a variable named
+            # after its noun (the snippet is rejected).
+            verb, noun = entry.leaf.split("_", 1)
+            scripts[f"client_{i:02d}_note.py"] = (
+                f'"""Gets a page ready for the press."""\n\nimport {pkg} as {CONVENTIONAL_ALIAS}\n\n\n'
+                f"def ready(page):\n    # {verb} the {noun} first\n"
+                f"    return {CONVENTIONAL_ALIAS}.{rest}(page)\n")
+            scripts[f"client_{i:02d}_named.py"] = (
+                f'"""Keeps the result under a telling name."""\n\nimport {pkg} as '
+                f"{CONVENTIONAL_ALIAS}\n\n\ndef keep(page):\n"
+                f"    {noun} = {CONVENTIONAL_ALIAS}.{rest}(page)\n    return {noun}\n")
         if entry.kind == "parameter" and i % 2 == 1:
             callable_rest = entry.parent[len(pkg) + 1:]
             scripts[f"client_{i:02d}.py"] = (
