@@ -70,6 +70,8 @@ class Definition:
     line: int
     source: str
     methods: dict[str, Definition] = field(default_factory=dict)
+    decorators: tuple[str, ...] = ()  # dotted names (the called name for ``@f(...)``)
+    origin: str = "def"  # "def" | "ufunc" (declared in a stub) | "instance" (``x = x_gen()``)
 
 
 @dataclass
@@ -87,6 +89,11 @@ class ModuleTable:
     others: set[str] = field(default_factory=set)  # other top-level names (constants, ...)
     star_sources: list[str] = field(default_factory=list)
     all_names: list[str] | None = None
+    all_from: str | None = None  # ``__all__ = other.__all__``: the dotted name of ``other``
+    # class name -> the public instance bound from it (``irwinhall = irwinhall_gen(...)``)
+    instance_of: dict[str, str] = field(default_factory=dict)
+    # docstrings given to compiled objects (``add_newdoc``): name or ``Class.method`` -> doc
+    added_docs: dict[str, str] = field(default_factory=dict)
 
 
 def _params(args: ast.arguments, *, drop_first: bool) -> list[str]:
@@ -127,6 +134,11 @@ def _segment(lines: Sequence[str], node: ast.stmt) -> str:
     return textwrap.dedent("".join(lines[node.lineno - 1:end])).rstrip("\n")
 
 
+def _decorators(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[str, ...]:
+    names = (dotted_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list)
+    return tuple(n for n in names if n)
+
+
 def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, text: Sequence[str], file: str,
               *, method: bool) -> Definition:
     drop = method and not _is_static(node)
@@ -134,11 +146,33 @@ def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, text: Sequence[str],
         name=node.name, kind="method" if method else "function",
         params=_params(node.args, drop_first=drop), signature=_signature(node.args, drop_first=drop),
         doc=ast.get_docstring(node) or "", file=file, line=node.lineno,
-        source=_segment(text, node),
+        source=_segment(text, node), decorators=_decorators(node),
     )
 
 
-def _class(node: ast.ClassDef, text: Sequence[str], file: str) -> Definition:
+def _dataclass_fields(node: ast.ClassDef, inherited: Sequence[str]) -> list[str]:
+    """The ``__init__`` parameters a ``@dataclass`` generates: the fields of its bases defined
+    earlier in the module, then its own annotated fields (``ClassVar`` and
+    ``field(init=False)`` left out)."""
+    fields = list(inherited)
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        if "ClassVar" in ast.unparse(stmt.annotation):
+            continue
+        value = stmt.value
+        if (isinstance(value, ast.Call) and dotted_name(value.func) in ("field", "dataclasses.field")
+                and any(k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+                        for k in value.keywords)):
+            continue
+        if stmt.target.id in fields:
+            fields.remove(stmt.target.id)
+        fields.append(stmt.target.id)
+    return fields
+
+
+def _class(node: ast.ClassDef, text: Sequence[str], file: str,
+           dataclass_fields: dict[str, list[str]]) -> Definition:
     methods: dict[str, Definition] = {}
     init: Definition | None = None
     for stmt in node.body:
@@ -147,11 +181,55 @@ def _class(node: ast.ClassDef, text: Sequence[str], file: str) -> Definition:
                 init = _function(stmt, text, file, method=True)
             elif not stmt.name.startswith("_") and stmt.name not in methods:
                 methods[stmt.name] = _function(stmt, text, file, method=True)
+    decorators = _decorators(node)
+    params = init.params if init else []
+    signature = init.signature if init else ""
+    if any(d.rsplit(".", 1)[-1] == "dataclass" for d in decorators):
+        inherited = [f for base in node.bases for f in dataclass_fields.get(dotted_name(base) or "", [])]
+        fields = _dataclass_fields(node, list(dict.fromkeys(inherited)))
+        dataclass_fields[node.name] = fields
+        if init is None:
+            params, signature = fields, ", ".join(fields)
     return Definition(
-        name=node.name, kind="class", params=init.params if init else [],
-        signature=init.signature if init else "", doc=ast.get_docstring(node) or "",
-        file=file, line=node.lineno, source=_segment(text, node),
-        methods=methods,
+        name=node.name, kind="class", params=params, signature=signature,
+        doc=ast.get_docstring(node) or "", file=file, line=node.lineno,
+        source=_segment(text, node), methods=methods, decorators=decorators,
+    )
+
+
+_UFUNC_TYPE = re.compile(r"\b_?G?UFunc|\bufunc\b")
+_UFUNC_ARITY = re.compile(r"Nin(\d+)")
+
+
+def _stub_ufunc(stmt: ast.AnnAssign, name: str, text: Sequence[str], file: str) -> Definition | None:
+    """A ufunc a stub declares by annotation only (``matvec: _GUFunc_Nin2_Nout1[...]``):
+    numpy's ufuncs are compiled, so the stub is their only definition in the wheel."""
+    annotation = ast.unparse(stmt.annotation)
+    if stmt.value is not None or not _UFUNC_TYPE.search(annotation):
+        return None
+    arity = _UFUNC_ARITY.search(annotation)
+    inputs = [f"x{i + 1}" for i in range(int(arity.group(1)))] if arity else ["x"]
+    return Definition(
+        name=name, kind="function", params=[*inputs, "*args", "**kwargs"],
+        signature=", ".join([*inputs, "/", "*args", "**kwargs"]), doc="", file=file,
+        line=stmt.lineno, source=_segment(text, stmt), origin="ufunc",
+    )
+
+
+def _instance(stmt: ast.Assign, name: str, table: ModuleTable) -> Definition | None:
+    """A public instance bound from a class of the same module named ``<name>_gen`` (scipy's
+    distributions: ``irwinhall = irwinhall_gen(name="irwinhall")``); users know the instance,
+    and the paper's golds name it, so it stands for the class (kind ``class``)."""
+    value = stmt.value
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name):
+        return None
+    cls = table.defs.get(value.func.id)
+    if cls is None or cls.kind != "class" or value.func.id != f"{name}_gen":
+        return None
+    table.instance_of[cls.name] = name
+    return Definition(
+        name=name, kind="class", params=[], signature="", doc=cls.doc, file=cls.file,
+        line=stmt.lineno, source=cls.source, origin="instance",
     )
 
 
@@ -215,11 +293,16 @@ def parse_module(name: str, file: str, text: str, *, is_package: bool) -> Module
     table = ModuleTable(name=name, file=file, doc=ast.get_docstring(tree) or "")
     all_known = True
     handled: set[int] = set()  # the __all__ statements read as literal
+    dataclass_fields: dict[str, list[str]] = {}
+    stub = file.endswith(".pyi")
     for stmt in _top_level(tree.body):
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             table.defs.setdefault(stmt.name, _function(stmt, lines, file, method=False))
         elif isinstance(stmt, ast.ClassDef):
-            table.defs.setdefault(stmt.name, _class(stmt, lines, file))
+            table.defs.setdefault(stmt.name, _class(stmt, lines, file, dataclass_fields))
+        elif (stub and isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+              and (ufunc := _stub_ufunc(stmt, stmt.target.id, lines, file)) is not None):
+            table.defs.setdefault(stmt.target.id, ufunc)
         elif isinstance(stmt, ast.ImportFrom):
             source = _resolve_relative(name, is_package, stmt.level, stmt.module)
             for alias in stmt.names:
@@ -244,6 +327,12 @@ def parse_module(name: str, file: str, text: str, *, is_package: bool) -> Module
                 if target.id == "__all__":
                     handled.add(id(stmt))
                     names = _literal_names(value) if value is not None else None
+                    source_all = dotted_name(value) if value is not None else None
+                    if (isinstance(stmt, ast.Assign) and source_all
+                            and source_all.endswith(".__all__")):
+                        table.all_from = source_all.removesuffix(".__all__")
+                        table.all_names = None
+                        continue
                     if isinstance(stmt, ast.AugAssign):
                         if names is None or table.all_names is None:
                             all_known = False
@@ -257,8 +346,14 @@ def parse_module(name: str, file: str, text: str, *, is_package: bool) -> Module
                 dotted = dotted_name(value) if value is not None else None
                 if dotted is not None and isinstance(stmt, ast.Assign):
                     table.assigned.setdefault(target.id, dotted)
+                elif (isinstance(stmt, ast.Assign) and target.id not in table.defs
+                      and (instance := _instance(stmt, target.id, table)) is not None):
+                    table.defs[target.id] = instance
                 else:
                     table.others.add(target.id)
+        elif (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+              and (dotted_name(stmt.value.func) or "").rsplit(".", 1)[-1] == "add_newdoc"):
+            table.added_docs.update(_added_docs(stmt.value))
         elif (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
               and dotted_name(stmt.value.func) == "__all__.extend" and stmt.value.args):
             handled.add(id(stmt.value))
@@ -272,7 +367,39 @@ def parse_module(name: str, file: str, text: str, *, is_package: bool) -> Module
         all_known = False  # __all__ is also changed in a loop, a function, by .append, ...
     if not all_known:
         table.all_names = None
+        table.all_from = None
     return table
+
+
+def _added_docs(call: ast.Call) -> dict[str, str]:
+    """The docstrings an ``add_newdoc`` call gives compiled objects: numpy's
+    ``add_newdoc(module, name, doc | (method, doc) | [(method, doc), ...])`` and scipy.special's
+    ``add_newdoc(name, doc)``; keyed by name or ``Class.method``."""
+    texts = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None
+             for a in call.args]
+    if len(call.args) == 2 and texts[0] and texts[1]:
+        return {texts[0]: texts[1]}
+    if len(call.args) != 3 or not texts[1]:
+        return {}
+    name, value = texts[1], call.args[2]
+    if texts[2]:
+        return {name: inspect_clean(texts[2])}
+    pairs = value.elts if isinstance(value, ast.List) else [value]
+    out: dict[str, str] = {}
+    for pair in pairs:
+        elements = pair.elts if isinstance(pair, ast.Tuple) else []
+        strings = [e.value for e in elements
+                   if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if len(strings) == len(elements) == 2:
+            out[f"{name}.{strings[0]}"] = inspect_clean(strings[1])
+    return out
+
+
+def inspect_clean(doc: str) -> str:
+    """A docstring as :func:`ast.get_docstring` would give it (indentation removed)."""
+    lines = doc.expandtabs().splitlines()
+    head, rest = (lines[0].strip(), lines[1:]) if lines else ("", [])
+    return "\n".join([head, *textwrap.dedent("\n".join(rest)).splitlines()]).strip()
 
 
 def _changes_all(node: ast.AST) -> bool:
@@ -295,6 +422,8 @@ def merge_stub(source: ModuleTable, stub: ModuleTable) -> ModuleTable:
         defs=dict(source.defs), imports=dict(source.imports), assigned=dict(source.assigned),
         others=set(source.others), star_sources=list(source.star_sources),
         all_names=source.all_names,  # a stub's __all__ may list less than the module binds
+        all_from=source.all_from, instance_of=dict(source.instance_of),
+        added_docs={**stub.added_docs, **source.added_docs},
     )
     for name, definition in stub.defs.items():
         current = merged.defs.get(name)
@@ -332,6 +461,9 @@ class ApiRecord:
     module: str  # defining module
     name: str  # defined name (``Class.method`` for methods)
     aliases: tuple[str, ...] = ()  # other public paths of the same object
+    origin: str = "def"  # see Definition.origin
+    # strings the callable's decorators spell (parameters a decorator adds, such as ``axis``)
+    decorated_with: frozenset[str] = frozenset()
 
     @property
     def leaf(self) -> str:
@@ -356,6 +488,18 @@ class WheelSurface:
     test_files: dict[str, str]  # path in the wheel -> text, for usage snippets
     unparsed: list[str]  # files that did not parse
     deny: tuple[str, ...] = DEFAULT_DENY
+    # every public ``module.name`` an export binds, resolved to a definition or not (compiled
+    # functions, constants): a path bound here was public in this wheel
+    exported: set[str] = field(default_factory=set)
+
+    @property
+    def public_paths(self) -> set[str]:
+        return {p for r in self.records.values() for p in (r.path, *r.aliases)}
+
+    @property
+    def method_names(self) -> set[str]:
+        """The method names defined on any class of the wheel."""
+        return {n.rsplit(".", 1)[1] for n in self.defined_names if "." in n}
 
     def module_doc(self, module: str) -> str:
         table = self.modules.get(module)
@@ -441,6 +585,7 @@ def read_wheel(path: str | Path, package: str, *, deny: Sequence[str] = DEFAULT_
             modules[module] = merge_stub(tables[0], tables[1])
         elif tables:
             modules[module] = tables[0]
+    _document_compiled(modules)
     surface = WheelSurface(
         wheel=wheel, package=package, version=version, build_date=build_date, modules=modules,
         records={}, defined_names=set(), test_files=test_files, unparsed=unparsed,
@@ -450,6 +595,22 @@ def read_wheel(path: str | Path, package: str, *, deny: Sequence[str] = DEFAULT_
     return surface
 
 
+def _document_compiled(modules: dict[str, ModuleTable]) -> None:
+    """Give a definition without a docstring (a stub's, for a compiled object) the one an
+    ``add_newdoc`` call gives an object of that name."""
+    added: dict[str, str] = {}
+    for table in modules.values():
+        for key, doc in table.added_docs.items():
+            added.setdefault(key, doc)
+    for table in modules.values():
+        for name, definition in table.defs.items():
+            if not definition.doc and name in added:
+                definition.doc = added[name]
+            for method_name, method in definition.methods.items():
+                if not method.doc and f"{name}.{method_name}" in added:
+                    method.doc = added[f"{name}.{method_name}"]
+
+
 class _Resolver:
     """Exports, alias resolution and canonical paths over a surface's module tables."""
 
@@ -457,6 +618,7 @@ class _Resolver:
         self.surface = surface
         self.modules = surface.modules
         self._exports: dict[str, list[str]] = {}
+        self._strings: dict[str, frozenset[str]] = {}
 
     def exports(self, module: str, visiting: frozenset[str] = frozenset()) -> list[str]:
         """Names ``from module import *`` binds (recursive over star imports, cycle-safe)."""
@@ -467,6 +629,9 @@ class _Resolver:
             return []
         if table.all_names is not None:
             names = list(dict.fromkeys(table.all_names))
+        elif table.all_from is not None and (
+                source := self._module_of(module, table.all_from)) is not None:
+            names = self.exports(source, visiting | {module})
         else:
             local = [*table.defs, *table.imports, *table.assigned, *sorted(table.others)]
             names = [n for n in dict.fromkeys(local) if not n.startswith("_")]
@@ -494,7 +659,8 @@ class _Resolver:
             source, attr = table.imports[name]
             if attr is None:
                 return (source, "") if source in self.modules else None
-            if f"{source}.{attr}" in self.modules and attr not in self._bound(source):
+            if f"{source}.{attr}" in self.modules and (
+                    source == module or attr not in self._bound(source)):
                 return f"{source}.{attr}", ""
             return self.resolve(source, attr, depth + 1)
         if name in table.assigned:
@@ -513,6 +679,14 @@ class _Resolver:
         if f"{module}.{name}" in self.modules:
             return f"{module}.{name}", ""
         return None
+
+    def _module_of(self, module: str, dotted: str) -> str | None:
+        """The module a dotted name in ``module`` refers to (``__all__ = other.__all__``)."""
+        head, _, rest = dotted.partition(".")
+        found = self.resolve(module, head)
+        if found is not None and not found[1] and rest:
+            found = self._resolve_dotted(found[0], rest, 1)
+        return found[0] if found is not None and not found[1] else None
 
     def _resolve_dotted(self, module: str, rest: str, depth: int) -> tuple[str, str] | None:
         head, _, tail = rest.partition(".")
@@ -535,6 +709,7 @@ class _Resolver:
     def fill(self) -> None:
         surface = self.surface
         for table in self.modules.values():
+            surface.defined_names.update(table.added_docs)  # compiled objects exist too
             for name, definition in table.defs.items():
                 surface.defined_names.add(name)
                 for method in definition.methods:
@@ -546,6 +721,8 @@ class _Resolver:
             for name in self.exports(module):
                 if name.startswith("_"):
                     continue
+                if self._bound_inside(module, name):
+                    surface.exported.add(f"{module}.{name}")
                 target = self.resolve(module, name)
                 if target is None or not target[1]:
                     continue
@@ -556,20 +733,68 @@ class _Resolver:
             canonical = candidates[0]
             definition = self.modules[module].defs[name]
             surface.records[canonical] = _record(canonical, definition, module, name,
-                                                 tuple(candidates[1:]))
+                                                 tuple(candidates[1:]), self._spelled(module, definition))
             if definition.kind == "class":
                 for method_name, method_def in definition.methods.items():
                     path = f"{canonical}.{method_name}"
                     surface.records[path] = _record(
                         path, method_def, module, f"{name}.{method_name}",
-                        tuple(f"{alias}.{method_name}" for alias in candidates[1:]))
+                        tuple(f"{alias}.{method_name}" for alias in candidates[1:]),
+                        self._spelled(module, method_def))
+
+    def _bound_inside(self, module: str, name: str, depth: int = 0) -> bool:
+        """Whether ``module.name`` is bound to something of the package itself (a compiled
+        module of the package counts), not to a module or another package's object leaking
+        through an import (``from numpy import exp`` star-exported by a scipy module)."""
+        if depth > MAX_ALIAS_DEPTH:
+            return False
+        table = self.modules.get(module)
+        if table is None:
+            return module.split(".")[0] == self.surface.package
+        if name in table.defs or name in table.others:
+            return True
+        if name in table.imports:
+            source, attr = table.imports[name]
+            return attr is not None and self._bound_inside(source, attr, depth + 1)
+        if name in table.assigned:
+            head = table.assigned[name].split(".")[0]
+            return head != name and self._bound_inside(module, head, depth + 1)
+        for src in table.star_sources:
+            if name in self.exports(src):
+                return self._bound_inside(src, name, depth + 1)
+        return False
+
+    def _spelled(self, module: str, definition: Definition) -> frozenset[str]:
+        """The string constants in the source of the decorators of ``definition`` that resolve
+        to a definition in the wheel (``_axis_nan_policy_factory`` spells ``'axis'``)."""
+        out: set[str] = set()
+        for decorator in definition.decorators:
+            head, _, rest = decorator.partition(".")
+            target = self.resolve(module, head)
+            if target is not None and rest:
+                target = None if target[1] else self._resolve_dotted(target[0], rest, 1)
+            if target is None or not target[1]:
+                continue
+            key = f"{target[0]}:{target[1]}"
+            if key not in self._strings:
+                found = self.modules[target[0]].defs[target[1]]
+                try:
+                    tree = ast.parse(found.source)
+                except SyntaxError:
+                    tree = ast.Module(body=[], type_ignores=[])
+                self._strings[key] = frozenset(
+                    n.value for n in ast.walk(tree)
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    and n.value.isidentifier())
+            out |= self._strings[key]
+        return frozenset(out)
 
 
 def _record(path: str, d: Definition, module: str, name: str,
-            aliases: tuple[str, ...]) -> ApiRecord:
+            aliases: tuple[str, ...], decorated_with: frozenset[str] = frozenset()) -> ApiRecord:
     return ApiRecord(path=path, kind=d.kind, params=tuple(d.params), signature=d.signature,
                      doc=d.doc, defined_at=f"{d.file}:{d.line}", source=d.source, module=module,
-                     name=name, aliases=aliases)
+                     name=name, aliases=aliases, origin=d.origin, decorated_with=decorated_with)
 
 
 # --------------------------------------------------------------------------- the diff
@@ -683,41 +908,110 @@ def _evidence(note: str | None, old: str, new: str) -> tuple[str, str]:
     return new, "diff"
 
 
+def _callable_rejection(record: ApiRecord, old: WheelSurface, new: WheelSurface) -> str | None:
+    """Why a new public callable is not a new feature (docs/imprint.md §4.3), or None."""
+    if record.kind != "class" and _SCREAMING.fullmatch(record.leaf):
+        return "not a callable name (SCREAMING_CASE)"
+    instance = new.modules[record.module].instance_of.get(record.name)
+    if record.kind == "class" and instance:
+        return f"the class behind the public instance {instance}"
+    if not record.doc.strip() and record.origin != "ufunc":
+        return "no docstring"
+    earlier = [p for p in (record.path, *record.aliases) if p in old.exported]
+    if earlier:
+        return f"not novel: {earlier[0]} is public in the old wheel (compiled or bound at run time)"
+    if record.name in old.defined_names:
+        return f"not novel: {record.name} is defined in the old wheel"
+    leaf = record.name.rsplit(".", 1)[-1]
+    if (record.kind == "method" and f"super().{leaf}(" in record.source
+            and leaf in old.method_names):
+        return f"not novel: an override of the existing method {leaf}"
+    return None
+
+
+def _from_stub(record: ApiRecord) -> bool:
+    return record.defined_at.rsplit(":", 1)[0].endswith(".pyi")
+
+
+def _parameter_rejection(param: str, before: ApiRecord, after: ApiRecord) -> str | None:
+    if _from_stub(before) != _from_stub(after):
+        return "not comparable: the signature is read from a stub in one wheel only"
+    if _SCREAMING.fullmatch(param):
+        return "not a parameter name (SCREAMING_CASE)"
+    if param.startswith("_"):
+        return "a private parameter"
+    if param in before.decorated_with:
+        return "not novel: a decorator of the old callable already provided it"
+    if not after.doc.strip():
+        return "no docstring"
+    first_line = after.doc.strip().splitlines()[0]
+    if (_from_stub(after) and not parameter_description(after.doc, param)
+            and not re.search(rf"\b{re.escape(param)}\b", first_line)):
+        return "declared only in a stub and not documented"
+    return None
+
+
+def _first_with(feature_path: str, parameter: str | None,
+                surfaces: Sequence[WheelSurface]) -> int:
+    """Index of the first surface that has the feature (the callable's path, or the
+    parameter on it); the last one when none does."""
+    for index, surface in enumerate(surfaces):
+        paths = surface.public_paths
+        if parameter is None:
+            if feature_path in paths:
+                return index
+            continue
+        for record in surface.records.values():
+            if feature_path in (record.path, *record.aliases) and parameter in record.params:
+                return index
+    return len(surfaces) - 1
+
+
+def _dated(note: str | None, path: str, parameter: str | None, old: WheelSurface,
+           later: Sequence[WheelSurface]) -> tuple[str, str]:
+    """(version, evidence) of a feature: the first of the ``later`` wheels (in release
+    order) that has it; a ``versionadded`` note between that wheel and the one before it
+    names the release more precisely (``1.14.0`` for a feature first seen in ``1.14.1``)."""
+    if len(later) == 1:
+        return _evidence(note, old.version, later[0].version)
+    index = _first_with(path, parameter, later)
+    before = old if index == 0 else later[index - 1]
+    version, evidence = _evidence(note, before.version, later[index].version)
+    return version, evidence
+
+
 def diff_surfaces(old: WheelSurface, new: WheelSurface, *,
-                  allow: Sequence[str] | None = None) -> WheelDiff:
+                  allow: Sequence[str] | None = None,
+                  between: Sequence[WheelSurface] = ()) -> WheelDiff:
     """New public callables and parameters of ``new`` relative to ``old`` (docs/imprint.md §4.3
-    steps 5-6). ``allow`` (dotted prefixes), when given, keeps only paths under one of them."""
+    steps 5-6). ``allow`` (dotted prefixes), when given, keeps only paths under one of them.
+    ``between``: wheels of the releases in between, in release order; each feature is dated
+    by the first of them (or ``new``) that has it."""
     features: list[Feature] = []
     rejected: list[Rejection] = []
     deprecations: list[Deprecation] = []
     denied = set(new.deny)
+    later = [*between, new]
 
     def allowed(path: str) -> bool:
         if any(s.startswith("_") or s in denied for s in path.split(".")):
             return False
         return allow is None or any(path == a or path.startswith(a + ".") for a in allow)
 
-    old_public = {p for r in old.records.values() for p in (r.path, *r.aliases)}
-    new_public = {p for r in new.records.values() for p in (r.path, *r.aliases)}
+    old_public = old.public_paths
+    new_public = new.public_paths
     new_paths = set(new.records) - old_public
     for path in sorted(new_paths):
         record = new.records[path]
         if record.kind == "method" and record.parent in new_paths:
             continue  # folded into the new class's feature
-        reason = None
-        if not allowed(path):
-            reason = "outside the public namespace"
-        elif record.kind != "class" and _SCREAMING.fullmatch(record.leaf):
-            reason = "not a callable name (SCREAMING_CASE)"
-        elif not record.doc.strip():
-            reason = "no docstring"
-        elif record.name in old.defined_names:
-            reason = f"not novel: {record.name} is defined in the old wheel"
+        reason = ("outside the public namespace" if not allowed(path)
+                  else _callable_rejection(record, old, new))
         if reason:
             rejected.append(Rejection(path, reason))
             continue
-        version, evidence = _evidence(versionadded(_without_parameters(record.doc)),
-                                      old.version, new.version)
+        version, evidence = _dated(versionadded(_without_parameters(record.doc)), path, None,
+                                   old, later)
         features.append(Feature(
             path=path, kind=record.kind, leaf=record.leaf, parent=record.parent,
             signature=record.signature, doc=record.doc, defined_at=record.defined_at,
@@ -735,18 +1029,13 @@ def diff_surfaces(old: WheelSurface, new: WheelSurface, *,
                 deprecations.append(Deprecation(path, "renamed_parameter", replaced, param))
                 continue
             feature_path = f"{path}.{param}"
-            reason = None
-            if not allowed(path):
-                reason = "outside the public namespace"
-            elif _SCREAMING.fullmatch(param):
-                reason = "not a parameter name (SCREAMING_CASE)"
-            elif not after.doc.strip():
-                reason = "no docstring"
+            reason = ("outside the public namespace" if not allowed(path)
+                      else _parameter_rejection(param, before, after))
             if reason:
                 rejected.append(Rejection(feature_path, reason))
                 continue
-            version, evidence = _evidence(versionadded(parameter_description(after.doc, param)),
-                                          old.version, new.version)
+            version, evidence = _dated(versionadded(parameter_description(after.doc, param)),
+                                       path, param, old, later)
             features.append(Feature(
                 path=feature_path, kind="parameter", leaf=param, parent=path,
                 signature=after.signature, doc=after.doc, defined_at=after.defined_at,
@@ -767,8 +1056,11 @@ def diff_surfaces(old: WheelSurface, new: WheelSurface, *,
 
 
 def diff_wheels(old: str | Path, new: str | Path, package: str, *,
-                deny: Sequence[str] = DEFAULT_DENY,
-                allow: Sequence[str] | None = None) -> list[Feature]:
-    """The new public API features of ``package`` from wheel ``old`` to wheel ``new``."""
-    return diff_surfaces(read_wheel(old, package, deny=deny), read_wheel(new, package, deny=deny),
-                         allow=allow).features
+                deny: Sequence[str] = DEFAULT_DENY, allow: Sequence[str] | None = None,
+                between: Sequence[str | Path] = ()) -> list[Feature]:
+    """The new public API features of ``package`` from wheel ``old`` to wheel ``new``;
+    ``between``: the wheels of the releases in between, in release order, to date each
+    feature by the first release that has it."""
+    return diff_surfaces(
+        read_wheel(old, package, deny=deny), read_wheel(new, package, deny=deny), allow=allow,
+        between=[read_wheel(w, package, deny=deny) for w in between]).features
