@@ -17,6 +17,14 @@ and code: the one corpus; personalization: each persona):
    batches at once, and each request's seed derives from its item, so the records do not
    depend on batch size or concurrency.
 
+Items placed in the stream. An item with ``after_doc = k`` (PersonaMem's end index; docs/imprint.md
+§2) is asked while ingesting, once the events of the instance's first ``k`` corpus documents
+are observed, of a memory that has seen nothing later. Ingestion stays one pass: at such a
+place the memory is snapshotted, finalized as at the end of a stream, asked, and restored
+before the next document (a probe never changes memory). The finalized memory is stored with
+its calls (stream ``<instance>/at/<events>``) and the memory before it at that step of the
+ingest stream, so a resumed run asks a missing placed item again without a model call.
+
 Records. Each item is one ``item`` record (``stream`` = instance, ``t`` = the item's position
 in the instance; payload: the n samples, their finish reasons, the prompt tokens of the
 answering request and the tokens the method injected). Model calls made while ingesting or
