@@ -10,8 +10,8 @@ question reads as English for every value:
   outright and shares the noun with ``ask`` (direct statements and updates);
 * ``gloss`` states a value in a roundabout way with none of the words of ``noun`` or ``ask``
   (paraphrased and implicit statements, and other people's preferences with ``my`` turned
-  into ``their``). A RefRes question is the ``ask`` of a fact the chats only gave as a gloss,
-  so no content word of the question occurs in the sentence that stated the fact: finding that
+  into ``their``, ``her`` or ``his``). A RefRes question is the ``ask`` of a fact the chats
+  only gave as a gloss, so no content word of the question occurs in the sentence that stated the fact: finding that
   sentence needs the paraphrase understood (App. D.3: RefRes is paraphrastic);
 * a value's ``suggestion`` is the recommendation it implies (ImpRel options and the slots of a
   CompRel bundle).
@@ -76,8 +76,8 @@ class Attribute:
         return _fill(self.fact, value)
 
     def describe(self, said: str, holder: str = "my") -> str:
-        """The ``gloss`` clause for a value as said, about the user or (``holder="their"``)
-        about someone else."""
+        """The ``gloss`` clause for a value as said, about the user or, with ``holder`` "their",
+        "her" or "his", about someone else."""
         clause = _fill(self.gloss, said)
         return holder + clause[len("my"):] if holder != "my" else clause
 
@@ -279,14 +279,17 @@ CATALOGUE_BY_KEY: dict[str, Attribute] = {a.key: a for a in CATALOGUE}
 
 # Statement wrappers: the attribute's own clause carries the fact. None of their words occurs
 # in an ``ask`` (a test checks), so a RefRes question shares no content word with its source.
-DIRECT = ("Just so you know, {fact}.", "One thing about me: {fact}.", "For context, {fact}.")
+DIRECT = ("Just so you know, {fact}.", "One thing about me: {fact}.", "Worth knowing: {fact}.")
 PARAPHRASE = ("Honestly, {gloss}.", "Funny enough, {gloss}.", "If it helps, {gloss}.")
 IMPLICIT = ("Same as last time, remember that {gloss}.",
             "Keep in mind that {gloss} when you plan this.")
 UPDATE = ("Quick update: {fact} now.", "Things have changed, and these days {fact}.")
 EVENT_UPDATE = "{event}, so {fact} now."
 NEARBY = ("My {who} told me that {their}.", "My {who} mentioned that {their} these days.")
-RELATIONS = ("sister", "neighbour", "cousin", "coworker", "roommate", "uncle", "best friend")
+# Other people the user mentions, with the possessive a gloss about them takes.
+RELATIONS = (("sister", "her"), ("neighbour", "their"), ("cousin", "their"),
+             ("coworker", "their"), ("roommate", "their"), ("uncle", "his"),
+             ("best friend", "their"))
 
 # CompRel's generic stem (App. D.3: one stem for every tuple, under 15 words).
 COMPREL_STEM = "Which of these plans would suit me best right now?"

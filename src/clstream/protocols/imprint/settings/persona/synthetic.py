@@ -364,8 +364,8 @@ def _render(rng: random.Random, attribute: Attribute, value: Value, how: str,
     statements and updates say the ``fact`` clause, paraphrased and implicit ones the ``gloss``
     with the value's synonym, other people's preferences the gloss about ``their``."""
     if how == "nearby":
-        who = RELATIONS[rng.randrange(len(RELATIONS))]
-        text = rng.choice(NEARBY).format(who=who, their=attribute.describe(value.said, "their"))
+        who, pronoun = RELATIONS[rng.randrange(len(RELATIONS))]
+        text = rng.choice(NEARBY).format(who=who, their=attribute.describe(value.said, pronoun))
         return _Statement(attribute, value, how, text, who=who)
     fact = attribute.state(value.name)
     if previous is not None:
