@@ -17,6 +17,14 @@ and code: the one corpus; personalization: each persona):
    batches at once, and each request's seed derives from its item, so the records do not
    depend on batch size or concurrency.
 
+Items placed in the stream. An item with ``after_doc = k`` (PersonaMem's end index; docs/imprint.md
+§2) is asked while ingesting, once the events of the instance's first ``k`` corpus documents
+are observed, of a memory that has seen nothing later. Ingestion stays one pass: at such a
+place the memory is snapshotted, finalized as at the end of a stream, asked, and restored
+before the next document (a probe never changes memory). The finalized memory is stored with
+its calls (stream ``<instance>/at/<events>``) and the memory before it at that step of the
+ingest stream, so a resumed run asks a missing placed item again without a model call.
+
 Records. Each item is one ``item`` record (``stream`` = instance, ``t`` = the item's position
 in the instance; payload: the n samples, their finish reasons, the prompt tokens of the
 answering request and the tokens the method injected). Model calls made while ingesting or
@@ -86,6 +94,17 @@ def documents(data: Dataset, instance: str, supervision: str) -> list[Document]:
         if supervision in ("Q", "C+Q"):
             out.extend(pair_event(p, doc) for p in pairs.get(doc.doc_id, []))
     return out
+
+
+def event_cuts(data: Dataset, instance: str, supervision: str) -> list[int]:
+    """``cuts[k]``: how many of :func:`documents`'s events come from the instance's first
+    ``k`` corpus documents -- where an item with ``after_doc = k`` is asked."""
+    pairs = Counter(p.doc_id for p in data.qa if p.instance_id == instance)
+    cuts = [0]
+    for doc in (d for d in data.corpus if d.instance_id == instance):
+        fed = (supervision in ("C", "C+Q")) + (pairs[doc.doc_id] if supervision != "C" else 0)
+        cuts.append(cuts[-1] + fed)
+    return cuts
 
 
 def document_text(doc: CorpusDoc) -> str:
@@ -166,14 +185,19 @@ class ImprintRunner:
         todo = [(pos, item) for pos, item in enumerate(items, start=1)
                 if item.item_id not in done]
         if todo:
-            system = await self._ingested(instance)
+            probes, last = self._positions(instance, todo)
+            system = await self._ingested(instance, probes)
             if system is None:  # ingestion failed: the error is stored, the items wait
                 return
-            batches = [todo[i:i + self.batch] for i in range(0, len(todo), self.batch)]
-            for wave in range(0, len(batches), self.parallel):
-                await asyncio.gather(*(self._answer(instance, system, chunk)
-                                       for chunk in batches[wave:wave + self.parallel]))
+            await self._answer_items(instance, system, last)
         await self._judge(instance, items)
+
+    async def _answer_items(self, instance: str, system: System,
+                            todo: list[tuple[int, Item]]) -> None:
+        batches = [todo[i:i + self.batch] for i in range(0, len(todo), self.batch)]
+        for wave in range(0, len(batches), self.parallel):
+            await asyncio.gather(*(self._answer(instance, system, chunk)
+                                   for chunk in batches[wave:wave + self.parallel]))
 
     async def _judge(self, instance: str, items: list[Item]) -> None:
         """LLM verdicts for the answered items judged ``llm`` that have none yet, stored as
@@ -220,9 +244,74 @@ class ImprintRunner:
     def _ingest_stream(self, instance: str) -> str:
         return f"{instance}/ingest"
 
-    async def _ingested(self, instance: str) -> System | None:
+    def _positions(self, instance: str, todo: list[tuple[int, Item]]
+                   ) -> tuple[dict[int, list[tuple[int, Item]]], list[tuple[int, Item]]]:
+        """The items asked inside the stream, by the number of events observed before them
+        (``Item.after_doc``), and the items asked after all of it."""
+        probes: dict[int, list[tuple[int, Item]]] = {}
+        last: list[tuple[int, Item]] = []
+        if all(item.after_doc is None for _, item in todo):
+            return probes, todo
+        cuts = event_cuts(self.data, instance, self.supervision)
+        for pos, item in todo:
+            cut = None if item.after_doc is None else cuts[min(item.after_doc, len(cuts) - 1)]
+            if cut is None or cut == cuts[-1]:
+                last.append((pos, item))
+            else:
+                probes.setdefault(cut, []).append((pos, item))
+        return probes, last
+
+    async def _probe(self, instance: str, system: System, cut: int,
+                     todo: list[tuple[int, Item]]) -> None:
+        """Answer items placed after ``cut`` events from the memory at that point, which the
+        probe leaves as it found it: the memory is snapshotted (and stored at step ``cut`` so
+        a retry can start there), finalized as at the end of a stream, asked, and restored.
+        The finalized memory is stored with the calls that built it (stream
+        ``<instance>/at/<cut>``), so a resumed run asks it again without a model call."""
+        before = system.snapshot()
+        stream = f"{instance}/at/{cut}"
+        finalized = self.store.load_state(self.run_id, stream)
+        if finalized is not None:
+            system.restore(finalized[1]["system"])
+        else:
+            if self.store.load_state(self.run_id, self._ingest_stream(instance), cut) is None:
+                self.store.save_state(self.run_id, self._ingest_stream(instance), cut,
+                                      {"system": before})
+            results = await finalize_system(system)
+            records = call_records(results, stream, 1, f"{instance}/finalize/{cut}")
+            failed = next((r.error for r in results if r.error), None)
+            if failed is not None:
+                self.store.put_records(self.run_id, records)
+                self._ingest_error(instance, failed, todo)
+                system.restore(before)
+                return
+            self.store.save_state(self.run_id, stream, 1, {"system": system.snapshot()},
+                                  records)
+        await self._answer_items(instance, system, todo)
+        system.restore(before)
+
+    async def _probe_passed(self, instance: str, cut: int,
+                            todo: list[tuple[int, Item]]) -> None:
+        """A probe whose place a resumed ingestion has already passed: asked of a fresh
+        system restored to the memory stored at that place."""
+        system = self.make_system()
+        await system.reset()
+        stored = self.store.load_state(self.run_id, self._ingest_stream(instance), cut)
+        if stored is None and self.store.load_state(self.run_id, f"{instance}/at/{cut}") is None:
+            raise StoreError(f"run {self.run_id}, instance {instance}: no memory stored after "
+                             f"{cut} documents to ask the items placed there; remove the run "
+                             f"('clstream runs rm {self.store.dir} {self.run_id}') to rebuild it")
+        if stored is not None:
+            system.restore(stored[1]["system"])
+        await self._probe(instance, system, cut, todo)
+
+    async def _ingested(self, instance: str,
+                        probes: dict[int, list[tuple[int, Item]]] | None = None
+                        ) -> System | None:
         """The system holding the instance's memory: restored from the latest snapshot and
-        brought up to the end of ingestion and finalization."""
+        brought up to the end of ingestion and finalization; on the way, the items placed
+        inside the stream (``probes``, by events observed) are asked (:meth:`_probe`)."""
+        probes = probes or {}
         events = documents(self.data, instance, self.supervision)
         ready = len(events) + 1  # snapshot step after finalization
         stream = self._ingest_stream(instance)
@@ -232,11 +321,15 @@ class ImprintRunner:
         seen = 0
         if latest is not None:
             seen, stored = latest
+            for cut in sorted(c for c in probes if c < seen):
+                await self._probe_passed(instance, cut, probes[cut])
             system.restore(stored["system"])
             if seen == ready:
                 self._note_artifact(instance, system, stored)
                 return system
         for index in range(seen, len(events)):
+            if index in probes:
+                await self._probe(instance, system, index, probes[index])
             results = await system.observe(events[index])
             if results:
                 records = call_records(results, stream, index + 1, f"{instance}/observe/{index}")
@@ -274,14 +367,17 @@ class ImprintRunner:
                              f"('clstream runs rm {self.store.dir} {self.run_id}') to rebuild it")
         self._artifacts[instance] = stored["sha256"]
 
-    def _ingest_error(self, instance: str, error: str) -> None:
-        """Every unanswered item of the instance gets an error record naming the failure."""
+    def _ingest_error(self, instance: str, error: str,
+                      todo: list[tuple[int, Item]] | None = None) -> None:
+        """Every unanswered item of the instance (of ``todo`` when given) gets an error record
+        naming the failure."""
         done = self.store.done_keys(self.run_id, "item", stream=instance)
+        waiting = todo if todo is not None else list(enumerate(self.items_of(instance),
+                                                                start=1))
         records = [Record(kind="item", key=item.item_id, stream=instance, t=pos,
                           payload={"item_id": item.item_id, "samples": []},
                           error=f"building memory failed: {error}")
-                   for pos, item in enumerate(self.items_of(instance), start=1)
-                   if item.item_id not in done]
+                   for pos, item in waiting if item.item_id not in done]
         self.store.put_records(self.run_id, records)
 
     # -- answers --------------------------------------------------------------------------

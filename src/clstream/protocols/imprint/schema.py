@@ -89,7 +89,10 @@ class Item(_Strict):
     ``new_info``/``changed_info``). ``gold_before`` is the answer before the update (stale
     answers are counted against it). ``options`` are the lettered options of a ``choice`` item
     (gold is then the letter). ``source_doc_ids`` are the documents the item was made from (the
-    oracle shows them; nothing else may read them).
+    oracle shows them; nothing else may read them). ``after_doc`` places the question in the
+    stream: it is asked once the first ``after_doc`` documents of its instance have been
+    observed, of a memory that has seen nothing later (PersonaMem's end index, docs/imprint.md
+    §2, §4.6); absent, it is asked after all of them.
     """
 
     item_id: str = Field(min_length=1)
@@ -106,6 +109,7 @@ class Item(_Strict):
     options: list[str] = Field(default_factory=list)
     filters: dict[str, Any] = Field(default_factory=dict)
     meta: dict[str, Any] = Field(default_factory=dict)
+    after_doc: int | None = Field(default=None, ge=0)
 
     @property
     def golds(self) -> list[str]:
@@ -224,7 +228,14 @@ def check_references(data: Dataset, where: str | Path = "dataset") -> None:
     """Every item's and pair's document exists, in the same instance; items match the
     manifest's setting; Q holds no test question (:func:`check_disjoint`)."""
     docs = {d.doc_id: d for d in data.corpus}
+    per_instance: dict[str, int] = {}
+    for corpus_doc in data.corpus:
+        per_instance[corpus_doc.instance_id] = per_instance.get(corpus_doc.instance_id, 0) + 1
     for item in data.items:
+        if item.after_doc is not None and item.after_doc > per_instance.get(item.instance_id, 0):
+            raise DataError(where, f"item {item.item_id!r}", "after_doc",
+                            f"{item.after_doc} is past the instance's "
+                            f"{per_instance.get(item.instance_id, 0)} documents")
         if item.setting != data.setting:
             raise DataError(where, f"item {item.item_id!r}", "setting",
                             f"{item.setting!r} in a {data.setting!r} dataset")

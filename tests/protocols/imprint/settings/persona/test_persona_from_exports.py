@@ -56,20 +56,27 @@ def _personamem(root: Path, rows: list[dict[str, str]] | None = None,
 def test_personamem_to_chunks_and_choice_items(tmp_path: Path) -> None:
     data = load_personamem(_personamem(tmp_path / "pm"), chunks=2)
     assert data.setting == "persona"
-    assert [d.doc_id for d in data.corpus] == ["ctx1-c1", "ctx1-c2", "ctx2-c1", "ctx2-c2"]
-    # ctx1 is read up to the largest end index (10), ctx2 up to 3
-    assert "alpha message 9." in data.corpus[1].text
-    assert "alpha message 10." not in data.corpus[1].text
-    assert "beta message 3." not in data.corpus[3].text
+    # ctx1 is read up to the largest end index (10) in two chunks, also cut at q1's end (4);
+    # ctx2 up to 3
+    assert [d.doc_id for d in data.corpus] == ["ctx1-c1", "ctx1-c2", "ctx1-c3", "ctx2-c1",
+                                               "ctx2-c2"]
+    assert [d.meta["messages"] for d in data.corpus[:3]] == [[0, 4], [4, 5], [5, 10]]
+    assert "alpha message 3." in data.corpus[0].text
+    assert "alpha message 4." not in data.corpus[0].text
+    assert "alpha message 9." in data.corpus[2].text
+    assert "alpha message 10." not in data.corpus[2].text
+    assert "beta message 3." not in data.corpus[4].text
     by_id = {i.item_id: i for i in data.items}
     q1, q2, q3 = by_id["q1"], by_id["q2"], by_id["q3"]
     assert q1.gold == "B" and q1.options[1] == "A lentil soup" and q1.judge == "choice"
     assert (q1.family, q1.axis) == ("TempUpd", "latest")
     assert q1.question.startswith("What should I cook tonight?\n")
-    assert q1.source_doc_ids == ["ctx1-c1"]  # history ends at message 4, inside chunk 1
+    assert q1.source_doc_ids == ["ctx1-c1"]  # history ends at message 4: the first document
+    assert q1.after_doc == 1
     assert q2.gold == "C" and q2.family == "ImpRel"
-    assert q2.source_doc_ids == ["ctx1-c1", "ctx1-c2"]
+    assert q2.source_doc_ids == ["ctx1-c1", "ctx1-c2", "ctx1-c3"] and q2.after_doc == 3
     assert q3.family == "ImpRel" and q3.instance_id == "ctx2" and q3.persona == "8"
+    assert q3.after_doc == 2
     written = write_dataset(tmp_path / "out", data)
     assert len(load_dataset(written).items) == 3
 

@@ -16,8 +16,11 @@ turn them into the shared dataset format (:mod:`clstream.protocols.imprint.schem
   ``{"<id>": [{"role": ..., "content": ...}, ...]}``.
 * One instance per shared context (a method is built on one user's history). The messages up
   to the largest end index any question uses are split into ``chunks`` documents (kind
-  ``"chunk"``; PersonaMem has no dates). Items are ``choice`` items, gold = the letter; their
-  source documents are the chunks that overlap the question's history.
+  ``"chunk"``; PersonaMem has no dates), and further at every question's end index, so that
+  each question's history is a whole number of documents. Items are ``choice`` items, gold =
+  the letter; ``after_doc`` = the documents that make up the question's history, so a run
+  asks the question there, of a memory that has seen nothing later (PersonaMem asks each
+  question at its place in the conversation); their source documents are those documents.
 * Family from ``question_type`` (:data:`PERSONAMEM_FAMILIES`): recalling shared facts ->
   DirAcq; acknowledging the latest preference, tracking its evolution and revisiting the
   reasons behind an update -> TempUpd (axis ``latest`` / ``evolution`` / ``reason``);
@@ -160,6 +163,7 @@ def load_personamem(directory: str | Path, size: str | None = None,
     contexts = _read_contexts(contexts_path)
 
     needed: dict[str, int] = {}
+    ends: dict[str, set[int]] = {}
     parsed: list[tuple[str, dict[str, Any]]] = []
     for number, row in rows:
         record = f"row {number}"
@@ -173,13 +177,16 @@ def load_personamem(directory: str | Path, size: str | None = None,
                             f"expected a non-negative integer, got {end_text!r}")
         end = min(int(end_text), len(contexts[context_id]))
         needed[context_id] = max(needed.get(context_id, 0), end)
+        ends.setdefault(context_id, set()).add(end)
         parsed.append((record, {**row, "_end": end, "_context": context_id}))
 
     corpus: list[CorpusDoc] = []
     spans: dict[str, list[tuple[str, int, int]]] = {}
     for context_id in sorted(needed, key=lambda c: list(contexts).index(c)):
         messages = contexts[context_id][:max(needed[context_id], 1)]
-        for part, (lo, hi) in enumerate(_split(len(messages), chunks)):
+        bounds = sorted({0, *(hi for _, hi in _split(len(messages), chunks)),
+                         *(e for e in ends[context_id] if 0 < e < len(messages))})
+        for part, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
             doc_id = f"{context_id}-c{part + 1}"
             corpus.append(CorpusDoc(
                 doc_id=doc_id, instance_id=context_id, kind="chunk",
@@ -262,12 +269,13 @@ def _personamem_item(path: Path, record: str, row: dict[str, Any],
     family, axis = PERSONAMEM_FAMILIES.get(qtype, ("ImpRel", None))
     context_id = row["_context"]
     end = row["_end"]
-    sources = [doc_id for doc_id, lo, _ in spans if lo < max(end, 1)]
+    sources = [doc_id for doc_id, _, hi in spans if hi <= end]
     item_id = (row.get("question_id") or "").strip() or f"{context_id}-{record.replace(' ', '')}"
     persona = (row.get("persona_id") or "").strip() or context_id
     return Item(item_id=item_id, setting="persona", family=family,  # type: ignore[arg-type]
                 question=question, gold=gold, judge="choice", persona=persona, axis=axis,
                 instance_id=context_id, source_doc_ids=sources, options=options,
+                after_doc=len(sources),
                 meta={"source": "personamem", "question_type": qtype or None,
                       "end_index_in_shared_context": end})
 

@@ -28,8 +28,7 @@ Every template here is written for this project. Output is byte-identical for on
 from __future__ import annotations
 
 import random
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -43,234 +42,33 @@ from clstream.protocols.imprint.schema import (
     QAPair,
     check_disjoint,
 )
+from clstream.protocols.imprint.settings.persona.catalogue import (
+    AFFORDANCES,
+    CATALOGUE,
+    CATALOGUE_BY_KEY,
+    COMPREL_STEM,
+    DIRECT,
+    EVENT_UPDATE,
+    EXPLICITNESS,
+    IMPLICIT,
+    NEARBY,
+    PARAPHRASE,
+    RELATIONS,
+    STOP_WORDS,
+    UPDATE,
+    Attribute,
+    Value,
+    content_words,
+    mentions,
+    word_stems,
+)
 
 GENERATOR = "imprint.persona_synthetic"
 ABSTAIN_GOLD = "abstain"
-EXPLICITNESS: tuple[str, ...] = ("direct", "paraphrase", "implicit", "nearby")
-AFFORDANCES: tuple[str, ...] = ("meal", "schedule", "trip", "writing", "support", "gift")
+__all__ = ["AFFORDANCES", "CATALOGUE", "CATALOGUE_BY_KEY", "EXPLICITNESS", "STOP_WORDS",
+           "Attribute", "PersonaConfig", "Value", "content_words", "generate_persona",
+           "history", "mentions", "state_at", "visible", "word_stems"]
 
-
-# ----------------------------------------------------------------------------------------------
-# Catalogue
-
-
-@dataclass(frozen=True)
-class Value:
-    """One value of an attribute: its canonical name, accepted synonyms (the paraphrases say
-    the synonym, so a RefRes answer may give either) and the recommendation it implies."""
-
-    name: str
-    synonyms: tuple[str, ...]
-    suggestion: str
-
-    @property
-    def forms(self) -> list[str]:
-        return [self.name, *self.synonyms]
-
-
-@dataclass(frozen=True)
-class Attribute:
-    """A tracked preference with its semantic frame (docs/imprint.md §4.5).
-
-    ``noun`` is how the user names it directly (and the word a direct question uses); ``alias``
-    is the roundabout phrase paraphrases and implicit requests use (and RefRes asks with);
-    ``scenario`` is an ImpRel request that needs the preference without naming it; ``event``
-    is an optional life event ``(id, sentence)`` that can force a change.
-    """
-
-    key: str
-    noun: str
-    alias: str
-    domain: str
-    constraint: str
-    affordances: tuple[str, ...]
-    values: tuple[Value, ...]
-    scenario: str
-    event: tuple[str, str] | None = None
-
-    def value(self, name: str) -> Value:
-        return next(v for v in self.values if v.name == name)
-
-
-def _attr(key: str, noun: str, alias: str, domain: str, constraint: str, affordances: str,
-          values: Sequence[tuple[str, str, str]], scenario: str,
-          event: tuple[str, str] | None = None) -> Attribute:
-    vals = tuple(Value(n, tuple(s for s in syn.split("|") if s), sug) for n, syn, sug in values)
-    return Attribute(key, noun, alias, domain, constraint, tuple(affordances.split()), vals,
-                     scenario, event)
-
-
-CATALOGUE: tuple[Attribute, ...] = (
-    _attr("diet", "diet", "eating habits", "food", "dietary restriction", "meal",
-          [("vegan", "plant-based", "the tofu and roasted squash bowl"),
-           ("pescatarian", "", "the grilled sea bass plate"),
-           ("omnivore", "", "the slow-cooked beef ragout"),
-           ("keto", "low-carb", "the bunless burger with a side salad")],
-          "I'm ordering a main course for tonight; which of these should I get?"),
-    _attr("cuisine", "cuisine", "comfort food", "food", "taste", "meal gift",
-          [("Thai", "", "a green curry evening at Baan Siam"),
-           ("Italian", "", "a handmade pasta night at Trattoria Nonna"),
-           ("Mexican", "", "a taco crawl starting at Casa Verde"),
-           ("Japanese", "", "a ramen counter seat at Menya Kiku")],
-          "Friends want to take me out to celebrate; which outing would suit me best?"),
-    _attr("spice", "spice tolerance", "heat threshold", "food", "sensory limit", "meal trip",
-          [("mild", "gentle", "a softly seasoned Mediterranean bistro"),
-           ("fiery", "extra hot", "a chili-heavy Sichuan hotpot place"),
-           ("medium", "middling", "a balanced North Indian curry house")],
-          "Pick a restaurant for my team lunch; which of these should I book?"),
-    _attr("allergy", "allergy", "bad reactions", "health", "medical restriction", "meal gift",
-          [("peanuts", "peanut", "a satay-free noodle salad"),
-           ("shellfish", "", "a shrimp-free paella with chicken"),
-           ("sesame", "", "a tahini-free falafel wrap")],
-          "Which dish should I bring to the potluck so I can eat it myself?"),
-    _attr("exercise", "exercise", "workout routine", "fitness", "physical activity", "schedule",
-          [("running", "jogging", "a dawn loop along the river path"),
-           ("swimming", "laps", "a lane booking at the aquatic centre"),
-           ("cycling", "biking", "a spin along the greenway trail"),
-           ("yoga", "", "a slow flow class at the studio")],
-          "I have a free hour on Saturday to move my body; what should I plan?",
-          ("knee_injury", "I twisted my knee badly last week")),
-    _attr("hobby", "hobby", "weekend pastime", "leisure", "interest", "gift schedule",
-          [("pottery", "ceramics", "a bag of stoneware clay and glazes"),
-           ("chess", "", "a weighted tournament set with a clock"),
-           ("birdwatching", "birding", "a pair of compact binoculars"),
-           ("woodcarving", "whittling", "a set of carving knives")],
-          "My sister asks what to get me for my birthday; which present should I suggest?"),
-    _attr("music", "music", "listening taste", "media", "taste", "gift",
-          [("jazz", "", "tickets to a late trio set at the Blue Room"),
-           ("techno", "electronic", "a pass to the warehouse rave festival"),
-           ("bluegrass", "", "seats at the banjo and fiddle jamboree"),
-           ("opera", "", "a box at the Verdi gala")],
-          "Which concert gift would make me happiest?"),
-    _attr("film", "film genre", "movie nights", "media", "taste", "gift support",
-          [("documentaries", "docs", "the new deep-sea nature series"),
-           ("horror", "", "the haunted lighthouse chiller"),
-           ("westerns", "", "the frontier showdown remaster"),
-           ("animation", "cartoons", "the hand-drawn fox adventure")],
-          "I want something to watch to unwind tonight; which should I choose?"),
-    _attr("literature", "literature", "bedtime books", "media", "taste", "gift",
-          [("science fiction", "sci-fi", "the new generation-ship saga"),
-           ("crime thrillers", "whodunits", "the latest detective page-turner"),
-           ("poetry", "verse", "a slim collection of sonnets"),
-           ("biographies", "memoirs", "the life story of a famous explorer")],
-          "Which book should my friend wrap for me?"),
-    _attr("travel", "travel style", "holiday habits", "travel", "comfort", "trip",
-          [("backpacking", "", "two weeks of hostels across the Balkans"),
-           ("cruises", "sailing", "a week aboard a Norwegian fjord ship"),
-           ("camping", "", "a tent pitch by a mountain lake"),
-           ("road trips", "driving tours", "a coastal drive with motel stops")],
-          "Help me choose a getaway for my spring break; which one fits me?"),
-    _attr("city", "home city", "local streets", "location", "geography", "trip schedule",
-          [("Lisbon", "", "a weekend hop down to the Algarve"),
-           ("Montreal", "", "a quick train up to Quebec City"),
-           ("Osaka", "", "a day trip over to Kyoto"),
-           ("Denver", "", "a drive up to Boulder for the day")],
-          "I want a short break near where I am; which option makes sense?",
-          ("relocation", "I just packed up the whole apartment and relocated")),
-    _attr("pet", "pet", "furry companion", "household", "care duty", "gift schedule",
-          [("cat", "kitty", "a feather wand and a scratching post"),
-           ("beagle", "dog", "a sturdy leash and chew toys"),
-           ("parrot", "", "a perch swing and seed treats"),
-           ("hamster", "", "a wheel and a bag of bedding")],
-          "Which gift for my animal should I order?"),
-    _attr("shift", "shift pattern", "working hours", "work", "availability", "schedule",
-          [("nights", "overnight", "a catch-up call at noon before I start"),
-           ("early starts", "dawn starts", "a catch-up call late in the afternoon"),
-           ("weekends", "", "a catch-up call on a Tuesday"),
-           ("split shifts", "", "a catch-up call in my mid-day gap")],
-          "When should my friend schedule a call with me?",
-          ("new_job", "My old employer let me go and a new one hired me this month")),
-    _attr("job", "profession", "line of work", "work", "expertise", "writing",
-          [("nurse", "nursing", "a note about handover routines on the ward"),
-           ("architect", "", "a note about client sketches and site visits"),
-           ("teacher", "teaching", "a note about lesson plans and marking"),
-           ("welder", "metalworker", "a note about workshop safety and torches")],
-          "Which intro line should go into my networking message?"),
-    _attr("chronotype", "chronotype", "sleep rhythm", "routine", "energy", "schedule",
-          [("night owl", "late sleeper", "a deep-work block from nine to midnight"),
-           ("early bird", "lark", "a deep-work block from six to nine"),
-           ("napper", "siesta lover", "a deep-work block split around an afternoon nap")],
-          "When should I block time for hard, focused work?"),
-    _attr("caffeine", "caffeine habit", "daily brew", "food", "stimulant", "meal",
-          [("espresso", "", "a double shot at the corner bar"),
-           ("decaf", "decaffeinated", "a caffeine-free latte"),
-           ("matcha", "", "a whisked green tea at the tea house"),
-           ("chai", "", "a spiced milky tea from the cart")],
-          "What should I order at the café this afternoon?"),
-    _attr("language", "second language", "language lessons", "learning", "study", "schedule gift",
-          [("Portuguese", "", "a Brazilian novel with a glossary"),
-           ("Korean", "", "a K-drama script workbook"),
-           ("Swahili", "", "a Nairobi phrasebook and audio set"),
-           ("Finnish", "", "a Helsinki graded-reader bundle")],
-          "Which study gift would actually help me?"),
-    _attr("gifts", "gift preference", "present ideas", "social", "taste", "gift",
-          [("experiences", "outings", "a voucher for a hot-air balloon ride"),
-           ("handmade items", "homemade things", "a knitted scarf made by a friend"),
-           ("gadgets", "tech toys", "a pocket-sized smart speaker"),
-           ("houseplants", "greenery", "a potted fiddle-leaf fig")],
-          "Which present would I appreciate most from my colleagues?"),
-    _attr("tone", "writing tone", "email voice", "communication", "register", "writing",
-          [("formal", "polished", "Dear Ms Ortega, I am writing regarding the invoice."),
-           ("breezy", "casual", "Hey Ortega, quick one about that invoice!"),
-           ("concise", "terse", "Ortega: invoice query attached. Thanks.")],
-          "Which opening should I use for my email to the accountant?"),
-    _attr("health", "health condition", "medical history", "health", "medical restriction",
-          "support trip",
-          [("asthma", "", "a route that avoids the dusty quarry trail"),
-           ("migraines", "", "a quiet, dim café instead of the concert hall"),
-           ("tinnitus", "ear ringing", "a seat far from the speakers"),
-           ("diabetes", "", "a picnic with sugar-free snacks packed")],
-          "Which plan for the outing should I go with?"),
-    _attr("commute", "commute", "getting around", "transport", "mobility", "schedule trip",
-          [("bicycle", "bike", "the route with the protected lane"),
-           ("tram", "streetcar", "the route along the line seven stops"),
-           ("carpool", "ride share", "the route that picks up two colleagues"),
-           ("scooter", "moped", "the route with curbside parking bays")],
-          "Which route should I use to reach the new office?"),
-    _attr("budget", "spending limit", "money rules", "finance", "cost", "trip gift",
-          [("shoestring", "tight", "a hostel dorm at twenty a night"),
-           ("comfortable", "moderate", "a three-star guesthouse at ninety a night"),
-           ("lavish", "luxurious", "a harbour-view suite at four hundred a night")],
-          "Which place should I book for my stay?"),
-    _attr("social", "social energy", "crowd appetite", "personality", "social comfort",
-          "support schedule",
-          [("introvert", "homebody", "a quiet dinner for two"),
-           ("extrovert", "party animal", "a big open-house party"),
-           ("ambivert", "in-betweener", "a small board-game night with four friends")],
-          "How should I celebrate finishing my project?"),
-    _attr("comfort", "coping strategy", "tough moments", "wellbeing", "emotional need", "support",
-          [("pep talks", "cheerleading", "a rousing message listing my wins"),
-           ("quiet listening", "sounding board", "a call where you mostly listen"),
-           ("distraction", "diversion", "a silly film night to change the subject")],
-          "I've had a rough week; what would help me most from you?"),
-)
-CATALOGUE_BY_KEY: dict[str, Attribute] = {a.key: a for a in CATALOGUE}
-
-# Generic renderings (the persona-specific part is the attribute's noun / alias and value).
-_DIRECT = (
-    "For my {noun}, I go with {v}.",
-    "Just so you know, my {noun} is settled on {v}.",
-    "One thing about me: I keep my {noun} to {v}.",
-)
-_PARAPHRASE = (
-    "If you ask about my {alias}, I'd point to {v}.",
-    "My friends tease me that my {alias} always lands on {v}.",
-    "Honestly, my {alias} always come back to {v}.",
-)
-_IMPLICIT = (
-    "Same as before, please plan around my {alias} and lean on {v}.",
-    "Could you shape the menu to my {alias} and go with {v} again?",
-)
-_UPDATE = (
-    "Small change to my {noun}: I've moved over to {v}.",
-    "A change worth noting, my {noun} has switched to {v}.",
-)
-_EVENT_UPDATE = "{event}, so I had to change my {noun} to {v}."
-_NEARBY = (
-    "My {who} just told me they're all about {v} right now.",
-    "My {who} has gotten really into {v} lately.",
-)
-_RELATIONS = ("sister", "neighbour", "cousin", "coworker", "roommate", "uncle", "best friend")
 
 # Chat scaffolding: a task request per session, assistant replies, small talk. No catalogue
 # noun, alias or value occurs here (tests check), so only statements carry facts.
@@ -310,17 +108,7 @@ _ASSISTANT_FILLER = (
 )
 _ASSISTANT_CLOSE = "Glad that helps. Come back any time."
 
-# Item templates (questions a test asks) and training-pair templates (Q); disjoint wordings.
-_Q_DIRACQ = "What is my {noun}?"
-_Q_NEW_INFO = "What {noun} do I have?"
-_Q_CHANGED = "After the change, what is my {noun}?"
-_Q_REFRES = "How would you describe my {alias}?"
-_Q_COMPREL = "Which of these is true of me right now?"
-_Q_BOUNDABS = (
-    "What {noun} do I have?",
-    "What is my {noun}?",
-)
-_CLAIM = "my {noun} is {v}"
+# Training-pair templates (Q); no test question uses their wording.
 _QA_FACT = (
     ("In the chat on {date}, what did I say about my {noun}?", "{v}"),
     ("Which {noun} came up for me in session {session}?", "{v}"),
@@ -335,32 +123,6 @@ _QA_SESSION = (
     ("Which session id belongs to the chat of {date}?", "{session}"),
     ("When did session {session} take place?", "{date}"),
 )
-
-_WORD = re.compile(r"[a-z0-9]+")
-# Function words ignored when comparing a question with the chats: interrogatives, pronouns,
-# auxiliaries, determiners, prepositions -- words a lexical reader skips. "me", "mine", "know"
-# and the like are content words here on purpose (a reader may match them).
-STOP_WORDS = frozenset(
-    """a an the of to in on at for with from by and or but if so is are was were has have had
-    do does did will would can could should may might must what which who whom whose how why
-    when where i you my your it its this that these those he she they we his her their
-    our""".split()
-)
-
-
-def content_words(text: str) -> frozenset[str]:
-    """Lower-case words of ``text`` without :data:`STOP_WORDS`."""
-    return frozenset(w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS)
-
-
-def mentions(text: str, phrase: str) -> bool:
-    """Whether ``phrase`` occurs in ``text`` as a whole-word phrase (case ignored)."""
-    words = _WORD.findall(phrase.lower())
-    if not words:
-        return False
-    pattern = r"(?<![a-z0-9])" + r"[^a-z0-9]+".join(map(re.escape, words)) + r"(?![a-z0-9])"
-    return re.search(pattern, text.lower()) is not None
-
 
 # ----------------------------------------------------------------------------------------------
 # Config
@@ -598,24 +360,30 @@ def _build_persona(config: PersonaConfig, number: int) -> _Persona:
 
 def _render(rng: random.Random, attribute: Attribute, value: Value, how: str,
             previous: str | None = None, cause: str = "stated") -> _Statement:
+    """One statement of ``value`` in the attribute's own wording (see the catalogue): direct
+    statements and updates say the ``fact`` clause, paraphrased and implicit ones the ``gloss``
+    with the value's synonym, other people's preferences the gloss about ``their``."""
     if how == "nearby":
-        who = _RELATIONS[rng.randrange(len(_RELATIONS))]
-        text = rng.choice(_NEARBY).format(who=who, v=value.name)
+        who, pronoun = RELATIONS[rng.randrange(len(RELATIONS))]
+        text = rng.choice(NEARBY).format(who=who, their=attribute.describe(value.said, pronoun))
         return _Statement(attribute, value, how, text, who=who)
+    fact = attribute.state(value.name)
     if previous is not None:
         if cause != "stated" and attribute.event is not None:
-            text = _EVENT_UPDATE.format(event=attribute.event[1], noun=attribute.noun,
-                                        v=value.name)
+            text = EVENT_UPDATE.format(event=attribute.event[1], fact=fact)
         else:
-            text = rng.choice(_UPDATE).format(noun=attribute.noun, v=value.name)
+            text = rng.choice(UPDATE).format(fact=fact)
         return _Statement(attribute, value, how, text, previous=previous, cause=cause)
     if how == "direct":
-        text = rng.choice(_DIRECT).format(noun=attribute.noun, v=value.name)
+        text = rng.choice(DIRECT).format(fact=fact)
     else:
-        said = value.synonyms[0] if value.synonyms else value.name
-        text = rng.choice(_PARAPHRASE if how == "paraphrase" else _IMPLICIT).format(
-            alias=attribute.alias, v=said)
-    return _Statement(attribute, value, how, text)
+        text = rng.choice(PARAPHRASE if how == "paraphrase" else IMPLICIT).format(
+            gloss=attribute.describe(value.said))
+    return _Statement(attribute, value, how, _capital(text))
+
+
+def _capital(text: str) -> str:
+    return text[0].upper() + text[1:]
 
 
 def _fill_turns(config: PersonaConfig, rng: random.Random, session: _Session) -> None:
@@ -757,17 +525,18 @@ def _items(config: PersonaConfig, persona: _Persona) -> list[Item]:
         past = history(persona.ledger, pid, key)
         if entry["previous_value"] is not None:
             before = attribute.value(entry["previous_value"])
-            add("TempUpd", _Q_CHANGED.format(noun=attribute.noun), value.forms, "exact",
+            add("TempUpd", attribute.ask_now(), value.forms, "exact",
                 source, axis="changed_info", gold_before=before.forms,
                 meta={**meta, "cause": entry["cause"]})
         elif entry["explicitness"] == "direct" and entry["chunk"] >= 1 and len(past) == 1:
-            add("TempUpd", _Q_NEW_INFO.format(noun=attribute.noun), value.forms, "exact",
+            add("TempUpd", attribute.ask, value.forms, "exact",
                 source, axis="new_info", meta=meta)
         if entry["explicitness"] in ("paraphrase", "implicit"):
-            add("RefRes", _Q_REFRES.format(alias=attribute.alias), value.forms, "exact",
+            # The chats gave this fact only as a gloss: the plain question paraphrases it.
+            add("RefRes", attribute.ask, value.forms, "exact",
                 source, meta=meta)
         if config.include_diracq and entry["explicitness"] == "direct":
-            add("DirAcq", _Q_DIRACQ.format(noun=attribute.noun), value.forms, "exact", source,
+            add("DirAcq", attribute.ask, value.forms, "exact", source,
                 meta=meta)
         # ImpRel: two or three recommendations, only the current value's fits.
         others = [v for v in attribute.values if v.name != value.name]
@@ -788,7 +557,7 @@ def _items(config: PersonaConfig, persona: _Persona) -> list[Item]:
              + [(a, "nearby_only") for a in persona.nearby_only]
              + [(a, "never_mentioned") for a in persona.never])
     for attribute, kind in kinds:
-        question = rng.choice(_Q_BOUNDABS).format(noun=attribute.noun)
+        question = attribute.ask
         if content_words(question) & corpus_words:
             continue  # the predicate shows up in the chats: not an absence item
         add("BoundAbs", question, ABSTAIN_GOLD, "abstain", [], axis=kind,
@@ -798,9 +567,15 @@ def _items(config: PersonaConfig, persona: _Persona) -> list[Item]:
 
 def _comprel_items(config: PersonaConfig, rng: random.Random, persona: _Persona,
                    shown: dict[str, dict[str, Any]], add: Any) -> None:
-    """Truth-table multiple choice (App. D.3 item 5): 2 facts -> TT, FT, TF, FF; 3 facts ->
-    TTT, FTT, TFT, TTF. Facts have distinct constraint dimensions; a false slot takes the
-    fact's previous value when there is one (a stale distractor), else another value."""
+    """A decision over two or three facts of the person (App. D.3 CompRel; brief §3.3 item 7).
+
+    The facts have distinct constraint dimensions. Every option is a plan bundling one
+    recommendation per fact (a value's ``suggestion``); the options instantiate a truth table
+    -- 2 facts: TT, FT, TF, FF; 3 facts: TTT, FTT, TFT, TTF -- where a T slot recommends what
+    the fact's current value implies and an F slot what another value implies (the fact's
+    previous value when it has one, a stale plan). The gold is the only all-T plan; every
+    distractor violates a different fact (FF both). The stem is generic and names no fact, so
+    the question is which plan fits the person, not which fact is true."""
     pid = persona.persona_id
     keys = sorted(shown, key=lambda k: shown[k]["seq"])
     for n in range(config.n_comprel):
@@ -827,16 +602,17 @@ def _comprel_items(config: PersonaConfig, rng: random.Random, persona: _Persona,
         patterns = (["TT", "FT", "TF", "FF"] if size == 2 else ["TTT", "FTT", "TFT", "TTF"])
         rows = []
         for pattern in patterns:
-            claims = [_CLAIM.format(noun=a.noun, v=e["value"] if flag == "T" else w)
-                      for a, e, w, flag in zip(attrs, entries, wrong, pattern, strict=True)]
-            text = "; ".join(claims)
-            rows.append((pattern, text[0].upper() + text[1:]))
+            chosen = [e["value"] if flag == "T" else w
+                      for e, w, flag in zip(entries, wrong, pattern, strict=True)]
+            slots = [a.value(v).suggestion for a, v in zip(attrs, chosen, strict=True)]
+            rows.append((pattern, _capital("; ".join(slots)), chosen))
         rng.shuffle(rows)
-        letter = "ABCD"[[p for p, _ in rows].index("T" * size)]
-        add("CompRel", _Q_COMPREL, letter, "choice",
+        letter = "ABCD"[[p for p, _, _ in rows].index("T" * size)]
+        add("CompRel", COMPREL_STEM, letter, "choice",
             sorted({_doc_id(pid, e["chunk"]) for e in entries}),
-            axis=f"facts{size}", options=[t for _, t in rows],
+            axis=f"facts{size}", options=[t for _, t, _ in rows],
             meta={"attributes": picked, "ledger_seq": [e["seq"] for e in entries],
                   "support": [e["sentence"] for e in entries],
                   "values": [e["value"] for e in entries], "wrong_values": wrong,
-                  "patterns": [p for p, _ in rows]})
+                  "patterns": [p for p, _, _ in rows],
+                  "option_values": [c for _, _, c in rows]})
