@@ -80,6 +80,9 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
                         "--model to write questions")
     g.add_argument("--old-wheel", default=None, metavar="WHL", help="code: the older wheel")
     g.add_argument("--new-wheel", default=None, metavar="WHL", help="code: the newer wheel")
+    g.add_argument("--between-wheel", action="append", default=[], metavar="WHL",
+                   help="code: a wheel of a release between the two (repeatable, in release "
+                        "order); each feature is dated by the first release that has it")
     g.add_argument("--package", default=None, help="code: the top-level package name")
     g.add_argument("--usage-dir", default=None, help="code: client scripts using the package")
     g.add_argument("--personamem", default=None, metavar="DIR",

@@ -207,11 +207,12 @@ def _build(args: argparse.Namespace) -> Dataset:
             generate_code,
         )
         from clstream.protocols.imprint.settings.code.synthetic import CodeWorldConfig
-        if args.old_wheel or args.new_wheel:
+        if args.old_wheel or args.new_wheel or args.between_wheel:
             if not (args.old_wheel and args.new_wheel and args.package):
                 raise SpecError("flags --old-wheel, --new-wheel and --package go together")
             return build_code_dataset(args.old_wheel, args.new_wheel, args.package,
-                                      seed=args.seed, usage_dir=args.usage_dir)
+                                      seed=args.seed, usage_dir=args.usage_dir,
+                                      between_wheels=args.between_wheel)
         code = (CodeWorldConfig(seed=args.seed, n_modules=5, n_functions=16, n_classes=4,
                                 n_added=6, n_added_methods=3, n_added_params=4, n_moved=2,
                                 n_aliased=1, n_removed=2)

@@ -245,3 +245,14 @@ def test_giveaway_scripts_are_rewritten_or_rejected(library: Library) -> None:
     assert any(o.endswith("_note.py") for o in origins)
     assert not any(o.endswith("_named.py") for o in origins)
     assert all("#" not in i.question for i in comprel if i.meta["origin"].endswith("_note.py"))
+
+
+def test_a_wheel_between_changes_no_feature_it_does_not_have(library: Library) -> None:
+    """A release in between that lacks every feature (here: the old one again) dates each by
+    the newer wheel, so the dataset's items are the two-wheel dataset's."""
+    old, new, changelog, data = library
+    between = build_code_dataset(old, new, changelog.package, seed=5,
+                                 usage_dir=changelog.usage_dir, include_boundabs=True,
+                                 between_wheels=[old])
+    assert between.items == data.items and between.corpus == data.corpus
+    assert between.manifest.config["between_wheels"] == [old.name]

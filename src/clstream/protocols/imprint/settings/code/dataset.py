@@ -35,7 +35,7 @@ import re
 import tempfile
 import textwrap
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +68,7 @@ from clstream.protocols.imprint.settings.code.wheels import (
     dotted_name,
     parameter_description,
     read_wheel,
+    version_key,
 )
 
 MASK = "<MASK>"
@@ -609,23 +610,38 @@ def _comprel_question(feature: Feature, library: str, code: str) -> str:
 def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *, seed: int,
                        usage_dir: str | Path | None = None, library: str | None = None,
                        include_boundabs: bool = False, max_snippets: int = 4,
-                       balanced: bool = True) -> Dataset:
+                       balanced: bool = True,
+                       between_wheels: Sequence[str | Path] = ()) -> Dataset:
     """The code-changelog dataset of ``package`` between two wheels (setting ``code``, one
     instance ``all``).
 
     ``balanced``: DirAcq also asks about an invented identifier next to each feature (gold
     No, ``axis`` ``absent``; the real ones ``present``), so its yes/no golds are balanced and
     answering Yes to everything scores half. The paper's DirAcq asks only about real features
-    (App. D.2); ``balanced=False`` reproduces that."""
+    (App. D.2); ``balanced=False`` reproduces that.
+
+    ``between_wheels``: the wheels of the releases between the two, in release order. Each
+    feature is then dated by the first release that has it (docs/imprint.md §4.3), and its
+    page carries that release's build date, so the corpus reads in release order."""
     usage = Path(usage_dir) if usage_dir is not None else None
     if usage is not None and not usage.is_dir():
         raise DataError(usage, None, None, "usage directory not found")
     old = read_wheel(old_whl, package)
     new = read_wheel(new_whl, package)
-    diff = diff_surfaces(old, new)
+    between = [read_wheel(w, package) for w in between_wheels]
+    diff = diff_surfaces(old, new, between=between)
     name = library or package
     rng = random.Random(seed)
     date = new.build_date or "2024-01-01"
+    releases = sorted([*between, new], key=lambda s: version_key(s.version))
+
+    def released(feature: Feature) -> str:
+        """The build date of the first release at or after the feature's version."""
+        first = next((s for s in releases
+                      if version_key(s.version) >= version_key(feature.version)), new)
+        return first.build_date or date
+
+    features = sorted(diff.features, key=released)  # stable: one release keeps diff order
     corpus: list[CorpusDoc] = []
     qa: list[QAPair] = []
     items: list[Item] = []
@@ -638,10 +654,10 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
             "family": family, "instance_id": SINGLE_INSTANCE, **fields}))
 
     ledger: list[dict[str, object]] = []
-    for index, feature in enumerate(diff.features):
+    for index, feature in enumerate(features):
         doc_id = f"code-feature-{index:04d}"
         corpus.append(CorpusDoc(
-            doc_id=doc_id, date=date, kind="feature",
+            doc_id=doc_id, date=released(feature), kind="feature",
             title=f"{name} {feature.version}: {feature.path}",
             text=_article(feature, new, name),
             meta={"path": feature.path, "kind": feature.kind, "leaf": feature.leaf,
@@ -684,15 +700,15 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
     if balanced:
         # A separate stream, so the other items do not change with this switch.
         absent_rng = random.Random(f"{seed}/diracq-absent")
-        for feature, fake in _invented(diff.features, old, new, absent_rng, classes=True):
-            index = diff.features.index(feature)
+        for feature, fake in _invented(features, old, new, absent_rng, classes=True):
+            index = features.index(feature)
             add("DirAcq", question=f"Does {name} have a {feature.kind} at "
                 f"{feature.parent}.{fake}?", gold="No", judge="yesno", axis="absent",
                 source_doc_ids=[f"code-feature-{index:04d}"],
                 meta={"fictitious": f"{feature.parent}.{fake}"})
     if include_boundabs:
-        for feature, fake in _invented(diff.features, old, new, rng):
-            index = diff.features.index(feature)
+        for feature, fake in _invented(features, old, new, rng):
+            index = features.index(feature)
             add("BoundAbs", question=f"Does {name} have a {feature.kind} at "
                 f"{feature.parent}.{fake}?", gold="No", judge="abstain",
                 source_doc_ids=[f"code-feature-{index:04d}"],
@@ -702,6 +718,7 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
     manifest = Manifest(setting="code", generator="imprint.code", seed=seed, config={
         "package": package, "library": name, "old_wheel": Path(old_whl).name,
         "new_wheel": Path(new_whl).name, "old_version": old.version,
+        "between_wheels": [Path(w).name for w in between_wheels],
         "new_version": new.version, "include_boundabs": include_boundabs,
         "balanced": balanced,
         "max_snippets": max_snippets, "usage_dir": str(usage) if usage else None,
