@@ -181,13 +181,18 @@ def read_models(path: str | Path, model: type[M], key: str) -> list[M]:
     return out
 
 
+def _is_letter(gold: str) -> bool:
+    text = gold.strip().strip("()").strip().rstrip(".")
+    return len(text) == 1 and "A" <= text.upper() <= "Z"
+
+
 def load_items(path: str | Path) -> list[Item]:
     """The items file alone (``clstream score imprint`` reads only this and predictions)."""
     items = read_models(path, Item, "item_id")
     for item in items:
-        if item.judge == "choice" and not item.options:
-            raise DataError(path, f"item {item.item_id!r}", "options",
-                            "a 'choice' item needs its lettered options")
+        if item.judge == "choice" and not item.options and not _is_letter(item.golds[0]):
+            raise DataError(path, f"item {item.item_id!r}", "gold",
+                            "a 'choice' item without options needs a letter gold (A-Z)")
         if not item.golds or any(not isinstance(g, str) or not g.strip() for g in item.golds):
             raise DataError(path, f"item {item.item_id!r}", "gold", "empty gold")
     return items
