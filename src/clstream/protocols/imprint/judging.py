@@ -409,6 +409,7 @@ def gold_letter(item: ImprintItem) -> str:
                     "letter nor one of the options")
 
 
+_ARTICLE_OPENING = re.compile(r"^\s*An?\s+[a-z]")
 _LETTER_HEDGE = re.compile(r"^(?:either\s+)?[(\[]?([A-Z])[)\]]?\s*(?:or|/|and)\s*[(\[]?([A-Z])\b")
 
 
@@ -425,16 +426,18 @@ def chosen_letter(item: ImprintItem, output: str) -> str:
     n = option_count(item)
     valid = "".join(chr(ord("A") + i) for i in range(n))
     rest = strip_think(output)
-    letter = extract_choice(rest, n_options=n)
-    if letter:
-        return letter
     text = answer_text(output)
-    bare = _BARE_LETTER.match(text)
-    if bare and bare.group(1) in valid:
-        return bare.group(1)
     said = normalize_text(text)
     named = [i for i, o in enumerate(item.options) if normalize_text(o) and _phrase_spans(
         normalize_text(o), said)]
+    if len(named) == 1 and _ARTICLE_OPENING.match(text):  # "A softly seasoned bistro": no letter
+        return chr(ord("A") + named[0])
+    letter = extract_choice(rest, n_options=n)
+    if letter:
+        return letter
+    bare = _BARE_LETTER.match(text)
+    if bare and bare.group(1) in valid:
+        return bare.group(1)
     return chr(ord("A") + named[0]) if len(named) == 1 else ""
 
 
