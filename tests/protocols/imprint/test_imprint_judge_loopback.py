@@ -76,7 +76,8 @@ def test_every_llm_judged_family_goes_through_the_judge(
         setting: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = generate(tmp_path, setting)
     out = tmp_path / "results"
-    with JudgeServer() as server:
+    server = JudgeServer()
+    with server:
         assert main(run_argv(data, out, server.base_url)) == 0
         calls = len(server.requests)
         assert calls > 0
@@ -126,7 +127,8 @@ def test_a_reply_without_a_verdict_is_an_error(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     data = generate(tmp_path, "news")
     out = tmp_path / "results"
-    with JudgeServer(garble=True) as server:
+    server = JudgeServer(garble=True)
+    with server:
         main(run_argv(data, out, server.base_url))  # answered; the judgments are errors
         first = len(server.requests)
         capsys.readouterr()

@@ -18,8 +18,8 @@ from clstream.protocols.imprint.schema import Item
 
 def make(item_id: str, setting: str, family: str, judge: str, question: str,
          gold: str | list[str], **extra: Any) -> Item:
-    return Item(item_id=item_id, setting=setting, family=family, judge=judge,
-                question=question, gold=gold, **extra)
+    return Item.model_validate({"item_id": item_id, "setting": setting, "family": family,
+                                "judge": judge, "question": question, "gold": gold, **extra})
 
 
 NEWS_DIRACQ = make("nd", "news", "DirAcq", "yesno",
