@@ -41,6 +41,7 @@ def test_oracle_beats_base(setting: str, tmp_path: Path,
     assert main(["report", str(out), "--out", str(report)]) == 0
     page = report.read_text()
     assert 'id="protocol-imprint"' in page and "Pass@1 by family" in page
+    assert "the judge behind each number" in page and "deterministic" in page
 
 
 def test_generate_with_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
