@@ -1,5 +1,5 @@
 """Which judge decides each item, and the entry point that judges a set of outputs
-(docs/imprint.md §6; ImprintBench App. D, E; brief §4-§5).
+(docs/imprint.md §6.10; ImprintBench App. D, E).
 
 Offline (no judge model) every item is judged by the deterministic judge its ``judge`` field
 names; an item judged ``llm`` then cannot be judged. With a judge model (``--judge MODEL``) the

@@ -415,7 +415,7 @@ _LETTER_HEDGE = re.compile(r"^(?:either\s+)?[(\[]?([A-Z])[)\]]?\s*(?:or|/|and)\s
 
 def option_count(item: ImprintItem) -> int:
     """How many letters an item offers: its options, else (letter gold, no options, as
-    SPECS §5 allows) A up to at least J and at least the gold's letter."""
+    docs/imprint.md §3.2 allows) A up to at least J and at least the gold's letter."""
     if item.options:
         return len(item.options)
     return max(10, ord(gold_letter(item)) - ord("A") + 1)
