@@ -18,7 +18,7 @@ from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usa
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.judge_plan import judge_outputs_sync
 from clstream.protocols.imprint.llm_judges import LLMJudge
-from clstream.protocols.imprint.schema import FAMILIES, Item
+from clstream.protocols.imprint.schema import FAMILIES, Item, load_items
 from clstream.protocols.imprint.scoring import load_predictions, score_details, score_imprint
 
 # ---- an independent reference ----------------------------------------------------------------
@@ -284,3 +284,16 @@ def test_load_predictions_errors(tmp_path: Path, lines: list[str], match: str) -
     with pytest.raises(DataError, match=match) as err:
         load_predictions(path)
     assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_choice_item_may_have_a_letter_gold_and_no_options(tmp_path: Path) -> None:
+    path = tmp_path / "items.jsonl"
+    row = {"item_id": "c1", "setting": "persona", "family": "CompRel", "persona": "u",
+           "question": "Which plan suits me?", "gold": "C", "judge": "choice"}
+    path.write_text(json.dumps(row) + "\n")
+    items = load_items(path)
+    got = score_imprint(items, {"c1": ["Answer: (C)", "B or C", "D", "C"]})
+    assert got["by_family"]["CompRel"]["pass_at_1"] == 0.5
+    path.write_text(json.dumps({**row, "gold": "the yoga plan"}) + "\n")
+    with pytest.raises(DataError, match="letter gold"):
+        load_items(path)
