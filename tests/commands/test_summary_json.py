@@ -252,6 +252,11 @@ class ImprintDataset(Strict):
     instances: int
 
 
+class ImprintJudge(Strict):
+    model: str | None
+    strict_abstention: bool
+
+
 class ImprintCoverage(Strict):
     scored: int
     total: int
@@ -279,6 +284,7 @@ class ImprintRun(Run):
     protocol: Literal["imprint"]
     dataset: ImprintDataset
     supervision: str | None
+    judge: ImprintJudge
     coverage: ImprintCoverage
     status: ImprintStatus
     metrics: dict[str, Any] | None = None
@@ -320,6 +326,7 @@ SECTIONS: dict[str, tuple[type[BaseModel], type[BaseModel] | None]] = {
     "CL-Bench runs: `tasks` entries": (ClbenchTask, None),
     "ImprintBench runs": (ImprintRun, Run),
     "ImprintBench runs: `dataset`": (ImprintDataset, None),
+    "ImprintBench runs: `judge`": (ImprintJudge, None),
     "ImprintBench runs: `coverage`": (ImprintCoverage, None),
     "ImprintBench runs: `status`": (ImprintStatus, None),
     "ImprintBench runs: `context`": (ImprintContext, None),

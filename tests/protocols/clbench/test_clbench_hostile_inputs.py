@@ -116,7 +116,7 @@ def _reward(value: object) -> object:
     return edit
 
 
-RECORDS: dict[str, tuple[object, str]] = {
+RECORDS: dict[str, tuple[object, str | None]] = {
     "r_max zero": (_task_edit(r_max=0), "r_max"),
     "r_max negative": (_task_edit(r_max=-2.5), "r_max"),
     "reward above the range": (_task_edit(reward_max=0.01), "reward"),

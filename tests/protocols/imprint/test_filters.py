@@ -15,7 +15,8 @@ from clstream.core import layout
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.filters import apply_filters, document_text
-from clstream.protocols.imprint.judging import JudgeError, LLMJudge
+from clstream.protocols.imprint.judging import JudgeError
+from clstream.protocols.imprint.llm_judges import LLMJudge
 from clstream.protocols.imprint.schema import (
     CorpusDoc,
     Dataset,

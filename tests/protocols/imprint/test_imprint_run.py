@@ -199,13 +199,16 @@ def test_a_bad_dataset_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 class AlwaysMatch(BuiltinReader):
-    """A judge model that finds every answer right (and counts its calls)."""
+    """A judge model that finds every answer right, in each judge's verdict word (and
+    counts its calls)."""
 
     calls = 0
+    WORDS = {"rubric": "MATCH", "yn": "Y", "identifier": "YES"}
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         type(self).calls += len(requests)
-        return [GenerationResult(key=r.key, samples=[Sample(text="Close enough.\nMATCH")])
+        return [GenerationResult(key=r.key, samples=[Sample(
+                    text=f"Close enough.\n{self.WORDS[r.key.split('/')[1]]}")])
                 for r in requests]
 
 
@@ -225,16 +228,20 @@ def test_llm_judged_items_are_judged_once_and_recorded(
         AlwaysMatch.calls = 0
         argv = run_argv(directory, out, "oracle", extra=["--judge", "always-match"])
         assert main(argv) == 0
-        assert AlwaysMatch.calls == 1  # two identical samples: one distinct judgment
+        # r1 (judged 'llm') and t1 (news TempUpd: the Y/N judge under --judge); two
+        # identical samples each: one distinct judgment each
+        assert AlwaysMatch.calls == 2
         assert main(argv) == 0
-        assert AlwaysMatch.calls == 1
+        assert AlwaysMatch.calls == 2
     finally:
         registry.unregister("model", "always-match")
     run = summaries(out, capsys)[("oracle", "C")]
     assert run["metrics"]["by_family"]["ImpRel"]["pass_at_1"] == 1.0
     with ResultsStore(out) as store:
         stored = [r for rid in store.runs() for r in store.read_records(rid.run_id, "judgment")]
-    assert [r.key for r in stored] == ["r1"]
-    verdict = stored[0].payload["verdicts"][0]
+    assert sorted(r.key for r in stored) == ["r1", "t1"]
+    verdict = next(r for r in stored if r.key == "r1").payload["verdicts"][0]
     assert verdict["verdict"] == "MATCH" and verdict["judge_model"] == "builtin"
+    assert run["metrics"]["by_family"]["TempUpd"]["judge"] == "llm:builtin (yn)"
+    assert run["metrics"]["by_family"]["DirAcq"]["judge"] == "deterministic"
     assert verdict["judge_prompt_hash"]

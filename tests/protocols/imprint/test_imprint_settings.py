@@ -35,11 +35,13 @@ def test_oracle_beats_base(setting: str, tmp_path: Path,
         assert base["by_family"]["BoundAbs"]["pass_at_1"] == 1.0
     for run in runs.values():
         assert run["status"]["complete"]
-        assert set(run["metrics"]) == {"n_items", "n_samples", "by_family", "avg"}
+        assert set(run["metrics"]) == {"n_items", "n_samples", "by_family", "avg", "left_out"}
+        assert all(cell["judge"] == "deterministic" for cell in run["metrics"]["by_family"].values())
     report = tmp_path / "report.html"
     assert main(["report", str(out), "--out", str(report)]) == 0
     page = report.read_text()
     assert 'id="protocol-imprint"' in page and "Pass@1 by family" in page
+    assert "the judge behind each number" in page and "deterministic" in page
 
 
 def test_generate_with_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

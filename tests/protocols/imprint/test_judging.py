@@ -13,10 +13,9 @@ import pytest
 from clstream.core.errors import SpecError
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
 from clstream.models.tokenizers import approx_tokenizer
+from clstream.protocols.imprint.judge_plan import judge_outputs, judge_outputs_sync
 from clstream.protocols.imprint.judging import (
-    LLM_JUDGE_PROMPT_HASH,
     JudgeError,
-    LLMJudge,
     answer_text,
     asserted_identifiers,
     identifiers_agree,
@@ -26,13 +25,15 @@ from clstream.protocols.imprint.judging import (
     judge_deterministic,
     judge_exact,
     judge_identifier,
-    judge_outputs,
-    judge_outputs_sync,
     judge_yesno,
     normalize_identifier,
     normalize_text,
-    parse_llm_verdict,
     strip_think,
+)
+from clstream.protocols.imprint.llm_judges import (
+    LLM_JUDGE_PROMPT_HASH,
+    LLMJudge,
+    parse_llm_verdict,
 )
 from clstream.protocols.imprint.schema import Item
 
@@ -277,8 +278,10 @@ def test_dispatch_rejects_llm() -> None:
     ("It names a different person.\nNONMATCH", "NONMATCH"),
     ("MATCH? No: the wrong year.\nNONMATCH", "NONMATCH"),
     ("Not a MATCH.\nNON-MATCH", "NONMATCH"),
-    ("NONMATCH at first glance, but on reflection: MATCH", "MATCH"),
-    ("The answer says it does not know. REFUSAL", "REFUSAL"),
+    ("NONMATCH at first glance, but on reflection: MATCH", None),  # the last line is no word
+    ("The answer says it does not know.\n**REFUSAL**", "REFUSAL"),
+    ("It is not a MATCH.", None),
+    ("Verdict: MATCH.", "MATCH"),
     ("It does not match.", None),  # lowercase words are no verdict
     ("<think>MATCH</think>", None),
 ])
@@ -370,9 +373,11 @@ def test_judge_outputs_mixes_judges_in_sample_order() -> None:
     items = [item(), llm_item(), exact_item().model_copy(update={"item_id": "e"})]
     predictions = {"i1": ["Yes", "No", "Not sure"], "p1": ["crosswords", "chess", "x"],
                    "e": ["Mara Velez", "Tomas Greer", "Velez"]}
-    model = ScriptedJudgeModel({"crosswords": "MATCH"})
+    # with a judge model, news TempUpd ("e") takes the Y/N judge (App. E.1)
+    model = ScriptedJudgeModel({"crosswords": "MATCH", "Velez": "Y", "Greer": "N"})
     got = asyncio.run(judge_outputs(items, predictions, LLMJudge(model)))
     assert list(got) == ["i1", "p1", "e"]
+    assert {v.judge for v in got["e"]} == {"yn"} and {v.judge for v in got["i1"]} == {"yesno"}
     assert [[v.correct for v in got[k]] for k in got] == [[True, False, False],
                                                          [True, False, False],
                                                          [True, False, True]]

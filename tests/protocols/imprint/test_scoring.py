@@ -16,8 +16,9 @@ import pytest
 from clstream.core.errors import DataError, SpecError
 from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
 from clstream.models.tokenizers import approx_tokenizer
-from clstream.protocols.imprint.judging import LLMJudge, judge_outputs_sync
-from clstream.protocols.imprint.schema import FAMILIES, Item
+from clstream.protocols.imprint.judge_plan import judge_outputs_sync
+from clstream.protocols.imprint.llm_judges import LLMJudge
+from clstream.protocols.imprint.schema import FAMILIES, Item, load_items
 from clstream.protocols.imprint.scoring import load_predictions, score_details, score_imprint
 
 # ---- an independent reference ----------------------------------------------------------------
@@ -64,12 +65,14 @@ def reference_score(items: list[dict[str, Any]], samples: dict[str, list[str]],
             "all_correct_at_k": {str(k): sum(u["ak"][k] for u in units) / len(units)
                                  for k in ks},
             "se": statistics.stdev(p1s) / math.sqrt(len(p1s)) if len(p1s) > 1 else None,
+            "judge": "deterministic",
         }
         all_n[family] = sum(u["all_n"] for u in units) / len(units)
     cells = list(by_family.values())
     return {"n_items": len(items), "n_samples": n, "by_family": by_family,
             "avg": {"pass_at_1": sum(c["pass_at_1"] for c in cells) / len(cells),
-                    "all_correct_at_n": sum(all_n.values()) / len(all_n)}}
+                    "all_correct_at_n": sum(all_n.values()) / len(all_n)},
+            "left_out": {"missing": 0, "judge_errors": 0}}
 
 
 def assert_close(a: Any, b: Any, where: str = "") -> None:
@@ -102,9 +105,9 @@ def test_hand_made_news_case() -> None:
                "t1": ["Not sure", "No", "Yes", "No"]}
     items = [Item.model_validate(r) for r in raw]
     got = score_imprint(items, samples, ks=[1, 2, 4])
-    assert list(got) == ["n_items", "n_samples", "by_family", "avg"]
+    assert list(got) == ["n_items", "n_samples", "by_family", "avg", "left_out"]
     assert list(got["by_family"]["DirAcq"]) == ["n_items", "pass_at_1", "pass_at_k",
-                                                "all_correct_at_k", "se"]
+                                                "all_correct_at_k", "se", "judge"]
     # DirAcq: items 3/4 and 4/4 -> Pass@1 7/8; AllCorrect@4 (0 + 1) / 2
     assert got["by_family"]["DirAcq"]["pass_at_1"] == pytest.approx(7 / 8)
     assert got["by_family"]["DirAcq"]["all_correct_at_k"]["4"] == pytest.approx(0.5)
@@ -160,8 +163,9 @@ def test_missing_predictions() -> None:
     with pytest.raises(SpecError, match="no prediction for item 'd2'"):
         score_imprint(items, {"d1": ["Yes", "Yes"]})
     got = score_imprint(items, {"d1": ["Yes", "Yes"]}, allow_missing=True)
-    assert got["by_family"]["DirAcq"]["pass_at_1"] == pytest.approx(0.5)  # d2 counts wrong
-    assert got["n_items"] == 2 and got["n_samples"] == 2
+    assert got["by_family"]["DirAcq"]["pass_at_1"] == 1.0  # d2 is left out, not wrong
+    assert got["n_items"] == 1 and got["n_samples"] == 2
+    assert got["left_out"] == {"missing": 1, "judge_errors": 0}
     details = score_details(items, {"d1": ["Yes", "Yes"]}, allow_missing=True)
     assert details["missing"] == ["d2"]
 
@@ -208,9 +212,11 @@ def test_llm_items_need_a_judge(tmp_path: Path) -> None:
     model = MatchAll()
     got = score_imprint(items, predictions, llm=LLMJudge(model, tmp_path / "j.jsonl"))
     assert got["by_family"]["ImpRel"]["pass_at_1"] == 1.0 and model.calls == 1
+    assert got["by_family"]["ImpRel"]["judge"] == "llm:match-all (rubric)"
+    assert got["by_family"]["DirAcq"]["judge"] == "deterministic"  # news DirAcq: the regex
     # precomputed verdicts (as a run summary holds them) need no judge
     verdicts = judge_outputs_sync(items, predictions, LLMJudge(model, tmp_path / "j.jsonl"))
-    assert score_imprint(items, predictions, verdicts=verdicts) == got
+    assert score_imprint(items, predictions, verdicts=verdicts, judge_model="match-all") == got
     assert model.calls == 1
 
 
@@ -278,3 +284,16 @@ def test_load_predictions_errors(tmp_path: Path, lines: list[str], match: str) -
     with pytest.raises(DataError, match=match) as err:
         load_predictions(path)
     assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_choice_item_may_have_a_letter_gold_and_no_options(tmp_path: Path) -> None:
+    path = tmp_path / "items.jsonl"
+    row = {"item_id": "c1", "setting": "persona", "family": "CompRel", "persona": "u",
+           "question": "Which plan suits me?", "gold": "C", "judge": "choice"}
+    path.write_text(json.dumps(row) + "\n")
+    items = load_items(path)
+    got = score_imprint(items, {"c1": ["Answer: (C)", "B or C", "D", "C"]})
+    assert got["by_family"]["CompRel"]["pass_at_1"] == 0.5
+    path.write_text(json.dumps({**row, "gold": "the yoga plan"}) + "\n")
+    with pytest.raises(DataError, match="letter gold"):
+        load_items(path)

@@ -7,8 +7,9 @@ AllCorrect@k.
 dataset files, ``settings`` the three settings' generators and loaders (``news``, ``code``,
 ``persona``), ``filters`` the no-context and with-context
 filters, ``prompts`` how an item is asked, ``runner`` plays methods over a dataset,
-``judging`` holds the judges, ``metrics`` the estimators as pure functions, ``scoring`` the
-``score imprint`` JSON, ``summary`` and ``report`` present a stored run, and ``commands`` the
+``judging`` holds the deterministic judges, ``llm_judges`` the paper's LLM judges,
+``judge_plan`` which judge decides each family, ``metrics`` the estimators as pure
+functions, ``scoring`` the ``score imprint`` JSON, ``summary`` and ``report`` present a stored run, and ``commands`` the
 command-line verbs.
 
 This module imports none of them: ``protocol.toml`` names its verbs and parts

@@ -30,6 +30,18 @@ PAPER_SAMPLING = {"temperature": 0.7, "top_p": 0.95, "top_k": 20, "max_tokens": 
                   "samples": 8}
 
 
+def add_judge_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--judge`` and ``--strict-abstention``, the same on ``run`` and ``score``."""
+    p.add_argument("--judge", default=None, metavar="MODEL",
+                   help="judge model: the paper's LLM judges (Y/N consistency, MATCH / "
+                        "NONMATCH / REFUSAL rubric, identifier fallback) decide the families "
+                        "the paper judges with an LLM, e.g. openai:<name>; without it the "
+                        "deterministic judges decide (items judged 'llm' need it)")
+    p.add_argument("--strict-abstention", action="store_true",
+                   help="the abstention judge takes no denial ('No, ...') as abstaining "
+                        "(ImprintBench App. D.1 instead of E.1)")
+
+
 def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="dataset directory written by 'clstream generate imprint'")
     add_run_arguments(p, "method NAME or NAME:key=value,... (repeatable), e.g. rag:k=5")
@@ -42,9 +54,8 @@ def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, default=16, help="items asked per batch (default 16)")
     p.add_argument("--parallel", type=int, default=4, metavar="N",
                    help="batches asked at once (default 4)")
-    j = p.add_argument_group("LLM judge (items judged 'llm')")
-    j.add_argument("--judge", default=None, metavar="MODEL",
-                   help="model judging answers MATCH / NONMATCH / REFUSAL, e.g. openai:<name>")
+    j = p.add_argument_group("judges (docs/imprint.md §6)")
+    add_judge_arguments(j)
     j.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible server")
     j.add_argument("--judge-api-key-env", default=None,
                    help="name of the environment variable holding the judge's API key")
@@ -61,8 +72,7 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-missing", action="store_true",
                    help="leave out items with no prediction (counted on stderr) instead of "
                         "failing")
-    p.add_argument("--judge", default=None, metavar="MODEL",
-                   help="model for items judged 'llm' (e.g. openai:gpt-4.1-mini)")
+    add_judge_arguments(p)
     p.add_argument("--judge-cache", default=None, metavar="FILE",
                    help="verdict cache of the LLM judge (default: next to PREDICTIONS)")
     add_backend_arguments(p)

@@ -39,7 +39,6 @@ from clstream.protocols.imprint.arguments import (
     add_run_imprint_arguments,
     add_score_arguments,
 )
-from clstream.protocols.imprint.judging import LLM_JUDGE_PROMPT_HASH
 from clstream.protocols.imprint.prompts import template_fingerprint
 from clstream.protocols.imprint.runner import ImprintRunner
 from clstream.protocols.imprint.schema import (
@@ -106,18 +105,25 @@ def plan_run(args: argparse.Namespace) -> RunJob:
                         "MODEL (the model that judges its answers)")
     basics = run_basics(args)
     judge = None
-    if llm_items:
-        from clstream.protocols.imprint.judging import LLMJudge
-        judge_spec, _ = parse_components(args.judge, None, [])
-        judge_model = build_model(judge_spec, base_url=args.judge_base_url,
-                                  api_key_env=args.judge_api_key_env)
-        judge = LLMJudge(judge_model, Path(args.out) / "judge_cache.jsonl")
+    params: dict[str, Any] = {"supervision": args.supervision, "setting": data.setting,
+                              "prompt": args.prompt}
     view = dataset_view(data)
     view["corpus_tokens"] = corpus_tokens(data, basics.model.tokenizer)
     info: dict[str, Any] = {"prompt_template_hash": template_fingerprint(),
                             "supervision": args.supervision, "setting": data.setting}
-    if judge is not None:
-        info["judge"] = {"model": judge.model.describe(), "prompt_hash": LLM_JUDGE_PROMPT_HASH}
+    if args.judge is not None:
+        from clstream.protocols.imprint.judge_plan import judge_mapping
+        from clstream.protocols.imprint.llm_judges import PROMPT_HASHES, LLMJudge
+        judge_spec, _ = parse_components(args.judge, None, [])
+        judge_model = build_model(judge_spec, base_url=args.judge_base_url,
+                                  api_key_env=args.judge_api_key_env)
+        judge = LLMJudge(judge_model, Path(args.out) / "judge_cache.jsonl")
+        # The judge decides the run's numbers, so it is part of the run spec (and its id).
+        params["judge"] = {"model": judge_model.name, "spec": judge_spec.label,
+                           "families": judge_mapping(data.setting, judge_model.name)}
+        info["judge"] = {"model": judge_model.describe(), "prompt_hashes": PROMPT_HASHES}
+    if args.strict_abstention:
+        params["strict_abstention"] = True
 
     def takes_supervision(spec: RunSpec, system: System) -> None:
         accepted = supervision_of(system)
@@ -128,8 +134,7 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     return plan_job(
         args, basics, protocol="imprint", unit="item", add_arguments=add_run_imprint_arguments,
         dataset=StoredDataset(dataset_hash(data), str(Path(args.data).resolve()), view),
-        params={"supervision": args.supervision, "setting": data.setting,
-                "prompt": args.prompt}, info=info,
+        params=params, info=info,
         units={"item": "items"}, error_kinds=("item", "call", "judgment"),
         check_system=takes_supervision,
         open_runner=lambda spec, make: partial(
@@ -152,7 +157,7 @@ def _ks(text: str | None) -> tuple[int, ...] | None:
 
 
 def score(args: argparse.Namespace) -> int:
-    from clstream.protocols.imprint.judging import LLMJudge
+    from clstream.protocols.imprint.llm_judges import LLMJudge
     from clstream.protocols.imprint.scoring import load_predictions, score_imprint
 
     items = load_checked(args.items, "imprint-items", lambda: load_items(args.items))
@@ -167,18 +172,26 @@ def score(args: argparse.Namespace) -> int:
         llm = LLMJudge(judge_model, cache)
     missing = [i.item_id for i in items if i.item_id not in predictions]
     if missing and args.allow_missing:
-        print(f"clstream: left out {len(missing)} item(s) with no prediction", file=sys.stderr)
-    result = score_imprint(items, predictions, ks=ks, allow_missing=args.allow_missing, llm=llm)
+        print(f"clstream: left out {len(missing)} item(s) with no prediction (first: "
+              f"{', '.join(missing[:5])})", file=sys.stderr)
+    result = score_imprint(items, predictions, ks=ks, allow_missing=args.allow_missing, llm=llm,
+                           strict_abstention=args.strict_abstention)
+    if result["left_out"]["judge_errors"]:
+        print(f"clstream: left out {result['left_out']['judge_errors']} item(s) the judge gave "
+              "no verdict for (its reply did not end in a verdict word)", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"{result['n_items']} items, {result['n_samples']} samples each")
+    left = result["left_out"]
+    print(f"{result['n_items']} items scored, {result['n_samples']} samples each"
+          + (f" ({left['missing']} without a prediction and {left['judge_errors']} without "
+             "a verdict left out)" if left["missing"] or left["judge_errors"] else ""))
     for family, row in result["by_family"].items():
         pk = "  ".join(f"pass@{k} {v:.3f}" for k, v in row["pass_at_k"].items())
         ac = "  ".join(f"allcorrect@{k} {v:.3f}" for k, v in row["all_correct_at_k"].items())
         se = "n/a" if row["se"] is None else f"{row['se']:.3f}"
         print(f"  {family:<9} n {row['n_items']:>5}  pass@1 {row['pass_at_1']:.3f} ± {se}  "
-              f"{pk}  {ac}")
+              f"{pk}  {ac}  judge: {row['judge']}")
     avg = result["avg"]
     print(f"  {'Avg':<9}          pass@1 {avg['pass_at_1']:.3f}  "
           f"allcorrect@n {avg['all_correct_at_n']:.3f}")

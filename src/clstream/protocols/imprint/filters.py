@@ -19,10 +19,10 @@ Thresholds (project readings, configurable; docs/imprint.md §4.7):
 
 BoundAbs items are never filtered (App. D.1); their counts are still recorded, as the paper
 stores retrieval verdicts as difficulty. Items judged ``llm`` are filtered only when an
-:class:`~clstream.protocols.imprint.judging.LLMJudge` is given; otherwise they are kept unjudged.
+:class:`~clstream.protocols.imprint.llm_judges.LLMJudge` is given; otherwise they are kept unjudged.
 Every kept item records ``filters: {"blind": {"model", "k_correct", "n"}, "ctx": {...}}``.
 Replies are cached by request hash in a JSON Lines file
-(:class:`~clstream.protocols.imprint.judging.ReplyCache`; one ``{"key", "model", "item_id", "samples"}``
+(:class:`~clstream.protocols.imprint.llm_judges.ReplyCache`; one ``{"key", "model", "item_id", "samples"}``
 record per request), so a re-run with the same model, items, documents and ``n`` makes no
 model call.
 """
@@ -39,13 +39,8 @@ from typing import Any
 from clstream.core import layout
 from clstream.core.contracts import Model
 from clstream.core.types import GenerationRequest, SamplingParams
-from clstream.protocols.imprint.judging import (
-    JudgeError,
-    LLMJudge,
-    ReplyCache,
-    Verdict,
-    judge_deterministic,
-)
+from clstream.protocols.imprint.judging import JudgeError, Verdict, judge_deterministic
+from clstream.protocols.imprint.llm_judges import LLMJudge, ReplyCache
 from clstream.protocols.imprint.prompts import answer_format
 from clstream.protocols.imprint.schema import FAMILIES, CorpusDoc, Dataset, Item
 

@@ -1,7 +1,7 @@
 """ImprintBench judges: is one sampled answer to a held-out item correct (docs/imprint.md §6)?
 
-Every judge is a pure function ``(item, output, ...) -> Verdict``; the LLM judge
-(:class:`LLMJudge`) is the one that calls a model, and it caches every verdict.
+Every judge here is a pure function ``(item, output, ...) -> Verdict`` that calls no model;
+the paper's LLM judges, which do, are in :mod:`clstream.protocols.imprint.llm_judges`.
 
 Reading of an output, shared by every judge (the project's reading; ImprintBench App. E leaves
 it open): a leading ``<think>...</think>`` block is dropped (an unclosed one means the output
@@ -11,30 +11,25 @@ templates strip the opening tag). When the rest carries an answer marker (``## A
 after the last marker; the list judge takes every line after that marker. Otherwise the whole
 rest is judged.
 
-The judges, by the item's ``judge`` field:
+The judges, by the item's ``judge`` field (docs/imprint.md §6 gives every rule and the
+paper's judge each one stands in for; :mod:`clstream.protocols.imprint.judge_plan` maps a
+family to the paper's LLM judge under ``--judge``):
 
-* ``yesno`` (news DirAcq, App. E.1): the first standalone ``yes``/``no`` token, case-insensitive,
-  must equal the gold's; no token at all ("Not sure") is wrong.
+* ``yesno`` (news DirAcq, App. E.1): the first standalone ``yes``/``no`` token must equal the
+  gold's; none ("Not sure") or both joined as a hedge ("Yes and no") is wrong. For a code item
+  whose gold is No (an invented name), abstaining or denying is right too (App. D.2).
 * ``abstain`` (news BoundAbs, App. E.1): an abstention phrase within the first 600 characters,
-  or a first yes/no token that is "no" (a denial, which E.1's regex accepts; ``strict=True``
-  follows D.1 and drops that rule). The paper's list is open-ended ("etc."); the project
-  extension (:data:`EXTENSION_ABSTAIN_PHRASES`, on by default so that a bare "Unknown" is read
-  as the abstention it is) adds common wordings of the same intent.
-* ``identifier`` (code RefRes/CompRel, App. D.2/E.2): the answer, normalised (fences,
-  backticks, quotes, a leading "the identifier is", trailing punctuation, call parentheses,
-  whitespace), equals the gold or has the same trailing dotted component (``F.conv2d`` is
-  ``torch.nn.functional.conv2d``). An answer that is not one identifier is read as free text:
-  its asserted identifiers (backticked ones, else the code-like ones; a namespace of the gold
-  is context, not an answer) must have exactly one distinct leaf and it must be the gold's (a
-  hedged list is wrong). Family ImpRel uses the
-  list-contains rule instead: the gold leaf must be named as one listed item.
-* ``choice`` (persona CompRel/ImpRel): the option letter, read by
-  :func:`clstream.judges.extraction.extract_choice`, else a bare letter or the one option whose
-  text the answer repeats; no letter is wrong.
-* ``exact``: normalised (case, accents, punctuation, articles), some gold occurs as a
-  whole-word phrase and no ``gold_before`` value does (a stale answer is wrong).
-* ``llm`` (code DirAcq, persona, App. E.2/E.3): :class:`LLMJudge`, verdict MATCH / NONMATCH /
-  REFUSAL; correct iff MATCH, or iff REFUSAL for a BoundAbs item.
+  or a first yes/no token "no" (a denial, which E.1's regex accepts; ``strict=True`` follows
+  D.1 and drops that rule, and personalization never takes it: a "No, <claim>" there is a
+  claim about the user, App. D.3). An affirmation before the phrase ("Yes. Its length is
+  unknown.") is a claim, never an abstention.
+* ``identifier`` (code RefRes/CompRel, App. D.2/E.2): one identifier equal to the gold or
+  with the same trailing dotted component; in free text exactly one distinct leaf asserted
+  (negated names, "not `foo`", are not asserted). Family ImpRel takes the list-contains rule.
+* ``choice`` (persona CompRel/ImpRel): the option letter; a hedge ("A or B") is wrong.
+* ``exact``: some gold asserted, no ``gold_before`` value asserted, no hedge. A value is not
+  asserted where it is negated ("not X") or, for an old value, named as the past ("down from
+  X", "who replaced X"); a gold with "or" and another value beside it is a hedge.
 
 The judges take any object with the item fields they read (:class:`ImprintItem`), not the
 dataset schema's class, so they can be tried on a bare record.
@@ -47,22 +42,14 @@ a piece shared by one protocol belongs to it).
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import json
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
-from clstream.core.contracts import Model
-from clstream.core.errors import ClstreamError, DataError, SpecError
-from clstream.core.files import atomic_writer
-from clstream.core.jsonio import iter_json_lines
+from clstream.core.errors import ClstreamError, SpecError
 from clstream.core.layout import final_answer_text
-from clstream.core.types import GenerationRequest, Message, SamplingParams
 from clstream.judges.extraction import extract_choice
 
 ABSTAIN_WINDOW = 600
@@ -77,9 +64,15 @@ PAPER_ABSTAIN_PHRASES: tuple[str, ...] = (
 EXTENSION_ABSTAIN_PHRASES: tuple[str, ...] = (
     "do not know", "don't know", "not enough information", "no information on",
     "unable to find", "can't find", "cannot determine", "no mention of", "not available in",
-    "unknown", "not sure", "cannot answer", "can't answer",
+    "unknown", "not sure", "cannot answer", "can't answer", "no idea",
 )
 """clstream's extension of the abstention list (on unless ``extended=False``)."""
+
+DENIAL_PHRASES: tuple[str, ...] = (
+    "does not exist", "doesn't exist", "do not exist", "no such", "does not have",
+    "doesn't have", "is not part of", "isn't part of", "not a real", "there is no",
+)
+"""Wordings that deny an invented code name exists (App. D.2: denying is right for one)."""
 
 DETERMINISTIC_JUDGES: tuple[str, ...] = ("yesno", "abstain", "identifier", "choice", "exact")
 
@@ -93,6 +86,9 @@ class ImprintItem(Protocol):
 
     @property
     def item_id(self) -> str: ...
+
+    @property
+    def setting(self) -> str: ...
 
     @property
     def family(self) -> str: ...
@@ -119,7 +115,10 @@ class Verdict:
 
     ``verdict`` is the judge's own label (the yes/no token read, ``abstain``/``answer``,
     ``match``/``mismatch``/``hedged``/``none``, the letter, ``stale``, or the LLM judge's
-    MATCH / NONMATCH / REFUSAL). LLM verdicts also carry the judge model and prompt hash.
+    MATCH / NONMATCH / REFUSAL / Y / N / YES / NO). LLM verdicts also carry the judge model and
+    prompt hash. ``error`` is set when the judge gave no verdict at all (a reply that does not
+    end in a verdict word): the sample is then an error, never a wrong answer, and
+    ``correct`` means nothing.
     """
 
     correct: bool
@@ -128,6 +127,7 @@ class Verdict:
     detail: str
     judge_model: str | None = None
     judge_prompt_hash: str | None = None
+    error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"correct": self.correct, "verdict": self.verdict,
@@ -135,6 +135,8 @@ class Verdict:
         if self.judge_model is not None:
             out["judge_model"] = self.judge_model
             out["judge_prompt_hash"] = self.judge_prompt_hash
+        if self.error is not None:
+            out["error"] = self.error
         return out
 
 
@@ -175,6 +177,7 @@ def answer_region(output: str) -> str:
 # ----------------------------------------------------------------------------- yes / no
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+_YES_NO_HEDGE = re.compile(r"\b(yes|no)\b\s*(?:and|or|/|&)\s*\b(yes|no)\b", re.IGNORECASE)
 
 
 def first_yes_no(text: str) -> str | None:
@@ -183,13 +186,45 @@ def first_yes_no(text: str) -> str | None:
     return hit.group(1).lower() if hit else None
 
 
+def _hedges_yes_no(text: str) -> bool:
+    """Both answers joined as one ("Yes and no", "yes/no", "either yes or no")."""
+    hit = _YES_NO_HEDGE.search(text)
+    return hit is not None and hit.group(1).lower() != hit.group(2).lower()
+
+
+def _phrase_at(phrases: Sequence[str], text: str) -> tuple[int, str] | None:
+    """The earliest listed phrase in ``text`` (whole words, case-insensitive): (start, phrase)."""
+    best: tuple[int, str] | None = None
+    for phrase in phrases:
+        hit = re.search(rf"\b{re.escape(_fold_quotes(phrase))}\b", text, re.IGNORECASE)
+        if hit and (best is None or hit.start() < best[0]):
+            best = (hit.start(), phrase)
+    return best
+
+
+def invented_code_name(item: ImprintItem) -> bool:
+    """A code item about a name that does not exist: BoundAbs, or DirAcq with gold No."""
+    return item.setting == "code" and (
+        item.family == "BoundAbs" or (item.family == "DirAcq" and bool(item.golds)
+                                      and first_yes_no(item.golds[0]) == "no"))
+
+
 def judge_yesno(item: ImprintItem, output: str) -> Verdict:
-    """Correct iff the first standalone yes/no token equals the gold's (no token: wrong)."""
+    """Correct iff the first standalone yes/no token equals the gold's (no token, or a
+    "yes and no" hedge: wrong); an invented code name also takes an abstention or a denial."""
     gold = next((t for t in (first_yes_no(g) for g in item.golds) if t), None)
     if gold is None:
         raise SpecError(f"item {item.item_id!r}: the yesno judge needs a Yes/No gold, "
                         f"got {item.golds[0]!r}")
-    said = first_yes_no(answer_text(output))
+    text = _fold_quotes(answer_text(output))
+    if _hedges_yes_no(text):
+        return Verdict(False, "hedged", "yesno", "answers both yes and no")
+    said = first_yes_no(text)
+    if said is None and invented_code_name(item):
+        found = _phrase_at(abstain_phrases() + DENIAL_PHRASES, text[:ABSTAIN_WINDOW])
+        if found is not None:
+            return Verdict(True, "abstain", "yesno",
+                           f"abstains or denies on an invented name ({found[1]!r})")
     if said is None:
         return Verdict(False, "none", "yesno", "no standalone yes/no token")
     return Verdict(said == gold, said, "yesno", f"answered {said!r}, gold {gold!r}")
@@ -207,17 +242,27 @@ def abstain_phrases(extended: bool = True) -> tuple[str, ...]:
 
 def judge_abstain(item: ImprintItem, output: str, *, strict: bool = False,
                   extended: bool = True, phrases: Sequence[str] | None = None) -> Verdict:
-    """Correct iff the answer abstains: a listed phrase in the first 600 characters, or
-    (unless ``strict``) a first yes/no token "no". ``phrases`` replaces the list."""
+    """Correct iff the answer abstains: a listed phrase in the first 600 characters, not
+    after an affirming "yes", or (unless ``strict``, and never for personalization, where a
+    "No, ..." asserts something about the user) a first yes/no token "no". An invented code
+    name also takes a denial phrase. ``phrases`` replaces the list."""
     text = _fold_quotes(answer_text(output))
     window = text[:ABSTAIN_WINDOW]
-    for phrase in phrases if phrases is not None else abstain_phrases(extended):
-        if re.search(rf"\b{re.escape(_fold_quotes(phrase))}\b", window, re.IGNORECASE):
-            return Verdict(True, "abstain", "abstain", f"abstention phrase {phrase!r}")
-    if not strict and first_yes_no(text) == "no":
+    listed = tuple(phrases) if phrases is not None else abstain_phrases(extended)
+    if item.setting == "code":
+        listed += DENIAL_PHRASES
+    found = _phrase_at(listed, window)
+    token = _YES_NO.search(text)
+    affirmed = token is not None and token.group(1).lower() == "yes"
+    if affirmed and (found is None or token is not None and token.start() < found[0]):
+        return Verdict(False, "answer", "abstain", "affirms a claim ('yes')")
+    if found is not None:
+        return Verdict(True, "abstain", "abstain", f"abstention phrase {found[1]!r}")
+    denial_counts = not strict and item.setting != "persona"
+    if denial_counts and first_yes_no(text) == "no":
         return Verdict(True, "abstain", "abstain", "denial: first yes/no token is 'no'")
     return Verdict(False, "answer", "abstain", "no abstention phrase"
-                   + ("" if strict else " and no denial"))
+                   + ("" if not denial_counts else " and no denial"))
 
 
 # ----------------------------------------------------------------------------- identifiers
@@ -284,11 +329,22 @@ def asserted_identifiers(text: str) -> list[str]:
     return [c for c in distinct if not any(o.startswith(c + ".") for o in distinct)]
 
 
+_NEGATED_NAME = re.compile(
+    rf"\b(?:not|never|isn't|is not|no longer|instead of|rather than)\s+"
+    rf"(?:`[^`\n]+`|{_IDENT}(?:\.{_IDENT})*(?:\([^()]*\))?)", re.IGNORECASE)
+
+
+def drop_negated_names(text: str) -> str:
+    """``text`` without the names it negates ("not `foo`", "rather than foo"): a negated
+    name is not an answer (docs/imprint.md §6.4)."""
+    return _NEGATED_NAME.sub(" ", _fold_quotes(text))
+
+
 def judge_identifier(item: ImprintItem, output: str) -> Verdict:
     """The identifier judge (module docstring); ImpRel items go to :func:`judge_list_contains`."""
     if item.family == "ImpRel":
         return judge_list_contains(item, output)
-    text = answer_text(output)
+    text = drop_negated_names(answer_text(output))
     whole = normalize_identifier(text)
     if _IDENTIFIER.match(whole):
         hit = next((g for g in item.golds if identifiers_agree(whole, g)), None)
@@ -325,7 +381,7 @@ def judge_list_contains(item: ImprintItem, output: str) -> Verdict:
     """Code ImpRel (App. E.2): correct iff the gold leaf (or a dotted path ending in it) is
     named as one listed item -- the leading or trailing identifier of an item."""
     targets = {leaf(normalize_identifier(g)) for g in item.golds}
-    entries = listed_items(answer_region(output))
+    entries = listed_items(drop_negated_names(answer_region(output)))
     for entry in entries:
         names = [re.sub(r"\s+", "", m) for m in _ANY_IDENT.findall(entry)]
         ends = {leaf(names[0]), leaf(names[-1])} if names else set()
@@ -353,27 +409,46 @@ def gold_letter(item: ImprintItem) -> str:
                     "letter nor one of the options")
 
 
+_ARTICLE_OPENING = re.compile(r"^\s*An?\s+[a-z]")
+_LETTER_HEDGE = re.compile(r"^(?:either\s+)?[(\[]?([A-Z])[)\]]?\s*(?:or|/|and)\s*[(\[]?([A-Z])\b")
+
+
+def option_count(item: ImprintItem) -> int:
+    """How many letters an item offers: its options, else (letter gold, no options, as
+    docs/imprint.md §3.2 allows) A up to at least J and at least the gold's letter."""
+    if item.options:
+        return len(item.options)
+    return max(10, ord(gold_letter(item)) - ord("A") + 1)
+
+
 def chosen_letter(item: ImprintItem, output: str) -> str:
     """The option the answer picks, '' when it commits to none (module docstring)."""
-    n = len(item.options)
+    n = option_count(item)
     valid = "".join(chr(ord("A") + i) for i in range(n))
     rest = strip_think(output)
-    letter = extract_choice(rest, n_options=n) if n else ""
-    if letter:
-        return letter
     text = answer_text(output)
-    bare = _BARE_LETTER.match(text)
-    if bare and bare.group(1) in valid:
-        return bare.group(1)
     said = normalize_text(text)
     named = [i for i, o in enumerate(item.options) if normalize_text(o) and _phrase_spans(
         normalize_text(o), said)]
+    if len(named) == 1 and _ARTICLE_OPENING.match(text):  # "A softly seasoned bistro": no letter
+        return chr(ord("A") + named[0])
+    letter = extract_choice(rest, n_options=n)
+    if letter:
+        return letter
+    bare = _BARE_LETTER.match(text)
+    if bare and bare.group(1) in valid:
+        return bare.group(1)
     return chr(ord("A") + named[0]) if len(named) == 1 else ""
 
 
 def judge_choice(item: ImprintItem, output: str) -> Verdict:
-    """Correct iff the chosen letter is the gold's; no letter is wrong."""
+    """Correct iff the chosen letter is the gold's; no letter, or two letters offered as
+    alternatives ("A or B"), is wrong."""
     gold = gold_letter(item)
+    hedge = _LETTER_HEDGE.match(answer_text(output).strip())
+    if hedge and hedge.group(1) != hedge.group(2):
+        return Verdict(False, "hedged", "choice",
+                       f"offers {hedge.group(1)} and {hedge.group(2)} as alternatives")
     letter = chosen_letter(item, output)
     if not letter:
         return Verdict(False, "none", "choice", "no option letter")
@@ -408,23 +483,92 @@ def _inside(span: tuple[int, int], others: list[tuple[int, int]]) -> bool:
     return any(o[0] <= span[0] and span[1] <= o[1] and o != span for o in others)
 
 
-def _asserts(values: Sequence[str], rivals: Sequence[str], text: str) -> bool:
-    """Some value occurs in ``text`` other than as part of a longer rival occurrence
-    ("New York" inside "New York City" asserts only the longer one)."""
-    rival_spans = [s for r in rivals for s in _phrase_spans(normalize_text(r), text)]
-    return any(not _inside(s, rival_spans)
-               for v in values for s in _phrase_spans(normalize_text(v), text))
+_CLAUSE_BREAK = re.compile(
+    r"[;:()\[\]\n!?\u2014\u2013]|,(?!\d{3}\b)|\.(?!\d)|\s-\s|\bbut\b", re.IGNORECASE)
+_NEGATION = re.compile(
+    r"\b(?:not|never|neither|nor|no|isn t|wasn t|aren t|weren t|doesn t|didn t|hasn t)"
+    r"(?: \w+){0,2}$")
+_PAST_BEFORE = re.compile(
+    r"\b(?:from|replaced|replacing|replaces|succeeded|succeeding|succeeds|formerly|previously|"
+    r"former|was|were|used to|instead of|rather than|no longer|after|until|ousted|ex)"
+    r"(?: \w+){0,2}$")
+_PAST_AFTER = re.compile(
+    r"^(?:\w+ ){0,2}(?:was replaced|was succeeded|stepped down|left|previously|formerly|"
+    r"before|earlier|until|used to)\b")
+_HEDGE_WORD = "or"
+_GOLD_MARK = "\x00"
+
+
+def _clauses(text: str) -> list[str]:
+    """The answer's clauses, normalised: "X, who replaced Y" and "1.04 (down from 1.30)" are
+    two clauses each, so a marker speaks only of its own clause."""
+    return [c for c in (normalize_text(part) for part in _CLAUSE_BREAK.split(text)) if c]
+
+
+def _asserted_in(values: Sequence[str], rivals: Sequence[str], clause: str, *,
+                 past: bool) -> list[tuple[int, int]]:
+    """Occurrences of ``values`` in a normalised clause that assert them: not part of a
+    longer rival occurrence ("New York" inside "New York City"), not negated ("not X"), and
+    with ``past``, not named as the past ("down from X", "who replaced X", "X was replaced")."""
+    rival_spans = [s for r in rivals for s in _phrase_spans(normalize_text(r), clause)]
+    out = []
+    for value in values:
+        for span in _phrase_spans(normalize_text(value), clause):
+            before, after = clause[:span[0]].strip(), clause[span[1]:].strip()
+            if _inside(span, rival_spans) or _NEGATION.search(before):
+                continue
+            if past and (_PAST_BEFORE.search(before) or _PAST_AFTER.search(after)):
+                continue
+            out.append(span)
+    return out
+
+
+def _hedged(golds: Sequence[str], clause: str) -> bool:
+    """A gold offered with an alternative: "or" with the gold within three words on one
+    side and some other word on the other ("Faidres or Stovelubrev", "either 1.04 or 2.00";
+    two accepted forms of the gold joined by "or" are no hedge)."""
+    marked = clause
+    for gold in sorted((normalize_text(g) for g in golds), key=len, reverse=True):
+        if gold:
+            marked = re.sub(rf"(?<!\S){re.escape(gold)}(?!\S)", _GOLD_MARK, marked)
+    words = marked.split()
+    for i, word in enumerate(words):
+        if word != _HEDGE_WORD:
+            continue
+        left, right = words[max(0, i - 3):i], words[i + 1:i + 4]
+        for near, far in ((left, right), (right, left)):
+            if _GOLD_MARK in near and any(w not in (_GOLD_MARK, "maybe", "possibly", "perhaps")
+                                          for w in far):
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class _Reading:
+    gold: bool
+    stale: bool
+    hedged: bool
+
+
+def _read_values(item: ImprintItem, output: str) -> _Reading:
+    clauses = _clauses(answer_text(output))
+    gold = any(_asserted_in(item.golds, item.stale_golds, c, past=False) for c in clauses)
+    stale = any(_asserted_in(item.stale_golds, item.golds, c, past=True) for c in clauses)
+    hedged = any(_asserted_in(item.golds, item.stale_golds, c, past=False)
+                 and _hedged(item.golds, c) for c in clauses)
+    return _Reading(gold, stale, hedged)
 
 
 def judge_exact(item: ImprintItem, output: str) -> Verdict:
-    """Correct iff a gold is asserted as a whole-word phrase and no ``gold_before`` is."""
-    said = normalize_text(answer_text(output))
-    gold = _asserts(item.golds, item.stale_golds, said)
-    stale = _asserts(item.stale_golds, item.golds, said)
-    if gold and not stale:
-        return Verdict(True, "match", "exact", "gold stated")
-    if stale:
+    """Correct iff a gold is asserted, no ``gold_before`` is, and the gold is not offered
+    with an alternative (module docstring)."""
+    read = _read_values(item, output)
+    if read.stale:
         return Verdict(False, "stale", "exact", "states the value before the update")
+    if read.hedged:
+        return Verdict(False, "hedged", "exact", "offers the gold with an alternative")
+    if read.gold:
+        return Verdict(True, "match", "exact", "gold stated")
     return Verdict(False, "mismatch", "exact", "gold not stated")
 
 
@@ -433,18 +577,19 @@ def is_stale(item: ImprintItem, output: str) -> bool:
     the report (HorizonBench's "originally stated value"; docs/imprint.md §6.9)."""
     if not item.stale_golds:
         return False
-    said = normalize_text(answer_text(output))
-    return (_asserts(item.stale_golds, item.golds, said)
-            and not _asserts(item.golds, item.stale_golds, said))
+    read = _read_values(item, output)
+    return read.stale and not read.gold
 
 
-def judge_deterministic(item: ImprintItem, output: str) -> Verdict:
-    """The item's deterministic judge (``llm`` items need :class:`LLMJudge`)."""
+def judge_deterministic(item: ImprintItem, output: str, *,
+                        strict_abstention: bool = False) -> Verdict:
+    """The item's deterministic judge (``llm`` items need an LLM judge);
+    ``strict_abstention`` drops the denial rule of the abstention judge (App. D.1)."""
     judge = item.judge
     if judge == "yesno":
         return judge_yesno(item, output)
     if judge == "abstain":
-        return judge_abstain(item, output)
+        return judge_abstain(item, output, strict=strict_abstention)
     if judge == "identifier":
         return judge_identifier(item, output)
     if judge == "choice":
@@ -453,218 +598,3 @@ def judge_deterministic(item: ImprintItem, output: str) -> Verdict:
         return judge_exact(item, output)
     raise SpecError(f"item {item.item_id!r}: judge {judge!r} is not deterministic "
                     f"(deterministic judges: {', '.join(DETERMINISTIC_JUDGES)})")
-
-
-# ----------------------------------------------------------------------------- LLM judge
-
-LLM_JUDGE_SYSTEM = (
-    "You check one answer to a question against a reference answer and label it. "
-    "Judge only the answer's content, never its style or length."
-)
-LLM_JUDGE_TEMPLATE = (
-    "Question:\n{question}\n\n"
-    "Reference answer:\n{reference}\n\n"
-    "Answer to check:\n{response}\n\n"
-    "Pick the one label that fits the answer to check:\n"
-    "MATCH - it states the key fact of the reference answer, and states it correctly. Other "
-    "wording is fine; a partly right, hedged or incomplete answer does not qualify.\n"
-    "NONMATCH - it gives a different or wrong answer, stays vague, strays from the question, "
-    "or leaves the key fact out.\n"
-    "REFUSAL - it declines to answer, says it does not know, or says it lacks the "
-    "information.\n"
-    "You may reason in a few sentences first. Then write the label alone as the last line."
-)
-LLM_NO_ANSWER_REFERENCE = (
-    "(none: nothing known about this answers the question; a correct response says it does "
-    "not know or lacks the information)"
-)
-LLM_CHOICE_REFERENCE = "option {letter}: {text} (an answer naming option {letter} matches)"
-LLM_JUDGE_VERSION = "imprint-llm-judge-v1"
-LLM_JUDGE_PROMPT_HASH = hashlib.sha256("\x00".join(
-    (LLM_JUDGE_VERSION, LLM_JUDGE_SYSTEM, LLM_JUDGE_TEMPLATE, LLM_NO_ANSWER_REFERENCE,
-     LLM_CHOICE_REFERENCE)).encode()).hexdigest()[:16]
-"""The hash every LLM verdict carries and every cache key holds: change a prompt text and
-earlier verdicts are no longer reused."""
-
-LLM_JUDGE_PARAMS = SamplingParams(temperature=0.0, top_p=1.0, top_k=-1, max_tokens=1024, n=1)
-_LABEL = re.compile(r"\b(NON[-_ ]?MATCH|MATCH|REFUSAL)\b")
-
-
-def parse_llm_verdict(reply: str) -> str | None:
-    """The last MATCH / NONMATCH / REFUSAL word of a judge reply (NONMATCH, also spelled
-    NON-MATCH, is never read as MATCH), or None when there is none."""
-    labels = _LABEL.findall(strip_think(reply))
-    if not labels:
-        return None
-    last = labels[-1]
-    return "NONMATCH" if last.startswith("NON") else last
-
-
-def llm_reference(item: ImprintItem) -> str:
-    """What the judge compares against: the gold (its accepted variants), the gold option,
-    or, for a BoundAbs item, the statement that nothing answers it."""
-    if item.family == "BoundAbs":
-        return LLM_NO_ANSWER_REFERENCE
-    if item.options:
-        letter = gold_letter(item)
-        return LLM_CHOICE_REFERENCE.format(letter=letter,
-                                           text=item.options[ord(letter) - ord("A")])
-    golds = item.golds
-    return golds[0] + (f" (also accepted: {'; '.join(golds[1:])})" if len(golds) > 1 else "")
-
-
-def llm_verdict(item: ImprintItem, reply: str, judge_model: str) -> Verdict:
-    """The verdict a judge reply gives: correct iff MATCH (iff REFUSAL for BoundAbs)."""
-    label = parse_llm_verdict(reply)
-    wanted = "REFUSAL" if item.family == "BoundAbs" else "MATCH"
-    if label is None:
-        return Verdict(False, "NONMATCH", "llm", "judge reply holds no verdict word",
-                       judge_model, LLM_JUDGE_PROMPT_HASH)
-    return Verdict(label == wanted, label, "llm", f"judge said {label}, correct is {wanted}",
-                   judge_model, LLM_JUDGE_PROMPT_HASH)
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class ReplyCache:
-    """Model replies stored in a JSON Lines file, one record per key (``{"key", ...}``).
-
-    Loaded whole when opened; :meth:`put_many` adds records and rewrites the file atomically,
-    so a killed run keeps every batch it finished and a re-run sends only what is missing.
-    ``path`` None keeps the records in memory only.
-    """
-
-    def __init__(self, path: str | Path | None, required: Sequence[str] = ()):
-        self.path = Path(path) if path is not None else None
-        self._records: dict[str, dict[str, Any]] = {}
-        if self.path is None or not self.path.exists():
-            return
-        for number, record in iter_json_lines(self.path):
-            if not isinstance(record, dict) or not isinstance(record.get("key"), str):
-                raise DataError(self.path, f"line {number}", "key", "not a cache record")
-            absent = next((f for f in required if f not in record), None)
-            if absent is not None:
-                raise DataError(self.path, f"line {number}", absent, "missing key")
-            self._records[record["key"]] = record
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        return self._records.get(key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._records
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def put_many(self, records: Sequence[dict[str, Any]]) -> None:
-        for record in records:
-            self._records[record["key"]] = record
-        if self.path is None or not records:
-            return
-        with atomic_writer(self.path, make_parent=True) as handle:
-            for value in self._records.values():
-                handle.write(json.dumps(value, ensure_ascii=False, sort_keys=True) + "\n")
-
-
-class LLMJudge:
-    """MATCH / NONMATCH / REFUSAL judge over a model, temperature 0 (App. E.2/E.3).
-
-    Replies are cached (:class:`ReplyCache`), one ``{"key", "judge_model",
-    "judge_prompt_hash", "item_id", "reply"}`` record each, keyed by the judge model's name,
-    the prompt hash, the item (its id and the hash of its question and reference) and the hash
-    of the judged output.
-    """
-
-    def __init__(self, model: Model, cache_path: str | Path | None = None, *,
-                 batch_size: int = 256):
-        self.model = model
-        self.cache = ReplyCache(cache_path, required=("reply",))
-        self.batch_size = batch_size
-        self.calls = 0
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    def key(self, item: ImprintItem, output: str) -> str:
-        body = {"judge_model": self.model.name, "judge_prompt_hash": LLM_JUDGE_PROMPT_HASH,
-                "item_id": item.item_id,
-                "item_hash": _sha(item.question + "\x00" + llm_reference(item)),
-                "output_hash": _sha(output)}
-        return _sha(json.dumps(body, sort_keys=True))
-
-    def request(self, item: ImprintItem, output: str, key: str) -> GenerationRequest:
-        user = LLM_JUDGE_TEMPLATE.format(question=item.question.strip(),
-                                         reference=llm_reference(item),
-                                         response=strip_think(output) or "(empty)")
-        return GenerationRequest(
-            key=f"judge/{item.item_id}/{key[:12]}", stage="judge", params=LLM_JUDGE_PARAMS,
-            messages=(Message(role="system", content=LLM_JUDGE_SYSTEM),
-                      Message(role="user", content=user)))
-
-    async def judge_many(self, pairs: Sequence[tuple[ImprintItem, str]]) -> list[Verdict]:
-        """Verdicts for (item, output) pairs, same order; only uncached pairs call the model,
-        each distinct one once."""
-        keys = [self.key(item, output) for item, output in pairs]
-        todo: dict[str, GenerationRequest] = {}
-        for (item, output), key in zip(pairs, keys, strict=True):
-            if key not in self.cache and key not in todo:
-                todo[key] = self.request(item, output, key)
-        owners = {k: pairs[i][0].item_id for i, k in enumerate(keys)}
-        pending = list(todo.items())
-        for start in range(0, len(pending), self.batch_size):
-            chunk = pending[start:start + self.batch_size]
-            results = await self.model.generate([r for _, r in chunk])
-            self.calls += len(chunk)
-            records = []
-            for (key, _), result in zip(chunk, results, strict=True):
-                if not result.ok or not result.samples:
-                    raise JudgeError(f"judge model {self.model.name!r} failed on item "
-                                     f"{owners[key]!r}: {result.error or 'no sample'}")
-                records.append({"key": key, "judge_model": self.model.name,
-                                "judge_prompt_hash": LLM_JUDGE_PROMPT_HASH,
-                                "item_id": owners[key], "reply": result.samples[0].text})
-            self.cache.put_many(records)
-        return [llm_verdict(item, str((self.cache.get(key) or {}).get("reply", "")),
-                            self.model.name)
-                for (item, _), key in zip(pairs, keys, strict=True)]
-
-    async def judge(self, item: ImprintItem, output: str) -> Verdict:
-        return (await self.judge_many([(item, output)]))[0]
-
-
-# ----------------------------------------------------------------------------- entry point
-
-async def judge_outputs(items: Sequence[ImprintItem], predictions: Mapping[str, Sequence[str]],
-                        llm: LLMJudge | None = None) -> dict[str, list[Verdict]]:
-    """Every sample of every item that has predictions, judged: ``{item_id: [Verdict]}`` in
-    sample order. Items judged ``llm`` without ``llm`` are an error naming the first one.
-    The scorer and the run summary both judge through here."""
-    if llm is None:
-        needing = next((i for i in items if i.judge == "llm" and i.item_id in predictions), None)
-        if needing is not None:
-            raise SpecError(f"item {needing.item_id!r} is judged by an LLM judge; give a judge "
-                            "model")
-    verdicts: dict[str, list[Verdict]] = {}
-    llm_pairs: list[tuple[ImprintItem, str]] = []
-    for item in items:
-        samples = predictions.get(item.item_id)
-        if samples is None:
-            continue
-        if item.judge == "llm":
-            llm_pairs.extend((item, s) for s in samples)
-            continue
-        verdicts[item.item_id] = [judge_deterministic(item, s) for s in samples]
-    if llm_pairs and llm is not None:
-        judged = await llm.judge_many(llm_pairs)
-        for (item, _), verdict in zip(llm_pairs, judged, strict=True):
-            verdicts.setdefault(item.item_id, []).append(verdict)
-    return {i.item_id: verdicts[i.item_id] for i in items if i.item_id in verdicts}
-
-
-def judge_outputs_sync(items: Sequence[ImprintItem], predictions: Mapping[str, Sequence[str]],
-                       llm: LLMJudge | None = None) -> dict[str, list[Verdict]]:
-    """:func:`judge_outputs` for callers outside an event loop (the ``score`` command)."""
-    return asyncio.run(judge_outputs(items, predictions, llm))

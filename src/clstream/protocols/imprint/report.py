@@ -33,6 +33,8 @@ LEGEND = [
     ("Compression", "Corpus tokens of the instance divided by the tokens in context (the "
      "project's reading: the paper gives numbers without a formula). Methods that show nothing "
      "have none."),
+    ("Judge", "deterministic: the project's rule-based judges; llm:<model> (yn | rubric | "
+     "identifier+fallback): the paper's LLM judge of that family, run with --judge."),
     ("Stale", "Share of samples that give the value from before an update instead of after "
      "it (items with an update only)."),
 ]
@@ -90,6 +92,19 @@ def _family_table(setting: str, runs: list[RunView]) -> Table:
                      f"{r.f.integer(r.raw, 'coverage.total')}", True)]
         rows.append(tuple(row))
     return Table(f"{setting}: Pass@1 / AllCorrect@n by family (%)", tuple(columns), rows)
+
+
+def _judge_table(setting: str, runs: list[RunView]) -> Table:
+    """Which judge produced each number of the family table (docs/imprint.md §6)."""
+    fams = _families(runs)
+    columns = (Column("System"), *(Column(f) for f in fams))
+    rows = []
+    for r in runs:
+        by = r.f.mapping(r.raw, "metrics.by_family")
+        rows.append((Cell(_label(r)), *(Cell(str((by.get(f) or {}).get("judge", MISSING))
+                                             if isinstance(by.get(f), dict) else MISSING)
+                                        for f in fams)))
+    return Table(f"{setting}: the judge behind each number", columns, rows)
 
 
 def _bars(setting: str, runs: list[RunView]) -> Figure:
@@ -184,6 +199,7 @@ def render_imprint_section(runs: list[dict[str, Any]], labels: list[str], source
         if not group:
             continue
         tables.append(_family_table(setting, group))
+        tables.append(_judge_table(setting, group))
         axis = _axis_table(setting, group)
         if axis is not None:
             tables.append(axis)

@@ -24,6 +24,7 @@ from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap
 from clstream.metrics.exact import exact_mean
+from clstream.protocols.imprint.judge_plan import paper_judge
 from clstream.protocols.imprint.judging import Verdict, judge_deterministic
 from clstream.protocols.imprint.schema import FAMILIES, Item
 from clstream.render.runs import coverage_note
@@ -77,21 +78,34 @@ def context_tokens(items: list[Item], facts: dict[str, Any],
             "compression_ratio": _mean(ratios) if ratios and len(ratios) == len(means) else None}
 
 
+def judge_of_run(run: RunRow) -> tuple[str | None, bool]:
+    """The run's judge model (None: deterministic judges only) and whether abstention is
+    judged strictly, as its spec records them."""
+    params = run.spec.get("params") or {}
+    judge = params.get("judge")
+    model = judge.get("model") if isinstance(judge, dict) else None
+    return (str(model) if model is not None else None,
+            bool(params.get("strict_abstention", False)))
+
+
 def verdicts_of(store: ResultsReader, run: RunRow, items: list[Item],
                 samples: dict[str, list[str]]) -> dict[str, list[Verdict]]:
-    """Verdicts of every answered item: the LLM judge's stored ``judgment`` records for items
-    judged ``llm`` (an item not judged yet has none), the deterministic judges for the rest."""
+    """Verdicts of every answered item: the LLM judge's stored ``judgment`` records for the
+    items an LLM judge decides in this run (an item not judged yet, or whose judgment failed,
+    has none), the deterministic judges for the rest."""
+    judge_model, strict = judge_of_run(run)
     stored = {r.key: [Verdict(**v) for v in r.payload.get("verdicts", [])]
               for r in store.read_records(run.run_id, "judgment", errors=False)}
     out: dict[str, list[Verdict]] = {}
     for item in items:
         if item.item_id not in samples:
             continue
-        if item.judge == "llm":
+        if paper_judge(item, judge_model is not None) is not None:
             if item.item_id in stored:
                 out[item.item_id] = stored[item.item_id]
         else:
-            out[item.item_id] = [judge_deterministic(item, s) for s in samples[item.item_id]]
+            out[item.item_id] = [judge_deterministic(item, s, strict_abstention=strict)
+                                 for s in samples[item.item_id]]
     return out
 
 
@@ -105,10 +119,12 @@ def summarize_imprint_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     errors = (store.count(run.run_id, "item", errors=True)
               + store.count(run.run_id, "judgment", errors=True))
     params = run.spec.get("params") or {}
+    judge_model, strict = judge_of_run(run)
     out: dict[str, Any] = {
         "dataset": {"setting": params.get("setting"), "items": len(items),
                     "instances": len(view.get("instances", {}))},
         "supervision": params.get("supervision"),
+        "judge": {"model": judge_model, "strict_abstention": strict},
         "coverage": {"scored": len(done), "total": len(items), "unit": "items",
                      "errors": errors},
         "status": {"complete": len(done) == len(items) and errors == 0,
@@ -120,8 +136,9 @@ def summarize_imprint_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
 
     predictions = {i.item_id: samples[i.item_id] for i in done}
     judged = {i.item_id: verdicts[i.item_id] for i in done}
-    out["metrics"] = score_imprint(done, predictions, allow_missing=False, verdicts=judged)
-    out["details"] = score_details(done, predictions, verdicts=judged)
+    out["metrics"] = score_imprint(done, predictions, allow_missing=False, verdicts=judged,
+                                   judge_model=judge_model)
+    out["details"] = score_details(done, predictions, verdicts=judged, judge_model=judge_model)
     out["context"] = context_tokens(done, facts, view.get("corpus_tokens", {}))
     lengths = [facts[i.item_id]["completion"] / max(1, len(samples[i.item_id])) for i in done]
     capped = sum(f == "length" for i in done for f in facts[i.item_id]["finish"])
@@ -180,4 +197,10 @@ def text_rows(runs: list[dict[str, Any]]) -> list[str]:
             f"{_pct(avg.get('all_correct_at_n')):>7}"
             f"{'-' if tokens is None else f'{tokens:.0f}':>9}"
             f"{'-' if ratio is None else f'{ratio:.1f}x':>8}  {coverage_note(run) or 'complete'}")
+    for run in runs:
+        by = (run.get("metrics") or {}).get("by_family", {})
+        judges = "; ".join(f"{f} {by[f]['judge']}" for f in families
+                           if isinstance(by.get(f), dict) and "judge" in by[f])
+        if judges:
+            lines.append(f"  judges of {str(run.get('system', '?'))[:23]}: {judges}")
     return lines

@@ -31,10 +31,14 @@ answering request and the tokens the method injected). Model calls made while in
 finalizing are ``call`` records. A method with an artifact (a trained checkpoint) has its
 content hash recorded with the instance's memory.
 
-Judging. Items judged ``llm`` are judged once answered, by the run's judge model
-(:class:`~clstream.protocols.imprint.judging.LLMJudge`, its replies cached in the results directory);
-each item's verdicts are a ``judgment`` record, so the summary reads them instead of calling
-the judge again. Every other item is judged deterministically when the run is summarized.
+Judging. With a judge model (``--judge``), the items an LLM judge decides
+(:func:`~clstream.protocols.imprint.judge_plan.paper_judge`: the paper's judges, and items
+judged ``llm``) are judged once answered
+(:class:`~clstream.protocols.imprint.llm_judges.LLMJudge`, its replies cached in the results
+directory); each item's verdicts are a ``judgment`` record, so the summary reads them instead
+of calling the judge again. A sample the judge gave no verdict for makes the item's judgment
+an error record, retried by the next run. Every other item is judged deterministically when
+the run is summarized.
 
 Resume. The memory after ingestion is stored as a snapshot (stream ``<instance>/ingest``) with
 the calls that built it, in one transaction; so are intermediate snapshots after every document
@@ -71,7 +75,9 @@ from clstream.core.specs import RunSpec
 from clstream.core.types import Query, Response
 from clstream.driver.plan import Cell, Progress
 from clstream.driver.record_fields import call_records, timing_fields
-from clstream.protocols.imprint.judging import JudgeError, LLMJudge
+from clstream.protocols.imprint.judge_plan import judge_errors, judge_outputs, paper_judge
+from clstream.protocols.imprint.judging import JudgeError
+from clstream.protocols.imprint.llm_judges import LLMJudge
 from clstream.protocols.imprint.prompts import DEFAULT_PROMPT_STYLE, query_of
 from clstream.protocols.imprint.schema import CorpusDoc, Dataset, Item, QAPair
 from clstream.store.db import Record, ResultsStore
@@ -200,10 +206,12 @@ class ImprintRunner:
                                    for chunk in batches[wave:wave + self.parallel]))
 
     async def _judge(self, instance: str, items: list[Item]) -> None:
-        """LLM verdicts for the answered items judged ``llm`` that have none yet, stored as
-        ``judgment`` records (the judge model and prompt hash in each verdict)."""
-        wanted = [i for i in items if i.judge == "llm"]
-        if not wanted or self.judge is None:
+        """LLM verdicts for the answered items an LLM judge decides that have none yet,
+        stored as ``judgment`` records (the judge model and prompt hash in each verdict)."""
+        if self.judge is None:
+            return
+        wanted = [i for i in items if paper_judge(i) is not None]
+        if not wanted:
             return
         judged = self.store.done_keys(self.run_id, "judgment", stream=instance)
         answers = {r.key: r for r in self.store.read_records(self.run_id, "item",
@@ -211,20 +219,21 @@ class ImprintRunner:
         todo = [i for i in wanted if i.item_id in answers and i.item_id not in judged]
         if not todo:
             return
-        pairs = [(i, str(s)) for i in todo for s in answers[i.item_id].payload["samples"]]
+        samples = {i.item_id: [str(s) for s in answers[i.item_id].payload["samples"]]
+                   for i in todo}
         try:
-            verdicts = await self.judge.judge_many(pairs)
+            verdicts = await judge_outputs(todo, samples, self.judge)
         except JudgeError as exc:
             self.store.put_records(self.run_id, [
                 Record(kind="judgment", key=i.item_id, stream=instance, payload={},
                        error=str(exc), stage="judge") for i in todo])
             return
-        by_item: dict[str, list[dict[str, Any]]] = {}
-        for (item, _), verdict in zip(pairs, verdicts, strict=True):
-            by_item.setdefault(item.item_id, []).append(verdict.to_json())
+        errors = judge_errors(verdicts)
         self.store.put_records(self.run_id, [
             Record(kind="judgment", key=i.item_id, stream=instance, stage="judge",
-                   payload={"item_id": i.item_id, "verdicts": by_item[i.item_id]})
+                   payload={"item_id": i.item_id,
+                            "verdicts": [v.to_json() for v in verdicts[i.item_id]]},
+                   error=errors.get(i.item_id))
             for i in todo])
 
     async def _answer(self, instance: str, system: System,

@@ -187,13 +187,20 @@ def read_models(path: str | Path, model: type[M], key: str) -> list[M]:
     return out
 
 
+def _is_letter(gold: str) -> bool:
+    text = gold.strip().strip("()").strip().rstrip(".")
+    return len(text) == 1 and "A" <= text.upper() <= "Z"
+
+
 def load_items(path: str | Path) -> list[Item]:
     """The items file alone (``clstream score imprint`` reads only this and predictions)."""
     items = read_models(path, Item, "item_id")
     for item in items:
-        if item.judge == "choice" and not item.options:
-            raise DataError(path, f"item {item.item_id!r}", "options",
-                            "a 'choice' item needs its lettered options")
+        if item.judge == "choice" and not item.options and not _is_letter(item.golds[0]):
+            raise DataError(path, f"item {item.item_id!r}", "gold",
+                            "a 'choice' item without options needs a letter gold (A-Z)")
+        if item.judge == "choice" and item.options:
+            check_choice_gold(item, path)
         if not item.golds or any(not isinstance(g, str) or not g.strip() for g in item.golds):
             raise DataError(path, f"item {item.item_id!r}", "gold", "empty gold")
     return items
@@ -258,8 +265,8 @@ def check_references(data: Dataset, where: str | Path = "dataset") -> None:
 
 def check_choice_gold(item: Item, where: str | Path = "dataset") -> None:
     """A multiple-choice item with options names one of them as its gold: a letter within
-    the options, or an option's text. (Options are optional, SPECS §5: without them a letter
-    gold is read as it is.)"""
+    the options, or an option's text. (Options are optional, docs/imprint.md §3.2: without
+    them a letter gold is read as it is.)"""
     gold = item.golds[0].strip().strip("()").strip().rstrip(".") if item.golds else ""
     letters = [chr(ord("A") + i) for i in range(len(item.options))]
     if len(gold) == 1 and gold.upper().isalpha():

@@ -20,7 +20,14 @@ from typing import Any
 import clstream.protocols.imprint.metrics as metrics
 from clstream.core.errors import DataError, SpecError
 from clstream.core.jsonio import iter_json_lines
-from clstream.protocols.imprint.judging import LLMJudge, Verdict, is_stale, judge_outputs_sync
+from clstream.protocols.imprint.judge_plan import (
+    family_judges,
+    judge_errors,
+    judge_outputs_sync,
+    paper_judge,
+)
+from clstream.protocols.imprint.judging import Verdict, is_stale
+from clstream.protocols.imprint.llm_judges import LLMJudge
 from clstream.protocols.imprint.schema import FAMILIES, REPORTED_FAMILIES, Item
 
 Predictions = Mapping[str, Sequence[str]]
@@ -105,7 +112,7 @@ def _check_inputs(items: Sequence[Item], predictions: Predictions, allow_missing
         missing = next((i for i in items if i.item_id not in predictions), None)
         if missing is not None:
             raise SpecError(f"no prediction for item {missing.item_id!r} (allow missing "
-                            "predictions to count them as wrong)")
+                            "predictions to leave such items out)")
     if llm is None and verdicts is None:
         needing = next((i for i in items if i.judge == "llm"), None)
         if needing is not None:
@@ -122,23 +129,38 @@ def _ks(ks: Sequence[int] | None, n: int) -> list[int]:
 
 
 def _judged(items: Sequence[Item], predictions: Predictions, llm: LLMJudge | None,
-            verdicts: Verdicts | None) -> Verdicts:
+            verdicts: Verdicts | None, strict_abstention: bool) -> Verdicts:
     if verdicts is not None:
         return verdicts
-    return judge_outputs_sync(items, predictions, llm)
+    return judge_outputs_sync(items, predictions, llm, strict_abstention=strict_abstention)
+
+
+def scored_items(items: Sequence[Item], predictions: Predictions,
+                 verdicts: Verdicts) -> list[Item]:
+    """The items the metrics cover: those with a prediction whose every sample the judge
+    gave a verdict for. A missing item, or one the judge gave no verdict for, is left out
+    (counted in ``left_out``), never scored as wrong."""
+    errors = judge_errors(verdicts)
+    kept = [i for i in items if i.item_id in predictions and i.item_id not in errors]
+    if not kept:
+        raise SpecError("no item could be scored: "
+                        + (f"the judge gave no verdict for item {next(iter(errors))!r} "
+                           f"({next(iter(errors.values()))})" if errors
+                           else "no item has a prediction"))
+    return kept
 
 
 def item_counts(items: Sequence[Item], predictions: Predictions, verdicts: Verdicts,
                 n: int) -> list[metrics.ItemCounts]:
-    """(n, c) per item; an item with no prediction counts n wrong samples. Personalization
+    """(n, c) per item (every item must have a prediction and n verdicts). Personalization
     items carry their persona (else their instance) as the unit averaged first."""
     rows = []
     for item in items:
-        judged = verdicts.get(item.item_id) if item.item_id in predictions else None
-        if item.item_id in predictions and (judged is None or len(judged) != n):
+        judged = verdicts.get(item.item_id)
+        if judged is None or len(judged) != n:
             raise SpecError(f"item {item.item_id!r}: {0 if judged is None else len(judged)} "
                             f"verdicts for {n} samples")
-        correct = sum(v.correct for v in judged) if judged is not None else 0
+        correct = sum(v.correct for v in judged)
         unit = (item.persona or item.instance_id) if item.setting == "persona" else None
         rows.append(metrics.ItemCounts(item.item_id, item.family, n, correct, unit, item.axis))
     return rows
@@ -146,48 +168,61 @@ def item_counts(items: Sequence[Item], predictions: Predictions, verdicts: Verdi
 
 def score_imprint(items: Sequence[Item], predictions: Predictions, *,
                   ks: Sequence[int] | None = None, allow_missing: bool = False,
-                  llm: LLMJudge | None = None,
-                  verdicts: Verdicts | None = None) -> dict[str, Any]:
-    """The docs/imprint.md §3.4 ImprintBench JSON: ``{"n_items", "n_samples", "by_family": {family:
-    {"n_items", "pass_at_1", "pass_at_k": {k}, "all_correct_at_k": {k}, "se"}}, "avg":
-    {"pass_at_1", "all_correct_at_n"}}``.
+                  llm: LLMJudge | None = None, verdicts: Verdicts | None = None,
+                  strict_abstention: bool = False,
+                  judge_model: str | None = None) -> dict[str, Any]:
+    """The docs/imprint.md §3.4 ImprintBench JSON: ``{"n_items", "n_samples", "by_family":
+    {family: {"n_items", "pass_at_1", "pass_at_k": {k}, "all_correct_at_k": {k}, "se",
+    "judge"}}, "avg": {"pass_at_1", "all_correct_at_n"}, "left_out": {"missing",
+    "judge_errors"}}``.
 
     ``ks`` defaults to (1, n). A missing prediction is an error naming the first missing item
-    unless ``allow_missing`` (it then counts as n wrong samples); ``llm`` items need ``llm``
-    (or precomputed ``verdicts``, as the run summary passes them)."""
+    unless ``allow_missing`` (the item is then left out and counted); an item the judge gave
+    no verdict for is left out and counted. With ``llm`` the paper's judges decide where the
+    paper uses an LLM (:mod:`clstream.protocols.imprint.judge_plan`); ``verdicts`` are
+    precomputed ones (the run summary's, whose judge model ``judge_model`` names)."""
     _check_inputs(items, predictions, allow_missing, llm, verdicts)
     _setting_of(items)
     n = _sample_count(items, predictions)
     chosen = _ks(ks, n)
-    rows = item_counts(items, predictions, _judged(items, predictions, llm, verdicts), n)
+    judged = _judged(items, predictions, llm, verdicts, strict_abstention)
+    scored = scored_items(items, predictions, judged)
+    rows = item_counts(scored, predictions, judged, n)
     cells = metrics.by_family(rows, sorted({*chosen, n}), FAMILIES)
-    return _contract(len(items), n, cells, chosen)
+    judges = family_judges(scored, llm.name if llm is not None else judge_model)
+    left_out = {"missing": len(missing_items(items, predictions)),
+                "judge_errors": len(judge_errors(judged))}
+    return _contract(len(scored), n, cells, chosen, judges, left_out)
 
 
 def _contract(n_items: int, n: int, cells: dict[str, dict[str, Any]],
-              ks: Sequence[int]) -> dict[str, Any]:
+              ks: Sequence[int], judges: dict[str, str],
+              left_out: dict[str, int]) -> dict[str, Any]:
     """The docs/imprint.md §3.4 keys, in order; cells hold k = n for the Avg even where ``ks`` omits it."""
     keep = [str(k) for k in ks]
     return {
         "n_items": n_items,
         "n_samples": n,
         "by_family": {f: {**c, "pass_at_k": {k: c["pass_at_k"][k] for k in keep},
-                          "all_correct_at_k": {k: c["all_correct_at_k"][k] for k in keep}}
+                          "all_correct_at_k": {k: c["all_correct_at_k"][k] for k in keep},
+                          "judge": judges[f]}
                       for f, c in cells.items()},
         "avg": {"pass_at_1": metrics.average(c["pass_at_1"] for c in cells.values()),
                 "all_correct_at_n": metrics.average(c["all_correct_at_k"][str(n)]
                                                     for c in cells.values())},
+        "left_out": left_out,
     }
 
 
 def missing_items(items: Sequence[Item], predictions: Predictions) -> list[str]:
-    """Items with no prediction (counted wrong under ``allow_missing``)."""
+    """Items with no prediction (left out under ``allow_missing``)."""
     return [i.item_id for i in items if i.item_id not in predictions]
 
 
 def score_details(items: Sequence[Item], predictions: Predictions, *,
                   ks: Sequence[int] | None = None, allow_missing: bool = False,
                   llm: LLMJudge | None = None, verdicts: Verdicts | None = None,
+                  strict_abstention: bool = False, judge_model: str | None = None,
                   n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """The tables beyond the docs/imprint.md §3.4 JSON, for the run summary and the report:
 
@@ -200,14 +235,18 @@ def score_details(items: Sequence[Item], predictions: Predictions, *,
     * ``by_persona`` -- ``{persona: {family: {n_items, pass_at_1}}}`` (personalization);
     * ``ci95_pass_at_1`` -- seeded percentile bootstrap per family (personas resampled);
     * ``se_all_correct_at_n`` -- sqrt(p(1-p)/N) per family (docs/imprint.md §7.6);
-    * ``llm_judged_items`` -- per family, how many items the LLM judge decided;
-    * ``missing`` -- the items without a prediction.
+    * ``llm_judged_items`` -- per family, how many items an LLM judge decided;
+    * ``judges`` -- per family, the judge behind its numbers;
+    * ``missing`` -- the items without a prediction; ``judge_errors`` -- the items the judge
+      gave no verdict for, with the first error (both left out).
     """
     _check_inputs(items, predictions, allow_missing, llm, verdicts)
     setting = _setting_of(items)
     n = _sample_count(items, predictions)
     chosen = _ks(ks, n)
-    judged = _judged(items, predictions, llm, verdicts)
+    judged = _judged(items, predictions, llm, verdicts, strict_abstention)
+    everything = items
+    items = scored_items(items, predictions, judged)
     rows = item_counts(items, predictions, judged, n)
     cells = metrics.by_family(rows, sorted({*chosen, n}), FAMILIES)
     by_item = {i.item_id: i for i in items}
@@ -245,8 +284,9 @@ def score_details(items: Sequence[Item], predictions: Predictions, *,
                                               n_boot=n_boot, seed=seed)) for f in cells}
     se_all = {f: metrics.se_of_proportion(c["all_correct_at_k"][str(n)], c["n_items"])
               for f, c in cells.items()}
-    llm_judged = {f: sum(1 for r in rows if r.family == f and by_item[r.item_id].judge == "llm")
-                  for f in cells}
+    judge_name = llm.name if llm is not None else judge_model
+    llm_judged = {f: sum(1 for r in rows if r.family == f and paper_judge(
+        by_item[r.item_id], judge_name is not None) is not None) for f in cells}
     return {
         "setting": setting,
         "n_samples": n,
@@ -263,5 +303,7 @@ def score_details(items: Sequence[Item], predictions: Predictions, *,
         "ci95_pass_at_1": ci,
         "se_all_correct_at_n": se_all,
         "llm_judged_items": {f: c for f, c in llm_judged.items() if c},
-        "missing": missing_items(items, predictions),
+        "judges": family_judges(items, judge_name),
+        "missing": missing_items(everything, predictions),
+        "judge_errors": judge_errors(judged),
     }

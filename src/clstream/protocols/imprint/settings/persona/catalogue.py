@@ -1,5 +1,5 @@
 """The attribute catalogue and the sentence templates of the procedural persona generator
-(docs/imprint.md §4.5; brief §3.3(a)).
+(docs/imprint.md §4.5).
 
 Every attribute carries the semantic frame the paper attaches to a fact (ImprintBench App. D.3:
 domain, constraint dimension, task affordances) and its own wording, so that every sentence and

@@ -567,7 +567,7 @@ def _items(config: PersonaConfig, persona: _Persona) -> list[Item]:
 
 def _comprel_items(config: PersonaConfig, rng: random.Random, persona: _Persona,
                    shown: dict[str, dict[str, Any]], add: Any) -> None:
-    """A decision over two or three facts of the person (App. D.3 CompRel; brief §3.3 item 7).
+    """A decision over two or three facts of the person (App. D.3 CompRel; docs/imprint.md §4.5).
 
     The facts have distinct constraint dimensions. Every option is a plan bundling one
     recommendation per fact (a value's ``suggestion``); the options instantiate a truth table
