@@ -147,7 +147,10 @@ async def execute_run(plan: PlannedRun, runner: CellRunner, store: ResultsStore,
         store.add_wall_time(run_id, time.perf_counter() - start)
         transport.save(store, run_id)
     after = _counts(store, run_id, totals)
-    errors = sum(store.count(run_id, kind, errors=True) for kind in totals)
+    # Units that failed, and any other record the run needs that failed (an LLM verdict):
+    # each leaves the run incomplete, to be retried by a rerun.
+    errors = sum(store.count(run_id, kind, errors=True)
+                 for kind in dict.fromkeys([*totals, *plan.error_kinds]))
     return RunResult(run_id, plan.label, {k: (after[k], totals[k]) for k in totals},
                      errors + len(stopped), time.perf_counter() - start, resumed,
                      stopped[0] if stopped else None)

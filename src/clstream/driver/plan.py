@@ -133,4 +133,5 @@ class RunResult:
 
     @property
     def complete(self) -> bool:
-        return self.stopped is None and self.done >= self.total
+        """Every unit done and no stored error (a failed verdict leaves a done unit unscored)."""
+        return self.stopped is None and self.done >= self.total and self.errors == 0

@@ -129,13 +129,14 @@ def test_a_reply_without_a_verdict_is_an_error(tmp_path: Path,
     out = tmp_path / "results"
     server = JudgeServer(garble=True)
     with server:
-        main(run_argv(data, out, server.base_url))  # answered; the judgments are errors
+        # answered, the judgments are errors: the run is incomplete, with the resume line
+        assert main(run_argv(data, out, server.base_url)) == 3
+        assert "clstream run" in capsys.readouterr().err
         first = len(server.requests)
-        capsys.readouterr()
         assert main(["summary", str(out), "--json"]) == 0
         run = json.loads(capsys.readouterr().out)["runs"][0]
         # never cached: the next run asks again
-        main(run_argv(data, out, server.base_url))
+        assert main(run_argv(data, out, server.base_url)) == 3
         assert len(server.requests) == 2 * first
     judged = sum(run["metrics"]["by_family"].get(f, {}).get("n_items", 0)
                  for f in ("TempUpd", "CompRel", "ImpRel"))
