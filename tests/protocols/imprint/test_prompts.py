@@ -4,10 +4,13 @@ coaching only when asked for, and the style recorded in the run spec (docs/impri
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from clstream.cli import main
 from clstream.core import layout
 from clstream.protocols.imprint import arguments
 from clstream.protocols.imprint.prompts import PROMPT_STYLES, query_of
@@ -65,3 +68,23 @@ def test_reply_shapes_the_paper_prescribes_stay_in_the_bare_prompt(
 def test_an_unknown_style_is_refused() -> None:
     with pytest.raises(ValueError, match="prompt style 'loud'"):
         query_of(item(), "loud")
+
+
+def test_the_style_is_in_the_run_spec_and_tells_the_summary_rows_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, out = tmp_path / "data", tmp_path / "res"
+    assert main(["generate", "imprint", "--setting", "news", "--size", "small", "--out",
+                 str(data)]) == 0
+    for style in PROMPT_STYLES:
+        assert main(["run", "imprint", str(data), "--model", "builtin", "--samples", "1",
+                     "--no-progress", "--out", str(out), "--system", "oracle", "--prompt",
+                     style]) == 0
+    capsys.readouterr()
+    assert main(["summary", str(out), "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert sorted(r["meta"]["spec"]["params"]["prompt"] for r in runs) == ["bare", "coached"]
+    assert len({r["run_id"] for r in runs}) == 2
+    assert main(["summary", str(out)]) == 0
+    rows = [line.split()[0:2] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("oracle")]
+    assert sorted(rows) == [["oracle", "[coached]"], ["oracle", "news"]]

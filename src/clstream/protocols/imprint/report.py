@@ -17,7 +17,7 @@ from typing import Any
 
 from clstream.protocols.imprint.schema import FAMILIES
 from clstream.render import figures
-from clstream.render.base import Cell, Column, Figure, Section, Table
+from clstream.render.base import Cell, Column, Figure, Section, Table, display_labels
 from clstream.render.common import details_table
 from clstream.render.fmt import MISSING
 from clstream.render.runs import RunView, read_runs, scored_runs
@@ -183,9 +183,24 @@ def _axis_table(setting: str, runs: list[RunView]) -> Table | None:
     return Table(f"{setting}: Pass@1 by sub-axis (%) and stale answers", columns, rows)
 
 
+def run_label(run: dict[str, Any]) -> str:
+    """The system, tagged with what else in its spec changes its numbers: the coached prompt,
+    strict abstention, an LLM judge (docs/imprint.md §2, §6), so rows never look alike."""
+    params = ((run.get("meta") or {}).get("spec") or {}).get("params") or {}
+    tags = [tag for tag, on in (("coached", params.get("prompt") == "coached"),
+                                ("strict", bool(params.get("strict_abstention"))),
+                                ("judge", bool(params.get("judge")))) if on]
+    system = str(run.get("system", "?"))
+    return f"{system} [{','.join(tags)}]" if tags else system
+
+
 def render_imprint_section(runs: list[dict[str, Any]], labels: list[str], source: object
                            ) -> Section:
-    """Build the ImprintBench section for ``runs`` (all with protocol ``imprint``)."""
+    """Build the ImprintBench section for ``runs`` (all with protocol ``imprint``); each run's
+    label carries the spec choices that change its numbers (:func:`run_label`)."""
+    if any(run_label(r) != str(r.get("system", "?")) for r in runs if isinstance(r, dict)):
+        labels = display_labels([{**r, "system": run_label(r)} if isinstance(r, dict) else r
+                                 for r in runs])
     parsed = read_runs(source, runs, labels)
     scored = scored_runs(parsed)
     settings: list[str] = []

@@ -26,6 +26,7 @@ from clstream.driver.record_fields import cut_by_cap
 from clstream.metrics.exact import exact_mean
 from clstream.protocols.imprint.judge_plan import paper_judge
 from clstream.protocols.imprint.judging import Verdict, judge_deterministic
+from clstream.protocols.imprint.report import run_label
 from clstream.protocols.imprint.schema import FAMILIES, Item
 from clstream.render.runs import coverage_note
 
@@ -191,16 +192,25 @@ def text_rows(runs: list[dict[str, Any]]) -> list[str]:
         cells = "".join(f"{_pct((by.get(f) or {}).get('pass_at_1')):>9}" for f in families)
         avg = metrics.get("avg") or {}
         lines.append(
-            f"{str(run.get('system', '?'))[:23]:<24}"
+            f"{run_label(run)[:23]:<24}"
             f"{str((run.get('dataset') or {}).get('setting')):<9}"
             f"{str(run.get('supervision')):<5}{cells}{_pct(avg.get('pass_at_1')):>8}"
             f"{_pct(avg.get('all_correct_at_n')):>7}"
             f"{'-' if tokens is None else f'{tokens:.0f}':>9}"
             f"{'-' if ratio is None else f'{ratio:.1f}x':>8}  {coverage_note(run) or 'complete'}")
+    said: dict[str, list[str]] = {}  # the judges line -> the runs it holds for
     for run in runs:
         by = (run.get("metrics") or {}).get("by_family", {})
-        judges = "; ".join(f"{f} {by[f]['judge']}" for f in families
-                           if isinstance(by.get(f), dict) and "judge" in by[f])
-        if judges:
-            lines.append(f"  judges of {str(run.get('system', '?'))[:23]}: {judges}")
+        kinds = {f: by[f]["judge"] for f in families
+                 if isinstance(by.get(f), dict) and "judge" in by[f]}
+        if not kinds:
+            continue
+        if set(kinds.values()) == {"deterministic"}:
+            judges = "deterministic for every family"
+        else:
+            judges = "; ".join(f"{f} {kind}" for f, kind in kinds.items())
+        said.setdefault(judges, []).append(run_label(run))
+    for judges, labels in said.items():
+        whose = "" if len(said) == 1 else f" of {', '.join(labels)}"
+        lines.append(f"  judges{whose}: {judges}")
     return lines
