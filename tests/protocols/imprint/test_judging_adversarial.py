@@ -139,6 +139,8 @@ ROWS: list[tuple[Item, str, bool]] = [
     (CODE_REFRES, "`cumulative_sum` or `running_total`", False),
     (CODE_REFRES, "Not cumulative_sum", False),
     (CODE_REFRES, "`quillkit.running_total`", False),
+    (CODE_REFRES, "cumulative_sum or cumsum", False),
+    (CODE_REFRES, "The function is cumulative_sum", True),
     # code ImpRel: list-contains
     (CODE_IMPREL, "- quillkit.strings.slice\n- quillkit.strings.pad", True),
     (CODE_IMPREL, "slice, pad and strip", True),
@@ -157,6 +159,14 @@ ROWS: list[tuple[Item, str, bool]] = [
     (PERSONA_BOUNDABS, "No, you live in Lisbon.", False),
     (PERSONA_BOUNDABS, "You live in Lisbon.", False),
     (PERSONA_BOUNDABS, "Yes. Where you live is unknown to me.", False),
+    (PERSONA_BOUNDABS, "I don't have that information.", True),
+    (PERSONA_BOUNDABS, "I'm not sure - maybe Lisbon?", False),
+    (PERSONA_BOUNDABS, "I don't know. Maybe you could tell me?", True),
+    # news: hedges, negations and stated updates (App. E.1's Y/N judge)
+    (NEWS_HOP, "Faidres or Stovelubrev", False),
+    (NEWS_HOP, "Stovelubrev, not Faidres", True),
+    (NEWS_FORWARD, "Goth Tigiakouk replaced Saites Duliv.", True),
+    (NEWS_PRICE, "It used to be 1.04, now 1.30", False),
     # persona choice, with options and letter-only
     (PERSONA_CHOICE, "B", True),
     (PERSONA_CHOICE, "(B) the bistro", True),

@@ -65,6 +65,11 @@ EXTENSION_ABSTAIN_PHRASES: tuple[str, ...] = (
     "do not know", "don't know", "not enough information", "no information on",
     "unable to find", "can't find", "cannot determine", "no mention of", "not available in",
     "unknown", "not sure", "cannot answer", "can't answer", "no idea",
+    "don't have that information", "do not have that information",
+    "don't have any information", "do not have any information", "have no information",
+    "don't have enough information", "do not have enough information", "cannot tell",
+    "can't tell", "haven't mentioned", "have not mentioned", "never mentioned",
+    "haven't told me", "have not told me", "no way to know",
 )
 """clstream's extension of the abstention list (on unless ``extended=False``)."""
 
@@ -240,6 +245,15 @@ def abstain_phrases(extended: bool = True) -> tuple[str, ...]:
     return PAPER_ABSTAIN_PHRASES + (EXTENSION_ABSTAIN_PHRASES if extended else ())
 
 
+_GUESS = re.compile(
+    r"\b(?:maybe|perhaps|probably|possibly|likely|my guess is|i(?:'d| would)? guess|i think|"
+    r"i believe|i suspect)\b[\s,:-]+(?!you\b|i\b|we\b|it\b|that\b|this\b|ask\b|tell\b|"
+    r"share\b|let\b|check\b|could\b|can\b|would\b|should\b|not\b)[A-Za-z]",
+    re.IGNORECASE)
+"""A guess after an abstention phrase ("I'm not sure -- maybe Lisbon?"): a claim, which the
+personalization rubric does not read as a REFUSAL (App. E.3)."""
+
+
 def judge_abstain(item: ImprintItem, output: str, *, strict: bool = False,
                   extended: bool = True, phrases: Sequence[str] | None = None) -> Verdict:
     """Correct iff the answer abstains: a listed phrase in the first 600 characters, not
@@ -256,6 +270,11 @@ def judge_abstain(item: ImprintItem, output: str, *, strict: bool = False,
     affirmed = token is not None and token.group(1).lower() == "yes"
     if affirmed and (found is None or token is not None and token.start() < found[0]):
         return Verdict(False, "answer", "abstain", "affirms a claim ('yes')")
+    if found is not None and item.setting == "persona":
+        guess = _GUESS.search(window, found[0])
+        if guess is not None:  # the rubric's REFUSAL declines; a guess is an answer
+            return Verdict(False, "answer", "abstain",
+                           f"guesses after abstaining ({guess.group(0).strip()!r})")
     if found is not None:
         return Verdict(True, "abstain", "abstain", f"abstention phrase {found[1]!r}")
     denial_counts = not strict and item.setting != "persona"
@@ -340,6 +359,20 @@ def drop_negated_names(text: str) -> str:
     return _NEGATED_NAME.sub(" ", _fold_quotes(text))
 
 
+_ALTERNATIVES = re.compile(r"\s*(?:,|;|/|\bor\b|\band\b|\beither\b)\s*", re.IGNORECASE)
+
+
+def _offered_names(text: str) -> list[str]:
+    """The distinct leaves of an answer that is nothing but names offered as alternatives
+    ("cumulative_sum or cumsum", "`a`, `b`"): a hedged list, which the paper's identifier
+    judge does not accept. Any other answer gives []."""
+    parts = [p for p in _ALTERNATIVES.split(text.strip().rstrip(".?!")) if p]
+    names = [normalize_identifier(p) for p in parts]
+    if len(names) < 2 or not all(_IDENTIFIER.match(n) for n in names):
+        return []
+    return list(dict.fromkeys(leaf(n) for n in names))
+
+
 def judge_identifier(item: ImprintItem, output: str) -> Verdict:
     """The identifier judge (module docstring); ImpRel items go to :func:`judge_list_contains`."""
     if item.family == "ImpRel":
@@ -351,6 +384,10 @@ def judge_identifier(item: ImprintItem, output: str) -> Verdict:
         if hit is not None:
             return Verdict(True, "match", "identifier", f"{whole!r} agrees with {hit!r}")
         return Verdict(False, "mismatch", "identifier", f"{whole!r} is not {item.golds[0]!r}")
+    offered = _offered_names(text)
+    if len(offered) > 1:
+        return Verdict(False, "hedged", "identifier",
+                       f"{len(offered)} names offered: {', '.join(offered[:6])}")
     namespaces = {normalize_identifier(g) for g in item.golds}
     candidates = [c for c in asserted_identifiers(text)
                   if not any(g.startswith(c + ".") for g in namespaces)]
