@@ -233,32 +233,35 @@ def load_dataset(directory: str | Path) -> Dataset:
 
 def check_references(data: Dataset, where: str | Path = "dataset") -> None:
     """Every item's and pair's document exists, in the same instance; items match the
-    manifest's setting; Q holds no test question (:func:`check_disjoint`)."""
+    manifest's setting; Q holds no test question (:func:`check_disjoint`). An error names the
+    file of the record at fault when ``where`` is the dataset directory."""
+    items_file: str | Path = Path(where) / "items.jsonl" if isinstance(where, Path) else where
+    qa_file: str | Path = Path(where) / "qa.jsonl" if isinstance(where, Path) else where
     docs = {d.doc_id: d for d in data.corpus}
     per_instance: dict[str, int] = {}
     for corpus_doc in data.corpus:
         per_instance[corpus_doc.instance_id] = per_instance.get(corpus_doc.instance_id, 0) + 1
     for item in data.items:
         if item.after_doc is not None and item.after_doc > per_instance.get(item.instance_id, 0):
-            raise DataError(where, f"item {item.item_id!r}", "after_doc",
+            raise DataError(items_file, f"item {item.item_id!r}", "after_doc",
                             f"{item.after_doc} is past the instance's "
                             f"{per_instance.get(item.instance_id, 0)} documents")
         if item.setting != data.setting:
-            raise DataError(where, f"item {item.item_id!r}", "setting",
+            raise DataError(items_file, f"item {item.item_id!r}", "setting",
                             f"{item.setting!r} in a {data.setting!r} dataset")
         for doc_id in item.source_doc_ids:
             doc = docs.get(doc_id)
             if doc is None:
-                raise DataError(where, f"item {item.item_id!r}", "source_doc_ids",
+                raise DataError(items_file, f"item {item.item_id!r}", "source_doc_ids",
                                 f"no document {doc_id!r} in corpus.jsonl")
             if doc.instance_id != item.instance_id:
-                raise DataError(where, f"item {item.item_id!r}", "source_doc_ids",
+                raise DataError(items_file, f"item {item.item_id!r}", "source_doc_ids",
                                 f"document {doc_id!r} belongs to instance {doc.instance_id!r}")
         if item.judge == "choice" and item.options:
-            check_choice_gold(item, where)
+            check_choice_gold(item, items_file)
     for pair in data.qa:
         if pair.doc_id not in docs:
-            raise DataError(where, f"qa {pair.qa_id!r}", "doc_id",
+            raise DataError(qa_file, f"qa {pair.qa_id!r}", "doc_id",
                             f"no document {pair.doc_id!r} in corpus.jsonl")
     check_disjoint(data.qa, data.items, where)
 
