@@ -8,6 +8,9 @@ import argparse
 import hashlib
 import json
 import math
+import os
+import shutil
+import sqlite3
 import sys
 from functools import partial
 from pathlib import Path
@@ -15,6 +18,7 @@ from typing import Any
 
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
+from clstream.core.files import WriteError, os_error_cause, sqlite_disk_cause
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
 from clstream.driver.flags import (
@@ -153,11 +157,30 @@ def _close(envs: dict[str, EnvironmentBase]) -> None:
 
 # -- generate ---------------------------------------------------------------------------------
 def generate(args: argparse.Namespace) -> int:
+    """Each task's materials in ``OUT/<task>``, all or nothing per task: written into a hidden
+    staging directory beside it, then renamed into place, so a full or read-only disk leaves
+    no partial task directory (and no ``OUT`` this command created)."""
     out = Path(args.out)
+    created = not out.exists()
     for task in task_names(args.task):
         env = make_env(task, args.seed, args.schedule)
+        stage = out / f".{task}.partial-{os.getpid()}"
         try:
-            paths = write_materials(env, out / task)
+            paths = write_materials(env, stage)
+            if (out / task).is_dir():
+                shutil.rmtree(out / task)
+            os.replace(stage, out / task)
+        except (OSError, sqlite3.Error, WriteError) as error:
+            shutil.rmtree(stage, ignore_errors=True)
+            if created:
+                shutil.rmtree(out, ignore_errors=True)
+            if isinstance(error, WriteError):
+                raise WriteError(out / task, error.cause) from None
+            cause = (sqlite_disk_cause(error, stage / "x") if isinstance(error, sqlite3.Error)
+                     else os_error_cause(error))
+            if cause is None:
+                raise
+            raise WriteError(out / task, cause) from None
         finally:
             _close({task: env})
         print(f"{task}: {len(paths)} files in {out / task}", file=sys.stderr)
