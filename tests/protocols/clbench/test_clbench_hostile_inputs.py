@@ -188,3 +188,21 @@ def test_a_full_disk_during_a_run_is_one_line_and_leaves_the_run_resumable(
     assert "no space left on device" in failed and "Traceback" not in done.stderr, done.stderr
     runs = json.loads(done.stdout[done.stdout.index("{"):])["runs"]  # resumed when space came
     assert [r["status"]["complete"] for r in runs] == [True], runs
+
+
+def test_a_full_disk_while_generating_leaves_no_directory(tmp_path: Path) -> None:
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare (util-linux) to mount a small tmpfs")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    command = (f"mount -t tmpfs -o size=64k tmpfs {disk} && {sys.executable} -m clstream "
+               f"generate clbench --task database_exploration --out {disk}/g; echo rc=$?; "
+               f"ls -A {disk}")
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", command],
+                          capture_output=True, text=True, timeout=120)
+    if "rc=" not in done.stdout:
+        pytest.skip(f"cannot mount a tmpfs here (needs root and mount namespaces): "
+                    f"{done.stderr.strip()[:200]}")
+    assert "rc=2" in done.stdout and done.stdout.split("rc=2")[1].strip() == "", done.stdout
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "no space left on device" in lines[0], done.stderr
