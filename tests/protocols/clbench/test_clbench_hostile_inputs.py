@@ -6,26 +6,18 @@ the commands.)"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from clstream.cli import main as cli_main
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hostile_cli import check_one_line, digest, main, on_small_disk  # noqa: E402
 
 TASK = "blind_spectrum_monitoring"
 
-
-def main(argv: list[str]) -> int:
-    """The CLI in this process; argparse's own refusals exit 2 through SystemExit."""
-    try:
-        return cli_main(argv)
-    except SystemExit as stop:
-        return int(stop.code or 0)
 
 
 @pytest.fixture(scope="module")
@@ -40,17 +32,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _digest(directory: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(directory.glob("results.sqlite*"))}
-
-
-def _check(capsys: pytest.CaptureFixture[str], code: int, needle: str) -> None:
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    assert lines[0].startswith("clstream: error: ") and needle in lines[0], (needle, lines[0])
 
 
 HUGE = "1" + "0" * 30
@@ -89,15 +70,15 @@ def test_a_hostile_run_flag_is_one_line_and_registers_nothing(
     extra, needle = RUN_FLAGS[case]
     res = tmp_path / "res"
     shutil.copytree(base / "res", res)
-    before = _digest(res)
+    before = digest(res)
     argv = ["run", "clbench", "--schedule", "short", "--no-progress", "--out", str(res)]
     argv += [] if "--task" in extra else ["--task", TASK]
     argv += [] if "--rollouts" in extra else ["--rollouts", "1"]
     argv += [] if "--system" in extra else ["--system", "memory-free"]
     argv += [] if "--model" in extra else ["--model", "builtin"]
     capsys.readouterr()
-    _check(capsys, main([*argv, *extra]), needle)
-    assert _digest(res) == before
+    check_one_line(capsys, main([*argv, *extra]), needle)
+    assert digest(res) == before
 
 
 def _rows(base: Path) -> list[dict[str, object]]:
@@ -139,7 +120,7 @@ def test_hostile_records_are_one_line(base: Path, tmp_path: Path,
         out = capsys.readouterr().out
         assert code == 0 and "\\udcff" in out
         return
-    _check(capsys, code, needle)
+    check_one_line(capsys, code, needle)
 
 
 RAW: dict[str, bytes] = {
@@ -158,31 +139,23 @@ def test_hostile_record_files_are_one_line(tmp_path: Path, capsys: pytest.Captur
                                            case: str) -> None:
     path = tmp_path / "r.jsonl"
     path.write_bytes(RAW[case])
-    _check(capsys, main(["score", "clbench", str(path)]), str(path))
+    check_one_line(capsys, main(["score", "clbench", str(path)]), str(path))
 
 
 def test_a_missing_records_file_and_a_directory_instead(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _check(capsys, main(["score", "clbench", str(tmp_path / "none.jsonl")]), "none.jsonl")
-    _check(capsys, main(["score", "clbench", str(tmp_path)]), str(tmp_path))
+    check_one_line(capsys, main(["score", "clbench", str(tmp_path / "none.jsonl")]), "none.jsonl")
+    check_one_line(capsys, main(["score", "clbench", str(tmp_path)]), str(tmp_path))
 
 
 def test_a_full_disk_during_a_run_is_one_line_and_leaves_the_run_resumable(
         tmp_path: Path) -> None:
-    if shutil.which("unshare") is None:
-        pytest.skip("needs unshare (util-linux) to mount a small tmpfs")
     disk = tmp_path / "disk"
-    disk.mkdir()
     run = (f"{sys.executable} -m clstream run clbench --task {TASK} --schedule short "
            f"--rollouts 1 --system notepad --model builtin --no-progress --out {disk}/res")
-    command = (f"mount -t tmpfs -o size=600k tmpfs {disk} && {{ {run}; echo rc=$?; }} && "
-               f"mount -o remount,size=16m {disk} && {run} > /dev/null && "
-               f"{sys.executable} -m clstream summary {disk}/res --json")
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", command],
-                          capture_output=True, text=True, timeout=300)
-    if "rc=" not in done.stdout:
-        pytest.skip(f"cannot mount a tmpfs here (needs root and mount namespaces): "
-                    f"{done.stderr.strip()[:200]}")
+    done = on_small_disk(disk, "600k", f"{{ {run}; echo rc=$?; }} && "
+                         f"mount -o remount,size=16m {disk} && {run} > /dev/null && "
+                         f"{sys.executable} -m clstream summary {disk}/res --json")
     assert "rc=2" in done.stdout, done.stdout
     failed = done.stderr.splitlines()[0]
     assert "no space left on device" in failed and "Traceback" not in done.stderr, done.stderr
@@ -191,18 +164,9 @@ def test_a_full_disk_during_a_run_is_one_line_and_leaves_the_run_resumable(
 
 
 def test_a_full_disk_while_generating_leaves_no_directory(tmp_path: Path) -> None:
-    if shutil.which("unshare") is None:
-        pytest.skip("needs unshare (util-linux) to mount a small tmpfs")
     disk = tmp_path / "disk"
-    disk.mkdir()
-    command = (f"mount -t tmpfs -o size=64k tmpfs {disk} && {sys.executable} -m clstream "
-               f"generate clbench --task database_exploration --out {disk}/g; echo rc=$?; "
-               f"ls -A {disk}")
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", command],
-                          capture_output=True, text=True, timeout=120)
-    if "rc=" not in done.stdout:
-        pytest.skip(f"cannot mount a tmpfs here (needs root and mount namespaces): "
-                    f"{done.stderr.strip()[:200]}")
+    done = on_small_disk(disk, "64k", f"{sys.executable} -m clstream generate clbench --task "
+                         f"database_exploration --out {disk}/g; echo rc=$?; ls -A {disk}")
     assert "rc=2" in done.stdout and done.stdout.split("rc=2")[1].strip() == "", done.stdout
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "no space left on device" in lines[0], done.stderr

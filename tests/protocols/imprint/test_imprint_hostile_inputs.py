@@ -5,17 +5,16 @@ text, not an error: it is kept as its escape and the run completes."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from clstream.cli import main as cli_main
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hostile_cli import check_one_line, digest, main, on_small_disk  # noqa: E402
 
 Mutation = Callable[[Path], None]
 
@@ -33,17 +32,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def main(argv: list[str]) -> int:
-    """The CLI in this process; argparse's own refusals exit 2 through SystemExit."""
-    try:
-        return cli_main(argv)
-    except SystemExit as stop:
-        return int(stop.code or 0)
-
-
-def _digest(directory: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(directory.glob("results.sqlite*"))}
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -130,13 +118,6 @@ DATASETS: dict[str, tuple[Mutation, str]] = {
 }
 
 
-def _check(capsys: pytest.CaptureFixture[str], code: int, needle: str) -> None:
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    assert lines[0].startswith("clstream: error: ") and needle in lines[0], (needle, lines[0])
-
 
 @pytest.mark.parametrize("case", sorted(DATASETS))
 def test_a_hostile_dataset_is_one_line_and_leaves_the_results_as_they_were(
@@ -146,12 +127,12 @@ def test_a_hostile_dataset_is_one_line_and_leaves_the_results_as_they_were(
     shutil.copytree(base / "data", data)
     shutil.copytree(base / "res", res)
     mutate(data)
-    before = _digest(res)
+    before = digest(res)
     capsys.readouterr()
     code = main(["run", "imprint", str(data), "--model", "builtin", "--samples", "2",
                  "--no-progress", "--out", str(res), "--system", "memory-free"])
-    _check(capsys, code, needle)
-    assert _digest(res) == before
+    check_one_line(capsys, code, needle)
+    assert digest(res) == before
 
 
 FLAGS: dict[str, tuple[list[str], str]] = {
@@ -176,26 +157,26 @@ def test_a_hostile_flag_is_one_line_before_anything_is_registered(
     extra, needle = FLAGS[case]
     res = tmp_path / "res"
     shutil.copytree(base / "res", res)
-    before = _digest(res)
+    before = digest(res)
     systems = [] if "--system" in extra else ["--system", "memory-free"]
     argv = ["run", "imprint", str(base / "data"), "--model", "builtin", "--no-progress",
             "--out", str(res), *systems, *extra]
     if "--samples" not in extra:
         argv += ["--samples", "2"]
     capsys.readouterr()
-    _check(capsys, main(argv), needle)
-    assert _digest(res) == before
+    check_one_line(capsys, main(argv), needle)
+    assert digest(res) == before
 
 
 def test_data_that_is_not_there_and_an_out_that_is_a_file(
         base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nothing"
-    _check(capsys, main(["run", "imprint", str(missing), "--system", "oracle", "--out",
+    check_one_line(capsys, main(["run", "imprint", str(missing), "--system", "oracle", "--out",
                          str(tmp_path / "r")]), str(missing))
     assert not (tmp_path / "r").exists()
     blocker = tmp_path / "file"
     blocker.write_text("mine")
-    _check(capsys, main(["run", "imprint", str(base / "data"), "--system", "oracle", "--out",
+    check_one_line(capsys, main(["run", "imprint", str(base / "data"), "--system", "oracle", "--out",
                          str(blocker), "--no-progress"]), str(blocker))
     assert blocker.read_text() == "mine"
 
@@ -214,12 +195,12 @@ def test_hostile_predictions_are_one_line(base: Path, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str], case: str) -> None:
     content, needle = PREDICTIONS[case]
     (tmp_path / "p.jsonl").write_bytes(content)
-    _check(capsys, main(["score", "imprint", str(base / "data" / "items.jsonl"),
+    check_one_line(capsys, main(["score", "imprint", str(base / "data" / "items.jsonl"),
                          str(tmp_path / "p.jsonl"), "--allow-missing"]), needle)
 
 
 def test_score_k_of_zero_is_one_line(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _check(capsys, main(["score", "imprint", str(base / "data" / "items.jsonl"),
+    check_one_line(capsys, main(["score", "imprint", str(base / "data" / "items.jsonl"),
                          str(base / "p.jsonl"), "--k", "0"]), "--k")
 
 
@@ -227,11 +208,11 @@ def test_generate_from_hostile_inputs_leaves_no_directory(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "old.whl").write_bytes(b"not a zip")
     out = tmp_path / "out"
-    _check(capsys, main(["generate", "imprint", "--setting", "code", "--old-wheel",
+    check_one_line(capsys, main(["generate", "imprint", "--setting", "code", "--old-wheel",
                          str(tmp_path / "old.whl"), "--new-wheel", str(tmp_path / "old.whl"),
                          "--package", "x", "--out", str(out)]), "old.whl")
     assert not out.exists()
-    _check(capsys, main(["generate", "imprint", "--setting", "news", "--articles",
+    check_one_line(capsys, main(["generate", "imprint", "--setting", "news", "--articles",
                          str(tmp_path / "none.jsonl"), "--model", "builtin", "--out",
                          str(out)]), "none.jsonl")
 
@@ -252,17 +233,9 @@ def test_a_lone_surrogate_in_a_text_is_kept_as_text(
 
 
 def test_a_full_disk_while_generating_leaves_no_dataset(tmp_path: Path) -> None:
-    if shutil.which("unshare") is None:
-        pytest.skip("needs unshare (util-linux) to mount a small tmpfs")
     disk = tmp_path / "disk"
-    disk.mkdir()
-    command = (f"mount -t tmpfs -o size=96k tmpfs {disk} && {sys.executable} -m clstream "
-               f"generate imprint --setting news --out {disk}/news; echo rc=$?; ls -A {disk}")
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", command],
-                          capture_output=True, text=True, timeout=120)
-    if "rc=" not in done.stdout:
-        pytest.skip(f"cannot mount a tmpfs here (needs root and mount namespaces): "
-                    f"{done.stderr.strip()[:200]}")
+    done = on_small_disk(disk, "96k", f"{sys.executable} -m clstream generate imprint "
+                         f"--setting news --out {disk}/news; echo rc=$?; ls -A {disk}")
     assert "rc=2" in done.stdout and done.stdout.split("rc=2")[1].strip() == "", done.stdout
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "no space left on device" in lines[0], done.stderr
