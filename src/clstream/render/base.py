@@ -15,6 +15,10 @@ from typing import Any
 from markupsafe import Markup
 
 from clstream.core.errors import DataError
+from clstream.render.labels import display_labels
+
+__all__ = ["Cell", "Column", "DataError", "Fields", "Figure", "Section", "Table",
+           "display_labels", "run_fields"]
 
 
 @dataclass(frozen=True)
@@ -152,17 +156,3 @@ def run_fields(summary_source: object, index: int, run: Any) -> Fields:
     run_id = run.get("run_id")
     record = f"run {run_id}" if isinstance(run_id, str) and run_id else f"runs[{index}]"
     return Fields(summary_source, record)
-
-
-def display_labels(runs: list[dict[str, Any]]) -> list[str]:
-    """One unique, human label per run: the system label, then model, then run id if needed."""
-    base = [str(r.get("system") or r.get("run_id") or "?") for r in runs]
-    labels = list(base)
-    for i, label in enumerate(base):
-        if base.count(label) > 1:
-            labels[i] = f"{label} \u00b7 {runs[i].get('model') or '?'}"
-    second = list(labels)
-    for i, label in enumerate(second):
-        if second.count(label) > 1:
-            labels[i] = f"{label} \u00b7 {str(runs[i].get('run_id') or i)[:8]}"
-    return labels
