@@ -260,3 +260,15 @@ def test_formatting() -> None:
     assert fmt_seconds(7630) == "2 h 07 min"
     assert fmt_cost(12.345) == "$12.35" and fmt_cost(0.00421) == "$0.0042"
     assert fmt_cost(None) == "\u2014"
+
+
+def test_dataset_named_by_setting_shows_its_spec_hash(summary: dict[str, Any]) -> None:
+    sha = "ab" * 32
+    summary["runs"].append({
+        "run_id": "imprint00000000", "protocol": "imprint", "system": "oracle",
+        "model": "builtin", "meta": {"spec": {"dataset_hash": sha}},
+        "dataset": {"setting": "news", "items": 117, "instances": 1},
+    })
+    text = visible_text(render_html(summary))
+    assert f"Dataset imprint news setting \u00b7 117 items \u00b7 1 instances sha256 {sha}" in text
+    assert "Dataset ?" not in text and "sha256 ?" not in text

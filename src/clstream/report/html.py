@@ -68,18 +68,28 @@ def _runs(summary: Any, source: object) -> list[dict[str, Any]]:
     return runs
 
 
+COUNT_KEYS = {"items": "items", "instances": "instances"}
+"""Dataset counts not spelled ``n_...`` (ImprintBench's ``items`` and ``instances``)."""
+
+
 def _datasets(runs: list[dict[str, Any]], fields: list[Fields]) -> list[dict[str, str]]:
-    """Distinct datasets over all runs, with their hash and counts (``n_documents`` ...)."""
+    """Distinct datasets over all runs, with their hash and counts (``n_documents`` ...).
+
+    A protocol whose summary names its dataset by setting rather than by file (ImprintBench,
+    docs/summary-json.md) is shown by protocol and setting, with the hash its spec holds."""
     seen: dict[tuple[str, str], dict[str, str]] = {}
     for f, run in zip(fields, runs, strict=True):
         data = f.mapping(run, "dataset")
         if not data:
             continue
-        path, sha = f.text(data, "path", "?"), f.text(data, "sha256", "?")
+        setting = f.text(data, "setting")
+        named = f"{run.get('protocol')} {setting} setting" if setting else "?"
+        path = f.text(data, "path", named)
+        sha = f.text(data, "sha256") or f.text(run, "meta.spec.dataset_hash", "?")
         counts = [
-            f"{f.integer(data, k):,} {k[2:].replace('_', ' ')}"
+            f"{f.integer(data, k):,} {COUNT_KEYS.get(k) or k[2:].replace('_', ' ')}"
             for k in data
-            if k.startswith("n_") and f.integer(data, k) is not None
+            if (k.startswith("n_") or k in COUNT_KEYS) and f.integer(data, k) is not None
         ]
         seen.setdefault(
             (path, sha), {"path": path, "sha256": sha, "counts": " \u00b7 ".join(counts)}
