@@ -14,7 +14,9 @@ import hashlib
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,10 +52,45 @@ _RC: dict[RcKeyType, Any] = {
 }
 
 
-def colors(n: int) -> list[str | tuple[float, ...]]:
-    """``n`` distinct colours, stable by position, so a system keeps its colour in every chart."""
-    pool: list[str | tuple[float, ...]] = [*_PALETTE, *_EXTRA]
-    return [pool[i % len(pool)] for i in range(n)]
+Colour = str | tuple[float, ...]
+_POOL: list[Colour] = [*_PALETTE, *_EXTRA]
+_SHARED: ContextVar[dict[str, Colour] | None] = ContextVar("shared_colours", default=None)
+
+
+def colors(n: int) -> list[Colour]:
+    """``n`` distinct colours by position (a chart drawn outside :func:`shared_colours`)."""
+    return [_POOL[i % len(_POOL)] for i in range(n)]
+
+
+@contextmanager
+def shared_colours() -> Iterator[None]:
+    """Within this block a series label keeps one colour in every chart drawn, whichever
+    charts leave it out, so a system reads the same across a report's charts."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _colour_key(label: str) -> str:
+    """A run shown with its coverage (``x (incomplete: 36% of tasks)``) keeps x's colour."""
+    return label.split(" (incomplete", 1)[0]
+
+
+def colors_for(labels: Sequence[str]) -> list[Colour]:
+    """The colour of each series: by label inside :func:`shared_colours` (a new label takes
+    the first colour no label has yet), else by position."""
+    assigned = _SHARED.get()
+    if assigned is None:
+        return colors(len(labels))
+    out = []
+    for label in labels:
+        key = _colour_key(label)
+        if key not in assigned:
+            assigned[key] = _POOL[len(assigned) % len(_POOL)]
+        out.append(assigned[key])
+    return out
 
 
 def plain(label: str) -> str:
@@ -112,7 +149,7 @@ def line_chart(
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot()
         longest = 1
-        for (label, ys), color in zip(series, colors(len(series)), strict=True):
+        for (label, ys), color in zip(series, colors_for([s[0] for s in series]), strict=True):
             xs = list(range(1, len(ys) + 1))
             values = [float("nan") if y is None else y for y in ys]
             longest = max(longest, len(xs))
@@ -157,7 +194,8 @@ def grouped_bars(
         )[0]
         bar = 0.8 / n
         for ax, panel in zip(axes, panels, strict=True):
-            for s, (label, color) in enumerate(zip(series_labels, colors(n), strict=False)):
+            for s, (label, color) in enumerate(zip(series_labels, colors_for(series_labels),
+                                                   strict=True)):
                 xs = [c + (s - (n - 1) / 2) * bar for c in range(len(panel.categories))]
                 ys = [float("nan") if v is None else v for v in panel.values[s]]
                 ax.bar(xs, ys, width=bar * 0.92, color=color, label=plain(label))
@@ -233,7 +271,8 @@ def xy_chart(
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot()
         ticks: set[float] = set()
-        for (label, xs, ys), color in zip(series, colors(len(series)), strict=True):
+        for (label, xs, ys), color in zip(series, colors_for([s[0] for s in series]),
+                                               strict=True):
             values = [float("nan") if y is None else y for y in ys]
             ticks.update(xs)
             ax.plot(xs, values, color=color, label=plain(label), linewidth=1.8,
@@ -305,7 +344,8 @@ def radar_chart(
         ax.set_theta_offset(math.pi / 2)  # the first dimension at the top, then clockwise
         ax.set_theta_direction(-1)
         angles = [2 * math.pi * i / len(dimensions) for i in range(len(dimensions))]
-        for (label, values), color in zip(series, colors(len(series)), strict=True):
+        for (label, values), color in zip(series, colors_for([s[0] for s in series]),
+                                             strict=True):
             xs, ys = [*angles, angles[0]], [*values, values[0]]
             ax.plot(xs, ys, color=color, label=plain(label), linewidth=1.8)
             ax.fill(xs, ys, color=color, alpha=0.08)
@@ -346,7 +386,7 @@ def band_chart(
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot()
         longest = 1
-        for s, color in zip(series, colors(len(series)), strict=True):
+        for s, color in zip(series, colors_for([s.label for s in series]), strict=True):
             xs = list(range(1, len(s.ys) + 1))
             longest = max(longest, len(xs))
             ax.plot(xs, list(s.ys), color=color, label=plain(s.label), linewidth=1.8)
@@ -384,7 +424,8 @@ def signed_bars(
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot()
         bar = 0.8 / n
-        for s, ((label, values), color) in enumerate(zip(series, colors(n), strict=False)):
+        for s, ((label, values), color) in enumerate(
+                zip(series, colors_for([label for label, _ in series]), strict=True)):
             xs = [c + (s - (n - 1) / 2) * bar for c in range(len(categories))]
             ys = [float("nan") if v is None else v for v in values]
             ax.bar(xs, ys, width=bar * 0.92, color=color, label=plain(label))
@@ -413,7 +454,7 @@ def scatter_front(
     with matplotlib.rc_context(_RC):
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot()
-        for (label, x, y), color in zip(points, colors(len(points)), strict=True):
+        for (label, x, y), color in zip(points, colors_for([p[0] for p in points]), strict=True):
             ax.scatter([x], [y], color=color, label=plain(label), s=36, zorder=3)
         at = {label: (x, y) for label, x, y in points}
         shown = [at[label] for label in front if label in at]

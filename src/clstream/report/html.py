@@ -20,6 +20,7 @@ from clstream.core.errors import DataError
 from clstream.core.files import write_atomic
 from clstream.core.registry import names, resolve
 from clstream.render.base import Fields, Section, display_labels, run_fields
+from clstream.render.figures import shared_colours
 from clstream.report.generic import render_broken_section, render_generic_section
 
 SectionRenderer = Callable[[list[dict[str, Any]], list[str], object], Section]
@@ -107,7 +108,9 @@ def build_sections(summary: dict[str, Any], source: object) -> list[Section]:
     known = names("protocol")
     order = [p for p in known if p in groups] + sorted(set(groups) - set(known))
     # Labels tell runs apart within a section; the same system on two protocols needs no tag.
-    sections = [_renderer(p)(groups[p], display_labels(groups[p]), source) for p in order]
+    # One colour per series label over the whole report, whichever charts leave a system out.
+    with shared_colours():
+        sections = [_renderer(p)(groups[p], display_labels(groups[p]), source) for p in order]
     broken = [run for run in runs if "broken" in run]
     return sections + ([render_broken_section(broken, source)] if broken else [])
 

@@ -1,0 +1,30 @@
+"""A series label keeps one colour in every chart of a report, whichever charts leave it out."""
+
+from __future__ import annotations
+
+import re
+
+from clstream.render.figures import colors_for, line_chart, scatter_front, shared_colours
+
+
+def _stroke_colours(svg: str) -> set[str]:
+    return set(re.findall(r"stroke: (#[0-9a-f]{6})", svg))
+
+
+def test_a_system_keeps_its_colour_when_a_neighbouring_chart_leaves_others_out() -> None:
+    with shared_colours():
+        first = colors_for(["full", "rag:k=4", "window:w=4"])
+        second = colors_for(["window:w=4 (incomplete: 50% of tasks)", "new"])
+        lines = str(line_chart([("window:w=4", [0.1, 0.2])], title="t", xlabel="x",
+                               ylabel="y"))
+        dots = str(scatter_front([("rag:k=4", 0.3, 0.2)], [], title="s", xlabel="x",
+                                 ylabel="y"))
+    assert second[0] == first[2]
+    assert len({*first, second[1]}) == 4  # a new label takes a colour no label has
+    assert str(first[2]).lower() in _stroke_colours(lines)
+    assert str(first[1]).lower() in dots.lower()
+    assert str(first[0]).lower() not in dots.lower()
+
+
+def test_outside_a_report_colours_go_by_position() -> None:
+    assert colors_for(["b", "a"]) == colors_for(["a", "b"])
