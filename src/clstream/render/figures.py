@@ -448,9 +448,11 @@ def scatter_front(
     ylabel: str,
     width: float = 5.6,
     height: float = 3.8,
+    diagonal: bool = False,
 ) -> Markup:
     """One labelled point per (label, x, y), one colour each, and a step line through the
-    points named in ``front`` (a Pareto front, in increasing x)."""
+    points named in ``front`` (a Pareto front, in increasing x); with ``diagonal``, the line
+    y = x over the points' range (where a caption reads points against it)."""
     with matplotlib.rc_context(_RC):
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot()
@@ -463,6 +465,11 @@ def scatter_front(
                     linewidth=1.0, linestyle=":", drawstyle="steps-post", zorder=2,
                     label="Pareto front")
         ax.axhline(0.0, color="#888888", linewidth=0.8)
+        if diagonal and points:
+            values = [v for _, x, y in points for v in (x, y)]
+            low, high = min(0.0, *values), max(1.0, *values)
+            ax.plot([low, high], [low, high], color="#888888", linewidth=1.0, linestyle="--",
+                    zorder=1, label="y = x")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         handles, labels = ax.get_legend_handles_labels()

@@ -42,6 +42,10 @@ def test_oracle_beats_base(setting: str, tmp_path: Path,
     page = report.read_text()
     assert 'id="protocol-imprint"' in page and "Pass@1 by family" in page
     assert "the judge behind each number" in page and "deterministic" in page
+    assert "dashed diagonal" in page and "y = x" in page  # the line the caption reads against
+    sha = runs["oracle"]["meta"]["spec"]["dataset_hash"]
+    assert f"imprint {setting} setting" in page and f"sha256 {sha}" in page
+    assert "sha256 ?" not in page
 
 
 def test_generate_with_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -150,12 +150,12 @@ def _consistency_figure(setting: str, runs: list[RunView]) -> Figure | None:
     if not points:
         return None
     svg = figures.scatter_front(points, [], title=f"AllCorrect@n against Pass@1 ({setting})",
-                                xlabel="Avg Pass@1", ylabel="Avg AllCorrect@n")
+                                xlabel="Avg Pass@1", ylabel="Avg AllCorrect@n", diagonal=True)
     columns = (Column("System"), Column("Avg Pass@1", True), Column("Avg AllCorrect@n", True))
     rows: list[tuple[Cell, ...]] = [
         (Cell(label), Cell(_pct(x), True), Cell(_pct(y), True)) for label, x, y in points]
     return Figure(f"AllCorrect@n against Pass@1 ({setting})", svg,
-                  "On the diagonal every right answer is right in all n samples; below it, "
+                  "On the dashed diagonal every right answer is right in all n samples; below it, "
                   "right only sometimes.", Table(f"Consistency ({setting})", columns, rows),
                   wide=False)
 

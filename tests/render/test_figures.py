@@ -1,4 +1,4 @@
-"""A series label keeps one colour in every chart of a report, whichever charts leave it out."""
+"""Report charts: one colour per series label across a report; the lines captions read against."""
 
 from __future__ import annotations
 
@@ -28,3 +28,11 @@ def test_a_system_keeps_its_colour_when_a_neighbouring_chart_leaves_others_out()
 
 def test_outside_a_report_colours_go_by_position() -> None:
     assert colors_for(["b", "a"]) == colors_for(["a", "b"])
+
+
+def test_a_scatter_draws_the_diagonal_its_caption_reads_against() -> None:
+    points = [("a", 0.6, 0.4), ("b", 0.9, 0.85)]
+    plain = str(scatter_front(points, [], title="s", xlabel="x", ylabel="y"))
+    with_line = str(scatter_front(points, [], title="s", xlabel="x", ylabel="y",
+                                  diagonal=True))
+    assert "y = x" in with_line and "y = x" not in plain
