@@ -11,7 +11,38 @@ import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
-from clstream.report import render_report
+from clstream.render.base import Cell, Column, Section, Table
+from clstream.report import register_section, render_report
+from clstream.report.html import _SECTIONS
+
+OVERFLOW_PROBE = """<script>
+window.addEventListener("load", () => {
+  document.querySelectorAll("details").forEach(d => { d.open = true; });
+  const wide = [];
+  document.querySelectorAll("table").forEach(t => {
+    const section = t.closest("section, header");
+    const style = getComputedStyle(section);
+    const inner = section.clientWidth - parseFloat(style.paddingLeft)
+      - parseFloat(style.paddingRight);
+    if (t.scrollWidth > inner + 1) wide.push(t.querySelector("caption").textContent);
+  });
+  const out = document.createElement("pre");
+  out.id = "overflowing-tables";
+  out.textContent = JSON.stringify(wide);
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def _wide_section(runs: list[dict[str, Any]], labels: list[str], source: object) -> Section:
+    """A per-task table as wide as CL-Bench's: a row per task and system, twelve columns."""
+    columns = (Column("Task"), Column("System"),
+               *(Column(f"Measure {i}", True) for i in range(10)))
+    rows = [(Cell(f"{task}_spectrum_monitoring"), Cell(label),
+             *(Cell(f"0.{i}63 \u00b1 0.00{i}", True) for i in range(10)))
+            for task in ("blind", "sales") for label in labels]
+    return Section(protocol="wide", title="Wide tables",
+                   tables=[Table("Per task: stateful against stateless", columns, rows)])
 
 
 def _chromium() -> str:
@@ -48,6 +79,19 @@ def test_chromium_renders_report(summary: dict[str, Any], tmp_path: Path) -> Non
     assert "<b>rag</b>" not in dom.stdout  # the label stays text, never markup
     assert dom.stdout.count("<svg") == 5
     assert "Transition behaviours" in dom.stdout and "Obstinacy" in dom.stdout
+
+    # No table is wider than its section at a common window width (wide ones wrap to fit).
+    register_section("wide", _wide_section)
+    try:
+        summary["runs"].append({"run_id": "wide0000", "protocol": "wide", "system": "icl"})
+        probed = render_report(summary, tmp_path / "probed.html")
+    finally:
+        _SECTIONS.pop("wide", None)
+    probed.write_text(probed.read_text().replace("</body>", OVERFLOW_PROBE + "</body>"))
+    widths = _run_chromium(binary, tmp_path / "profile-widths", "--window-size=1280,2000",
+                           "--virtual-time-budget=5000", "--dump-dom", probed.resolve().as_uri())
+    assert "Per task: stateful against stateless" in widths.stdout
+    assert '<pre id="overflowing-tables">[]</pre>' in widths.stdout, widths.stdout[-600:]
 
     shot = tmp_path / "shot.png"
     result = _run_chromium(
