@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import re
 
-from clstream.render.figures import colors_for, line_chart, scatter_front, shared_colours
+from clstream.render.figures import (
+    colors_for,
+    line_chart,
+    scatter_front,
+    shared_colours,
+    xy_chart,
+)
 
 
 def _stroke_colours(svg: str) -> set[str]:
@@ -36,3 +42,32 @@ def test_a_scatter_draws_the_diagonal_its_caption_reads_against() -> None:
     with_line = str(scatter_front(points, [], title="s", xlabel="x", ylabel="y",
                                   diagonal=True))
     assert "y = x" in with_line and "y = x" not in plain
+
+
+def _look(svg: str, colour: str) -> tuple[set[str], set[str]]:
+    """The dash patterns and marker shapes (outlines of their definitions) drawn in ``colour``."""
+    dashes = {m.group(1) or "solid" for m in re.finditer(
+        rf'<path d="[^"]*"[^>]*style="[^"]*?(?:stroke-dasharray: ([^;"]+))?[^"]*stroke: {colour}',
+        svg)}
+    outline = dict(re.findall(r'<path id="([^"]+)" d="([^"]*)"', svg))
+    shapes = {outline[ref] for ref in re.findall(
+        rf'<use xlink:href="#([^"]+)"[^>]*style="[^"]*stroke: {colour}', svg)}
+    return dashes, shapes
+
+
+def test_coinciding_curves_are_drawn_apart_and_named_under_the_chart() -> None:
+    series = [("first", [0.2, 0.4, 0.4]), ("second", [0.2, 0.4, 0.4]), ("other", [0.9, 0.9, 0.9])]
+    svg = str(line_chart(series, title="t", xlabel="x", ylabel="y"))
+    first, second, _ = (str(c).lower() for c in colors_for([s[0] for s in series]))
+    first_dashes, first_shapes = _look(svg, first)
+    second_dashes, second_shapes = _look(svg, second)
+    assert first_shapes and second_shapes
+    assert first_dashes != second_dashes or first_shapes != second_shapes
+    assert first_shapes.isdisjoint(second_shapes)  # marker shapes differ, not just colours
+    assert "identical curves: first, second<" in svg
+
+
+def test_distinct_curves_get_no_identical_note() -> None:
+    svg = str(xy_chart([("a", [1, 2], [0.1, 0.2]), ("b", [1, 2], [0.1, 0.3])], title="t",
+                       xlabel="x", ylabel="y"))
+    assert "identical curves" not in svg

@@ -14,6 +14,7 @@ import hashlib
 import io
 import math
 import re
+import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -24,6 +25,7 @@ import matplotlib
 from markupsafe import Markup
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.projections.polar import PolarAxes
+from matplotlib.text import Annotation
 from matplotlib.ticker import MaxNLocator
 
 if TYPE_CHECKING:
@@ -93,6 +95,56 @@ def colors_for(labels: Sequence[str]) -> list[Colour]:
     return out
 
 
+# Dash patterns and marker shapes cycled by series position, on top of the colour, so series
+# that coincide stay apart: one drawn over another still shows its gaps and its own markers.
+# Four patterns and seven shapes (coprime) give 28 distinct combinations before one repeats.
+_DASHES: list[Any] = ["-", (0, (6, 2)), (0, (1.5, 1.5)), (0, (6, 2, 1.5, 2))]
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+_MARKED_POINTS = 12  # a long series shows about this many markers, staggered by position
+
+
+def series_style(index: int, n_points: int, *, dashes: bool = True) -> dict[str, Any]:
+    """Line style and marker of the ``index``-th series of a chart (``Line2D`` keywords).
+
+    A series of more than 30 points gets a marker every few points, starting at a different
+    point per series, so markers of coinciding series do not hide each other. Without
+    ``dashes`` the line stays solid (a chart whose caption reads solid against dashed)."""
+    style: dict[str, Any] = {
+        "linestyle": _DASHES[index % len(_DASHES)] if dashes else "-",
+        "marker": _MARKERS[index % len(_MARKERS)],
+        "markersize": 4.0,
+    }
+    if n_points > 30:
+        step = -(-n_points // _MARKED_POINTS)
+        style["markevery"] = (index % step, step)
+    return style
+
+
+def identical_groups(curves: Sequence[tuple[str, Any]]) -> list[list[str]]:
+    """Labels of the curves that coincide (equal data, in the order given), two or more per
+    group; ``curves`` are (label, hashable data), missing points as ``None``."""
+    groups: dict[Any, list[str]] = {}
+    for label, data in curves:
+        groups.setdefault(data, []).append(label)
+    return [labels for labels in groups.values() if len(labels) > 1]
+
+
+def _curve_key(values: Sequence[float | None]) -> tuple[float | None, ...]:
+    return tuple(None if v is None or math.isnan(v) else float(v) for v in values)
+
+
+def _note_identical(fig: MplFigure, legend: Any, groups: list[list[str]], width: float) -> None:
+    """Under the legend, name the series drawn on top of each other (``identical curves:
+    a, b; c, d``), since a reader cannot tell them apart by the lines alone."""
+    if not groups or legend is None:
+        return
+    text = "identical curves: " + "; ".join(", ".join(g) for g in groups)
+    wrapped = textwrap.fill(plain(text), width=max(40, int(width * 13)))
+    fig.add_artist(Annotation(
+        wrapped, xy=(0.5, 0.0), xycoords=legend, xytext=(0, -4), textcoords="offset points",
+        ha="center", va="top", fontsize=9, color="#444444"))
+
+
 def plain(label: str) -> str:
     """A label matplotlib shows verbatim: no mathtext, and a leading '_' stays visible."""
     text = label.replace("$", r"\$")
@@ -123,16 +175,17 @@ def _svg(fig: MplFigure, label: str) -> Markup:
     return Markup(text)
 
 
-def _legend_below(fig: MplFigure, handles: list[Any], labels: list[str]) -> None:
+def _legend_below(fig: MplFigure, handles: list[Any], labels: list[str]) -> Any:
     if labels:
-        fig.legend(
+        return fig.legend(
             handles,
             labels,
             loc="upper center",
             bbox_to_anchor=(0.5, 0.0),
             ncol=min(len(labels), 4),
-            handlelength=1.6,
+            handlelength=2.4,
         )
+    return None
 
 
 def line_chart(
@@ -149,19 +202,13 @@ def line_chart(
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot()
         longest = 1
-        for (label, ys), color in zip(series, colors_for([s[0] for s in series]), strict=True):
+        for i, ((label, ys), color) in enumerate(
+                zip(series, colors_for([s[0] for s in series]), strict=True)):
             xs = list(range(1, len(ys) + 1))
             values = [float("nan") if y is None else y for y in ys]
             longest = max(longest, len(xs))
-            ax.plot(
-                xs,
-                values,
-                color=color,
-                label=plain(label),
-                linewidth=1.8,
-                marker="o" if len(xs) <= 30 else None,
-                markersize=3.5,
-            )
+            ax.plot(xs, values, color=color, label=plain(label), linewidth=1.8,
+                    **series_style(i, len(xs)))
         ax.set_xlim(0.5, longest + 0.5)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(xlabel)
@@ -170,7 +217,9 @@ def line_chart(
         if isinstance(locator, MaxNLocator):
             locator.set_params(integer=True)
         handles, labels = ax.get_legend_handles_labels()
-        _legend_below(fig, handles, labels)
+        legend = _legend_below(fig, handles, labels)
+        _note_identical(fig, legend, identical_groups(
+            [(label, _curve_key(ys)) for label, ys in series]), width)
         fig.tight_layout()
         return _svg(fig, title)
 
@@ -271,12 +320,12 @@ def xy_chart(
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot()
         ticks: set[float] = set()
-        for (label, xs, ys), color in zip(series, colors_for([s[0] for s in series]),
-                                               strict=True):
+        for i, ((label, xs, ys), color) in enumerate(
+                zip(series, colors_for([s[0] for s in series]), strict=True)):
             values = [float("nan") if y is None else y for y in ys]
             ticks.update(xs)
             ax.plot(xs, values, color=color, label=plain(label), linewidth=1.8,
-                    marker="o" if len(xs) <= 30 else None, markersize=3.5)
+                    **series_style(i, len(xs)))
         if log2_x and ticks and min(ticks) > 0:
             ax.set_xscale("log", base=2)
             shown = sorted(ticks)
@@ -289,7 +338,10 @@ def xy_chart(
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         handles, labels = ax.get_legend_handles_labels()
-        _legend_below(fig, handles, labels)
+        legend = _legend_below(fig, handles, labels)
+        _note_identical(fig, legend, identical_groups(
+            [(label, (tuple(map(float, xs)), _curve_key(ys))) for label, xs, ys in series]),
+            width)
         fig.tight_layout()
         return _svg(fig, title)
 
@@ -386,16 +438,24 @@ def band_chart(
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot()
         longest = 1
-        for s, color in zip(series, colors_for([s.label for s in series]), strict=True):
+        curves: list[tuple[str, Any]] = []
+        for i, (s, color) in enumerate(
+                zip(series, colors_for([s.label for s in series]), strict=True)):
             xs = list(range(1, len(s.ys) + 1))
             longest = max(longest, len(xs))
-            ax.plot(xs, list(s.ys), color=color, label=plain(s.label), linewidth=1.8)
+            ax.plot(xs, list(s.ys), color=color, label=plain(s.label), linewidth=1.8,
+                    **series_style(i, len(xs), dashes=False))
+            curves.append((s.label, _curve_key(s.ys)))
             if s.low is not None and s.high is not None:
                 ax.fill_between(xs, list(s.low), list(s.high), color=color, alpha=0.18,
                                 linewidth=0)
             if s.ref is not None:
+                ref_style = series_style(i, len(s.ref))
+                ref_style["linestyle"] = _DASHES[1 + i % (len(_DASHES) - 1)]
                 ax.plot(list(range(1, len(s.ref) + 1)), list(s.ref), color=color,
-                        linestyle="--", linewidth=1.2, label=plain(s.ref_label or s.label))
+                        linewidth=1.2, markerfacecolor="white", label=plain(s.ref_label or s.label),
+                        **ref_style)
+                curves.append((s.ref_label or s.label, _curve_key(s.ref)))
         ax.set_xlim(0.5, longest + 0.5)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -403,7 +463,8 @@ def band_chart(
         if isinstance(locator, MaxNLocator):
             locator.set_params(integer=True)
         handles, labels = ax.get_legend_handles_labels()
-        _legend_below(fig, handles, labels)
+        legend = _legend_below(fig, handles, labels)
+        _note_identical(fig, legend, identical_groups(curves), width)
         fig.tight_layout()
         return _svg(fig, title)
 

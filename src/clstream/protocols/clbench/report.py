@@ -195,7 +195,8 @@ def _curve_figure(runs: list[RunView], task: str) -> Figure | None:
                                   if s.ref is not None and p <= len(s.ys) else MISSING, True)
                              for s in series)) for p in positions]
     return Figure(title, svg, "Solid: stateful mean over rollouts, band from the lowest to the "
-                  "highest rollout; dashed: the stateless arm's rewards in the same order.",
+                  "highest rollout; dashed or dotted, open markers: the stateless "
+                  "arm's rewards in the same order.",
                   Table(f"Cumulative reward ({task}): stateful mean (stateless)", columns, rows))
 
 
