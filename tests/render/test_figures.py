@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from clstream.render.figures import (
     colors_for,
     line_chart,
+    radar_chart,
     scatter_front,
     shared_colours,
     xy_chart,
@@ -71,3 +73,29 @@ def test_distinct_curves_get_no_identical_note() -> None:
     svg = str(xy_chart([("a", [1, 2], [0.1, 0.2]), ("b", [1, 2], [0.1, 0.3])], title="t",
                        xlabel="x", ylabel="y"))
     assert "identical curves" not in svg
+
+
+def _marker_points(svg: str, colour: str) -> list[tuple[float, float]]:
+    """Where markers in ``colour`` are drawn in the axes (a closed polygon's first vertex
+    once; the legend's sample markers left out)."""
+    axes = svg[: svg.index("legend_1")]
+    return sorted({(float(x), float(y)) for x, y in re.findall(
+        rf'<use xlink:href="#[^"]+" x="([-\d.]+)" y="([-\d.]+)"[^>]*stroke: {colour}', axes)})
+
+
+def test_a_radar_measures_from_zero_at_the_centre() -> None:
+    series = [("full", [1.0] * 4), ("half", [0.5] * 4), ("none", [0.0] * 4)]
+    svg = str(radar_chart(["a", "b", "c", "d"], series, title="r"))
+    full, half, none = (str(c).lower() for c in colors_for([s[0] for s in series]))
+    rim = _marker_points(svg, full)
+    assert len(rim) == 4  # a marker on each vertex
+    cx, cy = (sum(p[0] for p in rim) / len(rim), sum(p[1] for p in rim) / len(rim))
+    radius = math.dist(rim[0], (cx, cy))
+    assert radius > 20
+    for x, y in _marker_points(svg, half):  # half the score, half the way out
+        assert abs(math.dist((x, y), (cx, cy)) - radius / 2) < 0.5
+    centre = _marker_points(svg, none)
+    assert centre and all(math.dist(p, (cx, cy)) < 0.5 for p in centre)
+    fills = re.findall(rf'<path d="[^"]*z\\s*"[^>]*style="fill: {none}', svg)
+    assert not fills  # no polygon for a series of zeros
+    assert re.search(r">0</text>", svg)  # the centre's scale is written on the axis

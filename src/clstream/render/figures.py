@@ -388,7 +388,12 @@ def radar_chart(
     width: float = 5.6,
     height: float = 5.0,
 ) -> Markup:
-    """One closed polygon per series over ``dimensions`` (values in [0, 1], outward = better)."""
+    """One closed polygon per series over ``dimensions`` (values in [0, 1], outward = better).
+
+    The radius is the score itself: 0 at the centre, 1 on the rim, the rings labelled from
+    0 up, so a small polygon means low scores. A series at 0 on every dimension is a point at
+    the centre (no polygon); values are drawn clipped to [0, 1] (the numbers under the chart
+    keep them as they are)."""
     with matplotlib.rc_context(_RC):
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot(projection="polar")
@@ -396,16 +401,28 @@ def radar_chart(
         ax.set_theta_offset(math.pi / 2)  # the first dimension at the top, then clockwise
         ax.set_theta_direction(-1)
         angles = [2 * math.pi * i / len(dimensions) for i in range(len(dimensions))]
-        for (label, values), color in zip(series, colors_for([s[0] for s in series]),
-                                             strict=True):
-            xs, ys = [*angles, angles[0]], [*values, values[0]]
-            ax.plot(xs, ys, color=color, label=plain(label), linewidth=1.8)
+        for i, ((label, values), color) in enumerate(
+                zip(series, colors_for([s[0] for s in series]), strict=True)):
+            radii = [min(max(float(v), 0.0), 1.0) for v in values]
+            style = series_style(i, len(radii))
+            if not any(radii):
+                ax.plot([0.0], [0.0], color=color, label=plain(label), linestyle="none",
+                        marker=style["marker"], markersize=6.0, zorder=4)
+                continue
+            xs, ys = [*angles, angles[0]], [*radii, radii[0]]
+            ax.plot(xs, ys, color=color, label=plain(label), linewidth=1.8, **style)
             ax.fill(xs, ys, color=color, alpha=0.08)
         ax.set_xticks(angles, [plain(d) for d in dimensions])
-        ax.set_ylim(0, 1)
+        ax.set_rorigin(0.0)
+        ax.set_rlim(0.0, 1.0)
         ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], fontsize=8)
+        # matplotlib writes no tick label at the origin, so the centre's value is put there
+        ax.annotate("0", xy=(0.0, 0.0), xytext=(3, 2), textcoords="offset points", fontsize=8,
+                    ha="left", va="bottom", color="#444444")
         handles, labels = ax.get_legend_handles_labels()
-        _legend_below(fig, handles, labels)
+        legend = _legend_below(fig, handles, labels)
+        _note_identical(fig, legend, identical_groups(
+            [(label, _curve_key(values)) for label, values in series]), width)
         fig.tight_layout()
         return _svg(fig, title)
 

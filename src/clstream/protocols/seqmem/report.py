@@ -255,7 +255,7 @@ def _radar_figure(runs: list[RunView]) -> Figure | None:
                                       f"(rank {rank(_key(name), r.label)})",
                       "Dimension scores (rank among these runs)")
     left_out = [name for k, name in RADAR if (k, name) not in dims]
-    caption = "Scores in [0, 1]; farther out is better."
+    caption = "Scores in [0, 1], 0 at the centre; farther out is better."
     if left_out:
         caption += " Left out (some run has no records for it): " + ", ".join(left_out) + "."
     return Figure("Methods on the SeqMem-Eval dimensions", svg, caption, table, wide=False)
