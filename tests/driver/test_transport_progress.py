@@ -4,9 +4,11 @@ answers cut by the token cap, and the refusal of a system too big for the served
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -111,27 +113,40 @@ def test_counts_start_at_the_bar_and_follow_backends_made_later(
     assert "requests/s" in capsys.readouterr().err
 
 
-def test_a_session_of_a_remote_model_is_saved_with_the_run(tmp_path: Path) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-    from loopback_engine import LoopbackEngine
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+from loopback_engine import LoopbackEngine  # noqa: E402
 
-    from clstream.core.types import GenerationRequest, Message
-    from clstream.driver.transport import TRANSPORT_STREAM, TransportLog, transport_history
-    from clstream.models.openai_compat import OpenAICompatModel
+from clstream.core.types import GenerationRequest, Message  # noqa: E402
+from clstream.driver.transport import (  # noqa: E402
+    TRANSPORT_STREAM,
+    TransportLog,
+    transport_history,
+)
+from clstream.models.openai_compat import OpenAICompatModel  # noqa: E402
 
-    requests = [GenerationRequest(key=f"k{i}", messages=(Message(role="user", content=f"q{i}"),))
-                for i in range(6)]
 
-    async def session(model: OpenAICompatModel, store: ResultsStore) -> None:
-        log = TransportLog(model)
-        async with model:
-            await model.generate(requests)
-        log.save(store, "r1")
+def _requests(n: int) -> list[GenerationRequest]:
+    return [GenerationRequest(key=f"k{i}", messages=(Message(role="user", content=f"q{i}"),))
+            for i in range(n)]
 
+
+@contextlib.contextmanager
+def _remote_run(tmp_path: Path) -> Iterator[tuple[OpenAICompatModel, ResultsStore]]:
+    """A model on a loopback engine and a results store holding run ``r1``."""
     with LoopbackEngine(slots=2, service_s=0.01) as engine, \
             ResultsStore(tmp_path / "res", writer=True) as store:
         store.ensure_run("r1", "toy", "s", "m", "0" * 64, {}, {})
-        model = OpenAICompatModel("loop", base_url=engine.base_url)
+        yield OpenAICompatModel("loop", base_url=engine.base_url), store
+
+
+def test_a_session_of_a_remote_model_is_saved_with_the_run(tmp_path: Path) -> None:
+    async def session(model: OpenAICompatModel, store: ResultsStore) -> None:
+        log = TransportLog(model)
+        async with model:
+            await model.generate(_requests(6))
+        log.save(store, "r1")
+
+    with _remote_run(tmp_path) as (model, store):
         asyncio.run(session(model, store))
         asyncio.run(session(model, store))  # a resume: a second session
         TransportLog(model).save(store, "r1")  # a session that sent nothing adds no entry
@@ -145,28 +160,15 @@ def test_a_session_of_a_remote_model_is_saved_with_the_run(tmp_path: Path) -> No
 
 def test_a_session_is_saved_as_it_goes_not_only_at_its_end(tmp_path: Path) -> None:
     """A process killed mid-run keeps the counts of what it sent up to its last write."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-    from loopback_engine import LoopbackEngine
-
-    from clstream.core.types import GenerationRequest, Message
-    from clstream.driver.transport import TRANSPORT_STREAM, TransportLog, transport_history
-    from clstream.models.openai_compat import OpenAICompatModel
-
-    requests = [GenerationRequest(key=f"k{i}", messages=(Message(role="user", content=f"q{i}"),))
-                for i in range(4)]
-
     async def killed_session(model: OpenAICompatModel, store: ResultsStore) -> None:
         log = TransportLog(model)
         saver = asyncio.create_task(log.keep_saved(store, "r1", every_s=0.01))
         async with model:
-            await model.generate(requests)
+            await model.generate(_requests(4))
         await asyncio.sleep(0.05)
         saver.cancel()  # no final save, as after a kill
 
-    with LoopbackEngine(slots=2, service_s=0.01) as engine, \
-            ResultsStore(tmp_path / "res", writer=True) as store:
-        store.ensure_run("r1", "toy", "s", "m", "0" * 64, {}, {})
-        model = OpenAICompatModel("loop", base_url=engine.base_url)
+    with _remote_run(tmp_path) as (model, store):
         asyncio.run(killed_session(model, store))
         assert store.state_steps("r1", TRANSPORT_STREAM) == [0]  # one entry, rewritten
         assert [s["requests"] for s in transport_history(store, "r1")] == [4]

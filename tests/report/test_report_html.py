@@ -270,5 +270,5 @@ def test_dataset_named_by_setting_shows_its_spec_hash(summary: dict[str, Any]) -
         "dataset": {"setting": "news", "items": 117, "instances": 1},
     })
     text = visible_text(render_html(summary))
-    assert f"Dataset imprint news setting \u00b7 117 items \u00b7 1 instances sha256 {sha}" in text
+    assert f"Dataset imprint news setting \u00b7 117 items \u00b7 1 instance sha256 {sha}" in text
     assert "Dataset ?" not in text and "sha256 ?" not in text

@@ -73,6 +73,11 @@ COUNT_KEYS = {"items": "items", "instances": "instances"}
 """Dataset counts not spelled ``n_...`` (ImprintBench's ``items`` and ``instances``)."""
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 instance``, ``3 instances``: a count with its (plural) noun made singular for one."""
+    return f"{n:,} {noun[:-1] if n == 1 and noun.endswith('s') else noun}"
+
+
 def _datasets(runs: list[dict[str, Any]], fields: list[Fields]) -> list[dict[str, str]]:
     """Distinct datasets over all runs, with their hash and counts (``n_documents`` ...).
 
@@ -88,7 +93,7 @@ def _datasets(runs: list[dict[str, Any]], fields: list[Fields]) -> list[dict[str
         path = f.text(data, "path", named)
         sha = f.text(data, "sha256") or f.text(run, "meta.spec.dataset_hash", "?")
         counts = [
-            f"{f.integer(data, k):,} {COUNT_KEYS.get(k) or k[2:].replace('_', ' ')}"
+            _count(f.integer(data, k) or 0, COUNT_KEYS.get(k) or k[2:].replace("_", " "))
             for k in data
             if (k.startswith("n_") or k in COUNT_KEYS) and f.integer(data, k) is not None
         ]
