@@ -187,16 +187,17 @@ def read_models(path: str | Path, model: type[M], key: str) -> list[M]:
     return out
 
 
-def _is_letter(gold: str) -> bool:
-    text = gold.strip().strip("()").strip().rstrip(".")
-    return len(text) == 1 and "A" <= text.upper() <= "Z"
+def letter_of(gold: str) -> str | None:
+    """The option letter a gold spells ("B", "(b)", "B."), None when it is not one letter."""
+    text = gold.strip().strip("()").strip().rstrip(".").upper()
+    return text if len(text) == 1 and "A" <= text <= "Z" else None
 
 
 def load_items(path: str | Path) -> list[Item]:
     """The items file alone (``clstream score imprint`` reads only this and predictions)."""
     items = read_models(path, Item, "item_id")
     for item in items:
-        if item.judge == "choice" and not item.options and not _is_letter(item.golds[0]):
+        if item.judge == "choice" and not item.options and letter_of(item.golds[0]) is None:
             raise DataError(path, f"item {item.item_id!r}", "gold",
                             "a 'choice' item without options needs a letter gold (A-Z)")
         if item.judge == "choice" and item.options:
@@ -270,12 +271,13 @@ def check_choice_gold(item: Item, where: str | Path = "dataset") -> None:
     """A multiple-choice item with options names one of them as its gold: a letter within
     the options, or an option's text. (Options are optional, docs/imprint.md §3.2: without
     them a letter gold is read as it is.)"""
-    gold = item.golds[0].strip().strip("()").strip().rstrip(".") if item.golds else ""
+    gold = item.golds[0] if item.golds else ""
     letters = [chr(ord("A") + i) for i in range(len(item.options))]
-    if len(gold) == 1 and gold.upper().isalpha():
-        if gold.upper() not in letters:
+    letter = letter_of(gold)
+    if letter is not None:
+        if letter not in letters:
             raise DataError(where, f"item {item.item_id!r}", "gold",
-                            f"letter {gold!r} names no option (options {letters[0]}-"
+                            f"letter {letter!r} names no option (options {letters[0]}-"
                             f"{letters[-1]})")
         return
     if question_key(gold) not in {question_key(o) for o in item.options}:
