@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/.installed
-	$(BIN)/python -m pip install -q -e '.[test,hf,embed,clbench]' '$(TORCH)'
+	$(BIN)/python -m pip install -q -e '.[test,hf,embed,clbench,train]' '$(TORCH)'
 	touch $@
 
 venv: $(VENV)/.installed

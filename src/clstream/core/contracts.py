@@ -25,7 +25,9 @@ the end of this module:
   training pairs Q, or both; :func:`supervision_of`);
 * :class:`ArtifactProducer` -- a system whose memory is a model artifact on disk (weights, an
   adapter) that it answers with; the runner records the artifact's content hash
-  (:func:`artifact_of`).
+  (:func:`artifact_of`);
+* :class:`AdapterServer` -- a model that can answer a request with trained weights attached
+  (a request's ``adapter``): which kinds of artifact it serves (:func:`adapter_kinds_of`).
 """
 
 from __future__ import annotations
@@ -240,6 +242,24 @@ class ArtifactProducer(Protocol):
 
     @property
     def artifact(self) -> Artifact | None: ...
+
+
+@runtime_checkable
+class AdapterServer(Protocol):
+    """A model that answers requests carrying an ``adapter`` with those weights attached
+    (docs/parametric.md §3: ``hf:`` loads it, ``vllm:`` passes a LoRA request, an
+    OpenAI-compatible server loads it by name)."""
+
+    def adapter_kinds(self) -> tuple[str, ...]:
+        """The :class:`~clstream.core.types.Adapter` kinds served (``"lora"``, ``"full"``)."""
+        ...
+
+
+def adapter_kinds_of(model: Model) -> tuple[str, ...]:
+    """The adapter kinds ``model`` serves; none for a model that is no :class:`AdapterServer`."""
+    if isinstance(model, AdapterServer):
+        return tuple(model.adapter_kinds())
+    return ()
 
 
 async def finalize_system(system: System) -> list[GenerationResult]:

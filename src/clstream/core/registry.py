@@ -43,6 +43,7 @@ KINDS: tuple[Kind, ...] = get_args(Kind)
 EXTRAS: dict[str, str] = {
     "torch": "hf", "transformers": "hf", "tokenizers": "hf", "vllm": "vllm",
     "sentence_transformers": "embed", "sympy": "math", "pyarrow": "parquet", "ray": "ray",
+    "peft": "train", "trl": "train", "accelerate": "train", "datasets": "train",
 }
 
 

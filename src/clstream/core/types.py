@@ -41,6 +41,19 @@ class Message(BaseModel):
     content: str
 
 
+class Adapter(BaseModel):
+    """Trained weights a request is answered with instead of the base model's own
+    (docs/parametric.md §3): a LoRA adapter directory (peft's layout) or a whole fine-tuned
+    checkpoint directory. ``name`` is content-addressed (``clstream-<sha256 prefix>``), so
+    it is what caches and servers key on; ``path`` is only where the files lie."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    path: str
+    kind: Literal["lora", "full"] = "lora"
+
+
 class GenerationRequest(BaseModel):
     """One prompt to a model. ``key`` identifies it within a run (e.g. ``doc/q3/t12``).
 
@@ -48,6 +61,8 @@ class GenerationRequest(BaseModel):
     "function": {"name", "description", "parameters"}}``) the model may call instead of
     answering; only backends that declare ``describe()["tools"] = True`` send them. Left empty
     (the default) a request is what it was before tools existed: same body, same cache key.
+    ``adapter`` names trained weights to answer with (a parametric method's); None (the
+    default) is the base model, and leaves bodies and cache keys as they were.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -57,6 +72,7 @@ class GenerationRequest(BaseModel):
     params: SamplingParams = SamplingParams()
     stage: str = "generate"
     tools: tuple[dict[str, Any], ...] = ()
+    adapter: Adapter | None = None
 
     @property
     def prompt_text(self) -> str:
