@@ -46,6 +46,13 @@ class Meta(Strict):
     seed: int | None
 
 
+class Training(Strict):
+    updates: int
+    reused: int
+    tokens: int
+    seconds: float
+
+
 class Run(Strict):
     run_id: str
     protocol: str
@@ -54,6 +61,7 @@ class Run(Strict):
     model_info: dict[str, Any]
     tokens: Tokens
     tokens_by_stage: dict[str, StageUsage]
+    training: Training | None
     wall_s: float
     cost_usd: float | None
     meta: Meta

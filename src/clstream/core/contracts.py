@@ -26,6 +26,8 @@ the end of this module:
 * :class:`ArtifactProducer` -- a system whose memory is a model artifact on disk (weights, an
   adapter) that it answers with; the runner records the artifact's content hash
   (:func:`artifact_of`);
+* :class:`ArtifactKeeper` -- a system that stores what it makes (trained weights) in the
+  folder the driver gives it, ``<results>/artifacts`` (:func:`give_artifact_folder`);
 * :class:`AdapterServer` -- a model that can answer a request with trained weights attached
   (a request's ``adapter``): which kinds of artifact it serves (:func:`adapter_kinds_of`).
 """
@@ -35,6 +37,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
@@ -242,6 +245,21 @@ class ArtifactProducer(Protocol):
 
     @property
     def artifact(self) -> Artifact | None: ...
+
+
+@runtime_checkable
+class ArtifactKeeper(Protocol):
+    """A system that keeps artifacts (trained weights) in a folder it is given, beside the
+    results they belong to (docs/parametric.md §4)."""
+
+    def keep_artifacts_in(self, directory: str | Path) -> None: ...
+
+
+def give_artifact_folder(system: System, directory: str | Path) -> System:
+    """Tell ``system`` where to keep its artifacts when it is an :class:`ArtifactKeeper`."""
+    if isinstance(system, ArtifactKeeper):
+        system.keep_artifacts_in(directory)
+    return system
 
 
 @runtime_checkable

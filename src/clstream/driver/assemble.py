@@ -23,6 +23,7 @@ from clstream.core.secrets import redacted_url
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import SamplingParams
 from clstream.driver.components import (
+    ARTIFACTS,
     build_model,
     parse_components,
     recorded_system,
@@ -106,7 +107,7 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
                        system=recorded_system(system),
                        model=basics.model_spec, sampling=basics.sampling, seed=args.seed,
                        params=params or {})
-        make = system_factory(spec, basics.model)  # validates the system's arguments
+        make = system_factory(spec, basics.model, Path(args.out) / ARTIFACTS)  # checks the arguments
         if check_system is not None:
             check_system(spec, make())
         runs.append(PlannedRun(

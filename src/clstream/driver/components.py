@@ -14,12 +14,13 @@ import inspect
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 import clstream
-from clstream.core.contracts import Model, System
+from clstream.core.contracts import Model, System, give_artifact_folder
 from clstream.core.errors import SpecError
 from clstream.core.registry import canonical_component, canonical_run_spec, resolve
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
@@ -111,12 +112,19 @@ def recorded_system(system: ComponentSpec) -> ComponentSpec:
         update={"args": dict(sorted(args.items()))})
 
 
-def system_factory(run: RunSpec, model: Model) -> Callable[[], System]:
-    """A zero-argument constructor of fresh system instances for one run."""
+ARTIFACTS = "artifacts"
+"""The folder of a results directory where systems keep trained weights (docs/parametric.md §4)."""
+
+
+def system_factory(run: RunSpec, model: Model, artifacts: str | Path | None = None
+                   ) -> Callable[[], System]:
+    """A zero-argument constructor of fresh system instances for one run; a system that
+    keeps artifacts keeps them in ``artifacts`` (the results folder's ``artifacts``)."""
     cls = resolve("system", run.system.name)
 
     def make() -> System:
-        return cls(model=model, sampling=run.sampling, seed=run.seed, **run.system.args)
+        system = cls(model=model, sampling=run.sampling, seed=run.seed, **run.system.args)
+        return give_artifact_folder(system, artifacts) if artifacts is not None else system
 
     make()  # fail early on bad system arguments, before anything is stored
     return make

@@ -61,15 +61,25 @@ class UsageColumns:
             if k in ALWAYS_SHOWN or any(f.number(raw, f"tokens.{k}") for f, raw in runs)
         ]
         self.cost = any(f.number(raw, "cost_usd") is not None for f, raw in runs)
+        # Parametric methods' training cost beside the in-context methods' tokens.
+        self.training = any(isinstance(raw.get("training"), dict) for _, raw in runs)
 
     @property
     def columns(self) -> list[Column]:
         cols = [Column(h, True) for _, h in self.tokens] + [Column("Wall time", True)]
+        if self.training:
+            cols += [Column("Training tokens", True), Column("Training time", True)]
         return cols + ([Column("Cost", True)] if self.cost else [])
 
     def cells(self, f: Fields, raw: dict[str, Any]) -> list[Cell]:
         row = [Cell(fmt_int(f.integer(raw, f"tokens.{k}")), True) for k, _ in self.tokens]
         row.append(Cell(fmt_seconds(f.number(raw, "wall_s")), True))
+        if self.training:
+            trained = isinstance(raw.get("training"), dict)
+            row += [Cell(fmt_int(f.integer(raw, "training.tokens")) if trained else MISSING,
+                         True),
+                    Cell(fmt_seconds(f.number(raw, "training.seconds")) if trained else MISSING,
+                         True)]
         if self.cost:
             row.append(Cell(fmt_cost(f.number(raw, "cost_usd")), True))
         return row

@@ -18,10 +18,25 @@ from clstream.driver.transport import transport_history
 from clstream.models.pricing import cost_usd
 from clstream.store.export import select_runs
 
+TRAIN_STAGE = "train"  # a parametric method's weight updates (docs/parametric.md §2)
+
 
 def _token_totals(stages: dict[str, dict[str, float]]) -> dict[str, int]:
+    """Inference tokens: every stage but training, whose tokens are read, not prompted."""
     keys = ("prompt", "cached", "completion", "reasoning")
-    return {k: int(sum(s[k] for s in stages.values())) for k in keys}
+    return {k: int(sum(s[k] for name, s in stages.items() if name != TRAIN_STAGE))
+            for k in keys}
+
+
+def _training(stages: dict[str, dict[str, float]]) -> dict[str, float | int] | None:
+    """A parametric method's training cost: updates, those found already trained, tokens
+    read over all epochs and seconds spent; None for a method that trains nothing."""
+    stage = stages.get(TRAIN_STAGE)
+    if stage is None:
+        return None
+    return {"updates": int(stage["records"]), "reused": int(stage["cache_hits"]),
+            "tokens": int(stage["prompt"] + stage["completion"]),
+            "seconds": round(float(stage["latency_s"]), 3)}
 
 
 def broken_reason(error: BaseException) -> str:
@@ -37,7 +52,8 @@ def _entry(store: ResultsReader, run: RunRow, prices: dict[str, dict[str, float]
     entry: dict[str, Any] = {
         "run_id": run.run_id, "protocol": run.protocol, "system": run.system,
         "model": run.model, "model_info": run.info.get("model_info", {}),
-        "tokens": tokens, "tokens_by_stage": stages, "wall_s": round(run.wall_s, 3),
+        "tokens": tokens, "tokens_by_stage": stages, "training": _training(stages),
+        "wall_s": round(run.wall_s, 3),
         "cost_usd": None,
         "meta": {
             "clstream_version": run.info.get("clstream_version"),

@@ -19,7 +19,7 @@ from clstream.protocols.imprint.schema import FAMILIES
 from clstream.render import figures
 from clstream.render.base import Cell, Column, Figure, Section, Table, display_labels
 from clstream.render.common import details_table
-from clstream.render.fmt import MISSING
+from clstream.render.fmt import MISSING, fmt_int, fmt_seconds
 from clstream.render.runs import RunView, read_runs, scored_runs
 
 LEGEND = [
@@ -60,12 +60,24 @@ def _label(r: RunView) -> str:
     return f"{r.label} [{sup}]" if sup and sup != "C" else r.label
 
 
+def _training_text(r: RunView) -> str:
+    """A parametric run's training cost: tokens read over all epochs and seconds spent."""
+    if not isinstance(r.raw.get("training"), dict):
+        return MISSING
+    return (f"{fmt_int(r.f.integer(r.raw, 'training.tokens'))} / "
+            f"{fmt_seconds(r.f.number(r.raw, 'training.seconds'))}")
+
+
 def _family_table(setting: str, runs: list[RunView]) -> Table:
     fams = _families(runs)
     columns = [Column("System"), Column("Supervision"), Column("Tokens in context", True),
                Column("Compression", True)]
     columns += [Column(f, True, "Pass@1 \u00b1 SE / AllCorrect@n (%)") for f in fams]
     columns += [Column("Avg", True, "Pass@1 / AllCorrect@n (%)"), Column("Items", True)]
+    # Parametric methods put nothing in context; what they cost is their training.
+    trained = any(isinstance(r.raw.get("training"), dict) for r in runs)
+    if trained:
+        columns.append(Column("Training", True, "tokens read / seconds"))
     rows = []
     for r in runs:
         by = r.f.mapping(r.raw, "metrics.by_family")
@@ -90,6 +102,8 @@ def _family_table(setting: str, runs: list[RunView]) -> Table:
                      True),
                 Cell(f"{r.f.integer(r.raw, 'coverage.scored')} / "
                      f"{r.f.integer(r.raw, 'coverage.total')}", True)]
+        if trained:
+            row.append(Cell(_training_text(r), True))
         rows.append(tuple(row))
     return Table(f"{setting}: Pass@1 / AllCorrect@n by family (%)", tuple(columns), rows)
 
