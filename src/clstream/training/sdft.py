@@ -8,13 +8,13 @@ privileged context: the source document and the reference answer. The loss is th
 (trl's ``distillation_alpha=1.0``: ``loss_utils.compute_divergence`` then takes
 ``kl_div(teacher, student)``, i.e. the expectation under the student).
 
-Differences from the paper's reading (brief §7), all trl's:
+Differences from the paper's description (App. C.2, as docs/parametric.md §1 reads it), all
+trl's:
 
 - the top-k support is the *student's* top-k tokens at each position (the teacher's
   log-probabilities are gathered on it), where the paper reads the teacher's top-100;
-- trl weights each token's divergence by a clipped importance ratio against the rollout's own
-  log-probabilities; with one generation per optimizer micro-step the ratio is 1 and the
-  clipping never acts;
+- trl corrects the loss by a clipped importance ratio when a rollout serves several optimizer
+  steps; here every micro-batch samples its own rollout just before its step, so none applies;
 - LoRA: the teacher is the base model with the adapter disabled (trl's ``"base"`` teacher for a
   peft model), so an incremental LoRA update distils from the base weights, while a full
   fine-tune distils from the weights it starts from (trl reloads them from their folder).

@@ -50,7 +50,7 @@ from clstream.training.features import PadCollator, training_features
 from clstream.training.recipe import Recipe
 from clstream.training.sdft import TEACHER_TEMPLATE, sdft_rows, sdft_trainer_class
 
-__all__ = ["TrainingRun", "base_identity", "train"]
+__all__ = ["TrainingRun", "adapter_name", "base_identity", "build_trainer", "train"]
 
 EXTRA = "pip install 'clstream[train]'"
 _QUIET_LOGGERS = ("transformers", "peft", "trl", "accelerate", "datasets", "torch")
@@ -82,7 +82,7 @@ def train(base: Path, start: Adapter | None, examples: Sequence[Example], recipe
                             f"{start.name}")
     identity = base_identity(base)
     data_hash = examples_hash(examples)
-    name = artifact_name(identity, start.name if start else None, data_hash, recipe.identity())
+    name = adapter_name(base, start, examples, recipe)
     final, partial = final_dir(store, name), partial_dir(store, name)
     adapter = Adapter(name=name, path=str(final), kind=kind)
     reused = _complete(final, partial)
@@ -107,6 +107,13 @@ def train(base: Path, start: Adapter | None, examples: Sequence[Example], recipe
         raise TrainingError(f"training {name} ({recipe.objective}) failed: {line}") from exc
     return TrainingRun(adapter=adapter, tokens=tokens, seconds=time.perf_counter() - began,
                        reused=False, steps=steps, losses=losses, resumed_from=resumed)
+
+
+def adapter_name(base: Path, start: Adapter | None, examples: Sequence[Example],
+                 recipe: Recipe) -> str:
+    """The content-addressed name :func:`train` gives these inputs' weights (nothing trained)."""
+    return artifact_name(base_identity(Path(base)), start.name if start else None,
+                         examples_hash(examples), recipe.identity())
 
 
 def _complete(final: Path, partial: Path) -> dict[str, Any] | None:
@@ -220,8 +227,8 @@ def training_arguments(recipe: Recipe, partial: Path, cuda: bool, bf16: bool) ->
         "save_strategy": "steps", "save_steps": recipe.save_every, "save_total_limit": 1,
         # Activations recomputed in the backward pass: identical gradients, far less memory
         # for a full fine-tune on a GPU; the CPU (tests, tiny models) does not need it.
-        "gradient_checkpointing": cuda,
-        "gradient_checkpointing_kwargs": {"use_reentrant": False},
+        f"{_checkpointing()}": cuda,
+        f"{_checkpointing()}_kwargs": {"use_reentrant": False},
         "report_to": "none", "push_to_hub": False, "disable_tqdm": True,
         "log_level": "error", "log_level_replica": "error",
         "remove_unused_columns": False,
@@ -229,9 +236,22 @@ def training_arguments(recipe: Recipe, partial: Path, cuda: bool, bf16: bool) ->
     }
 
 
+def _checkpointing() -> str:
+    """The name transformers gives activation checkpointing (renamed in transformers 5)."""
+    fields = _require("transformers").TrainingArguments.__dataclass_fields__
+    return "activation_checkpointing" if "activation_checkpointing" in fields \
+        else "gradient_checkpointing"
+
+
 def build_trainer(base: Path, start: Adapter | None, examples: Sequence[Example],
                   recipe: Recipe, partial: Path, device: str = "auto") -> Any:
     """The configured trainer for ``recipe`` (its printer callback removed: nothing printed)."""
+    with quiet():
+        return _build_trainer(base, start, examples, recipe, partial, device)
+
+
+def _build_trainer(base: Path, start: Adapter | None, examples: Sequence[Example],
+                   recipe: Recipe, partial: Path, device: str) -> Any:
     transformers = _require("transformers")
     _require("peft")
     cuda, bf16 = _placement(device, recipe)
