@@ -72,6 +72,7 @@ def test_ntp_loss_decreases(base: Path, store: Path, lora_run: TrainingRun, lora
     assert not Path(run.adapter.path + ".partial").exists()
 
 
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # peft reads a renamed transformers flag
 def test_lora_adapter_round_trips_and_merges(base: Path, lora_run: TrainingRun) -> None:
     peft = pytest.importorskip("peft")
     import torch
