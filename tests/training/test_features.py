@@ -36,7 +36,7 @@ def test_sft_labels_only_the_answer_and_eos_of_the_prompt_hf_renders(
     folder = build_tiny_model(tmp_path / "tiny", chat_template=chat_template)
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
     served = HFModel(str(folder), device="cpu").prompt_ids(
-        GenerationRequest(key="q", messages=list(ASK), params=SamplingParams()))
+        GenerationRequest(key="q", messages=ASK, params=SamplingParams()))
     features = pair_features(tokenizer, PAIR)
     n = len(served)
     assert features["input_ids"][:n] == served

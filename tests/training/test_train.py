@@ -101,7 +101,7 @@ def test_same_inputs_reuse_and_any_change_renames(base: Path, store: Path,
     name = lora_run.adapter.name
     assert name == adapter_name(base, None, TEXTS, LORA)
     assert name.startswith("clstream-") and len(name) == len("clstream-") + 16
-    changed = {"objective": "cq", "lora": False, "lr": 2e-2, "epochs": 5, "batch": 3,
+    changed: dict[str, Any] = {"objective": "cq", "lora": False, "lr": 2e-2, "epochs": 5, "batch": 3,
                "micro_batch": 1, "block": 17, "r": 8, "alpha": 16, "dropout": 0.0,
                "weight_decay": 0.1, "clip": 0.5, "precision": "float32", "topk": 5,
                "max_new": 9, "save_every": 3, "seed": 1}

@@ -23,11 +23,11 @@ from clstream.training.recipe import Recipe  # noqa: E402
 from clstream.training.train import adapter_name, train  # noqa: E402
 
 WORDS = "the fox and the bird play by the river while the sun sets over the hills".split()
-TEXTS = [TextExample(" ".join(WORDS[i:] + WORDS[:i])) for i in range(0, len(WORDS), 2)]
-# One block per optimizer step, a checkpoint after each: 2 epochs of 9 blocks, 18 steps.
+TEXTS = [TextExample(" ".join(WORDS[i:] + WORDS[:i])) for i in range(0, len(WORDS), 4)]
+# One block per optimizer step, a checkpoint after each: 2 epochs of 5 blocks, 10 steps.
 RECIPE = Recipe(objective="ntp", lora=True, lr=1e-2, epochs=2, batch=1, micro_batch=1,
                 block=16, save_every=1)
-STEPS = 18
+STEPS = 10
 CHILD = """
 import sys
 from pathlib import Path

@@ -59,7 +59,7 @@ def sdft_trainer_class() -> type:
     from torch.utils.data import SequentialSampler
     from trl.experimental.sdft import SDFTTrainer
 
-    class StreamSDFTTrainer(SDFTTrainer):  # type: ignore[misc]
+    class StreamSDFTTrainer(SDFTTrainer):
         def _tokenize_prompts(self, prompts: list[Any]) -> list[list[int]]:
             return [
                 prompt_ids(self._tokenizer, [Message(role=m["role"], content=m["content"])
@@ -68,13 +68,14 @@ def sdft_trainer_class() -> type:
             ]
 
         def _get_train_sampler(self, dataset: Any = None) -> Any:
-            return SequentialSampler(self.train_dataset if dataset is None else dataset)
+            source: Any = self.train_dataset if dataset is None else dataset
+            return SequentialSampler(source)
 
         def _prepare_training_batch(self, inputs: list[dict[str, Any]]) -> Any:
             """The batch, counted: the student and teacher forwards' tokens and the generated
             ones (docs/parametric.md §4: tokens of every training forward)."""
             batch = super()._prepare_training_batch(inputs)
-            if self.model.training:
+            if self.model is not None and self.model.training:
                 completion = int(batch["completion_mask"].sum())
                 student = int(batch["prompt_mask"].sum()) + completion
                 teacher = int(batch["teacher_attention_mask"].sum())

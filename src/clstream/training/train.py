@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from clstream.core.types import Adapter
 from clstream.training.artifacts import (
@@ -76,7 +76,7 @@ def train(base: Path, start: Adapter | None, examples: Sequence[Example], recipe
     base, store = Path(base), Path(store)
     if not (base / "config.json").is_file():
         raise TrainingError(f"base model {base}: no config.json (a local model directory)")
-    kind = "lora" if recipe.lora else "full"
+    kind: Literal["lora", "full"] = "lora" if recipe.lora else "full"
     if start is not None and start.kind != kind:
         raise TrainingError(f"a {kind} training cannot start from {start.kind} weights "
                             f"{start.name}")
