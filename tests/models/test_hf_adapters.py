@@ -11,7 +11,13 @@ import pytest
 from tiny_llama import build_tiny_model
 
 from clstream.core.contracts import adapter_kinds_of
-from clstream.core.types import Adapter, GenerationRequest, GenerationResult, Message, SamplingParams
+from clstream.core.types import (
+    Adapter,
+    GenerationRequest,
+    GenerationResult,
+    Message,
+    SamplingParams,
+)
 from clstream.models.hf import HFModel
 from clstream.models.middleware import wrap
 
