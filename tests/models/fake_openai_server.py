@@ -28,6 +28,12 @@ by ``preflight_plan`` instead of ``plan``, so a run's request log holds only the
 with a 400 carrying that message; ``api_key`` makes every route demand ``Bearer <api_key>``;
 ``echo_headers`` puts the request's headers into every error body (as some proxies do).
 
+LoRA adapters: ``POST /v1/load_lora_adapter`` (vLLM's route; with ``lora_at_root``, only
+``POST /load_lora_adapter``, SGLang's) records each body in ``lora_loads`` and from then on
+serves the adapter as a model of its ``lora_name``; loading a name again is a 400 saying it is
+already loaded, as vLLM answers. ``lora_reject`` (a function of the load body giving a
+message, or None) refuses matching loads with a 400.
+
 Tool calls: ``tool_plan`` (a function of the body giving a list of ``(name, arguments)`` pairs,
 or None) scripts them: a request that offers ``tools`` and for which the plan gives calls is
 answered with those calls (``message.tool_calls``, null content, finish reason
@@ -148,6 +154,8 @@ class FakeOpenAIServer:
         api_key: str | None = None,
         echo_headers: bool = False,
         tool_plan: ToolPlan | None = None,
+        lora_at_root: bool = False,
+        lora_reject: Callable[[dict[str, Any]], str | None] | None = None,
     ):
         self.plan = plan
         self.latency = latency
@@ -161,6 +169,10 @@ class FakeOpenAIServer:
         self.api_key = api_key
         self.echo_headers = echo_headers
         self.tool_plan = tool_plan
+        self.lora_at_root = lora_at_root
+        self.lora_reject = lora_reject
+        self.lora_loads: list[dict[str, Any]] = []
+        self.loras: set[str] = set()
         self.preflights: list[dict[str, Any]] = []
         self.model_listings = 0
         self.requests: list[dict[str, Any]] = []
@@ -337,8 +349,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"count": count, "max_model_len": 32768, "tokens": list(range(count))})
         elif self.path == "/v1/chat/completions":
             self._chat(body)
+        elif self.path == ("/load_lora_adapter" if self.owner.lora_at_root
+                           else "/v1/load_lora_adapter"):
+            self._load_lora(body)
         else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def _load_lora(self, body: dict[str, Any]) -> None:
+        owner = self.owner
+        name = body.get("lora_name")
+        with owner._lock:
+            owner.lora_loads.append(body)
+            rejected = owner.lora_reject(body) if owner.lora_reject is not None else None
+            known = name in owner.loras
+            if rejected is None and not known:
+                owner.loras.add(name)
+        if rejected is not None:
+            self._error(400, rejected)
+        elif known:
+            self._error(400, f"The lora adapter '{name}' has already been loaded.")
+        else:
+            self._send(200, f"Success: LoRA adapter '{name}' added successfully.".encode())
 
     def _chat(self, body: dict[str, Any]) -> None:
         owner = self.owner
@@ -361,7 +392,8 @@ class _Handler(BaseHTTPRequestHandler):
             extra = {"Retry-After": owner.retry_after} if fault == "429" else None
             self._error(STATUS_FAULTS[fault], f"injected {fault}", extra)
             return
-        if owner.model is not None and body.get("model") != owner.model:
+        if owner.model is not None and body.get("model") != owner.model \
+                and body.get("model") not in owner.loras:
             owner._leave()
             self._error(404, f"The model `{body.get('model')}` does not exist.")
             return

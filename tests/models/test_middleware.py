@@ -195,3 +195,35 @@ def test_an_unusable_cache_path_is_one_line(tmp_path: Path) -> None:
     bad.write_text("not a database " * 40)
     with pytest.raises(ClstreamError, match="c.sqlite"):
         wrap(CountingModel(), cache_path=bad)
+
+
+class LoraServing(CountingModel):
+    """A local backend that declares it serves LoRA adapters."""
+
+    def adapter_kinds(self) -> tuple[str, ...]:
+        return ("lora",)
+
+
+def test_adapter_kinds_reach_through_the_wrapper() -> None:
+    from clstream.core.contracts import AdapterServer, adapter_kinds_of
+
+    serving = wrap(LoraServing())
+    assert isinstance(serving, AdapterServer) and adapter_kinds_of(serving) == ("lora",)
+    assert adapter_kinds_of(wrap(CountingModel())) == ()
+
+
+def test_a_generic_key_names_the_adapter_and_only_when_there_is_one(tmp_path: Path) -> None:
+    from clstream.core.types import Adapter
+
+    model = wrap(LoraServing(), cache_path=tmp_path / "c.sqlite")
+    plain = req("q")
+    identity = {"backend": "counting", "name": "counting", "version": 1}
+    assert model.cache_key(plain) == ResponseCache.key(
+        "counting", {"backend_identity": identity, **build_body("counting", plain, {})})
+    one = Adapter(name="clstream-one", path="/a/one")
+    keys = [model.cache_key(plain.model_copy(update={"adapter": a}))
+            for a in (None, one, one.model_copy(update={"path": "/b/one"}),
+                      Adapter(name="clstream-two", path="/a/one"))]
+    assert keys[1] == keys[2] and len(set(keys)) == 3
+    asyncio.run(model.generate([plain, plain.model_copy(update={"adapter": one})]))
+    assert model.inner.asked == ["q", "q"]  # two entries: the adapter's answer is its own

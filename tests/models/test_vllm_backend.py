@@ -2,7 +2,8 @@
 
 vLLM needs a CUDA GPU, so the engine is replaced by a small fake with the same call surface
 (``LLM(model=...)``, ``LLM.chat(conversations, sampling_params=[...], ...)``, ``RequestOutput``
-with ``prompt_token_ids``, ``num_cached_tokens`` and ``outputs[i].token_ids``).
+with ``prompt_token_ids``, ``num_cached_tokens`` and ``outputs[i].token_ids``, and
+``vllm.lora.request.LoRARequest(name, id, path)``).
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ import pytest
 
 from clstream.core.errors import SpecError
 from clstream.core.specs import derive_seed
-from clstream.core.types import GenerationRequest, Message, SamplingParams
+from clstream.core.types import Adapter, GenerationRequest, Message, SamplingParams
 from clstream.models.vllm_backend import VLLMModel
 
 
 class FakeSamplingParams:
     def __init__(self, **kwargs: Any):
         self.__dict__.update(kwargs)
+
+
+class FakeLoRARequest:
+    def __init__(self, lora_name: str, lora_int_id: int, lora_path: str):
+        self.lora_name, self.lora_int_id, self.lora_path = lora_name, lora_int_id, lora_path
 
 
 class FakeLLM:
@@ -87,6 +93,10 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     module.SamplingParams = FakeSamplingParams  # type: ignore[attr-defined]
     module.__version__ = "0.0-fake"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "vllm", module)
+    lora, request = types.ModuleType("vllm.lora"), types.ModuleType("vllm.lora.request")
+    request.LoRARequest = FakeLoRARequest  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm.lora", lora)
+    monkeypatch.setitem(sys.modules, "vllm.lora.request", request)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the backend sets it; restored after the test
     FakeLLM.instances.clear()
     return module
@@ -158,3 +168,57 @@ def test_a_failing_request_fails_alone(fake_vllm: types.ModuleType, model_dir: P
     error = results[1].error
     assert error is not None and error.startswith(f"vllm:{model_dir}") and "max_model_len" in error
     assert results[0].samples[0].text == "answer-0"
+
+
+def test_lora_requests_go_one_adapter_per_call(fake_vllm: types.ModuleType,
+                                               model_dir: Path) -> None:
+    model = VLLMModel(str(model_dir), enable_lora=True, max_lora_rank=32)
+    llm = FakeLLM.instances[-1]
+    assert llm.kwargs["enable_lora"] is True and llm.kwargs["max_lora_rank"] == 32
+    assert model.adapter_kinds() == ("lora",) and model.describe()["enable_lora"] is True
+    one = Adapter(name="clstream-one", path="/store/one", kind="lora")
+    two = Adapter(name="clstream-two", path="/store/two", kind="lora")
+    full = Adapter(name="clstream-full", path="/store/full", kind="full")
+    requests = [req("a").model_copy(update={"adapter": one}), req("b"),
+                req("c").model_copy(update={"adapter": two}),
+                req("d").model_copy(update={"adapter": one}),
+                req("e").model_copy(update={"adapter": full})]
+    results = model.generate_sync(requests)
+    assert [r.ok for r in results] == [True, True, True, True, False]
+    assert "cannot answer with full adapter 'clstream-full'" in (results[4].error or "")
+    sent = {(c["lora_request"].lora_name if "lora_request" in c else None):
+            (c["lora_request"].lora_int_id if "lora_request" in c else None,
+             len(c["conversations"])) for c in llm.calls}
+    assert sent == {"clstream-one": (1, 2), None: (None, 1), "clstream-two": (2, 1)}
+    assert len(llm.calls) == 3
+    model.generate_sync([req("f").model_copy(update={"adapter": two})])
+    again = llm.calls[-1]["lora_request"]
+    assert (again.lora_int_id, again.lora_path) == (2, "/store/two")  # the id stays per name
+
+
+def test_without_enable_lora_an_adapter_is_an_error(fake_vllm: types.ModuleType,
+                                                    model_dir: Path) -> None:
+    model = VLLMModel(str(model_dir))
+    llm = FakeLLM.instances[-1]
+    assert "enable_lora" not in llm.kwargs and "enable_lora" not in model.describe()
+    assert model.adapter_kinds() == ()
+    lora = Adapter(name="clstream-one", path="/store/one")
+    bad, good = model.generate_sync([req("a").model_copy(update={"adapter": lora}), req("b")])
+    assert not bad.ok and (bad.error or "").startswith(f"vllm:{model_dir}: cannot answer with "
+                                                       "lora adapter 'clstream-one'")
+    assert good.ok and len(llm.calls) == 1 and "lora_request" not in llm.calls[0]
+
+
+def test_lora_settings_leave_the_spec_as_it_was_at_their_defaults() -> None:
+    from clstream.core.registry import canonical_component
+    from clstream.core.specs import parse_model_spec
+
+    def args(model_args: str | None) -> dict[str, Any]:
+        return dict(canonical_component("model", parse_model_spec("vllm:/m", model_args)).args)
+
+    before = args(None)
+    assert "enable_lora" not in before and "max_lora_rank" not in before
+    assert args("enable_lora=false,max_lora_rank=64") == before
+    assert args("enable_lora=true") == {**before, "enable_lora": True}
+    with pytest.raises(SpecError, match="max_lora_rank"):
+        args("max_lora_rank=0")

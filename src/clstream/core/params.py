@@ -10,6 +10,10 @@ unset unless given (the backend then decides, e.g. ``max_model_len``) has the de
 and names its type: ``Param(None, "...", minimum=1, value_type=int)``. A declaration that
 contradicts itself (a default outside its own choices or below its own minimum, a type no
 command line can write) fails when the class is defined, not when a user first trips on it.
+
+A parameter added to a component that already has recorded runs is declared with
+``recorded_at_default=False``: at its default it is left out of the spec, so the specs, and
+run ids, of those runs stay what they were; set to anything else it is recorded as usual.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class Param:
     minimum: int | float | None = None
     choices: tuple[str, ...] | None = None
     value_type: type | None = None
+    recorded_at_default: bool = True
 
     def __post_init__(self) -> None:
         want = self.type
@@ -75,12 +80,13 @@ def _type_ok(value: Any, want: type) -> bool:
 
 
 def check_args(owner: str, params: Mapping[str, Param], args: Mapping[str, Any]) -> dict[str, Any]:
-    """The complete, validated arguments: every declared parameter, defaults filled in.
+    """The complete, validated arguments: every declared parameter, defaults filled in (but
+    for a parameter not ``recorded_at_default`` left at its default).
 
     ``owner`` names the component in errors (``system 'rag'``). Unknown names, wrong types,
     values below ``minimum`` and values outside ``choices`` are a :class:`SpecError`.
     """
-    out = {name: p.default for name, p in params.items()}
+    out = {name: p.default for name, p in params.items() if p.recorded_at_default}
     for key, value in args.items():
         if key not in params:
             known = ", ".join(sorted(params)) or "none"
@@ -98,5 +104,8 @@ def check_args(owner: str, params: Mapping[str, Param], args: Mapping[str, Any])
             raise SpecError(
                 f"{owner}: argument {key!r} must be one of {', '.join(p.choices)}, got {value!r}"
             )
-        out[key] = float(value) if want is float else value
+        value = float(value) if want is float else value
+        if not p.recorded_at_default and type(value) is type(p.default) and value == p.default:
+            continue  # a later parameter at its default: the spec stays as it was before it
+        out[key] = value
     return dict(sorted(out.items()))

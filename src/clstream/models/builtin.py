@@ -69,6 +69,7 @@ from clstream.core.types import (
     SamplingParams,
     Usage,
 )
+from clstream.models.adapters import unserved_adapter
 from clstream.models.builtin_answer import (
     GENERIC,
     STOP,
@@ -365,6 +366,10 @@ class BuiltinReader:
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         results = []
         for request in requests:
+            refused = unserved_adapter(self.name, request, ())  # no trained weights here
+            if refused is not None:
+                results.append(refused)
+                continue
             start = time.perf_counter()
             raw, prompt_tokens = self.reply(request)
             text, finish = self._finish(raw, request.params)

@@ -21,6 +21,12 @@ and a draw from the sample's generator on the CPU. A sample ends with "stop" at 
 end-of-sequence token or once its text contains a stop string (the text is cut before the
 earliest one), with "length" after ``max_tokens`` or when ``max_model_len`` is reached.
 
+Trained weights (docs/parametric.md §3): a request whose ``adapter`` is set is decoded with a
+LoRA adapter attached to the model (peft, the ``train`` extra) or with a fine-tuned checkpoint
+loaded as a model of its own (:mod:`clstream.models.hf_adapters`); the requests of one call are
+split by adapter first, so weights never share a forward pass, and a request without one is
+decoded by the base model, adapters disabled.
+
 Usage is exact: prompt tokens are the rendered prompt's ids, counted once per request as
 OpenAI-compatible servers do; completion tokens are all tokens generated over the samples (a
 final end-of-sequence token included); reasoning tokens are those of a leading
@@ -44,12 +50,20 @@ from clstream.core.errors import SpecError
 from clstream.core.params import Param
 from clstream.core.specs import derive_seed
 from clstream.core.types import (
+    Adapter,
     GenerationRequest,
     GenerationResult,
     Message,
     Sample,
     SamplingParams,
     Usage,
+)
+from clstream.models.adapters import unserved_adapter
+from clstream.models.hf_adapters import (
+    AdapterLoadError,
+    Checkpoints,
+    LoraAdapters,
+    peft_available,
 )
 from clstream.models.tokenizers import HFTokenizer
 from clstream.models.wire import request_seed
@@ -219,6 +233,23 @@ class HFModel:
         pad = self._tok.pad_token_id
         self._pad = pad if pad is not None else min(self._eos, default=0)
         self._lock = threading.Lock()
+        # What a fine-tuned checkpoint is loaded with: this model's own settings.
+        self._settings: dict[str, Any] = {
+            "device": str(self.device), "dtype": dtype, "batch_size": batch_size,
+            "max_model_len": max_model_len, "mix_requests": mix_requests,
+        }
+        self._lora = LoraAdapters(self._model, self.device)
+        self._checkpoints = Checkpoints(self._load_checkpoint)
+
+    def _load_checkpoint(self, path: str) -> HFModel:
+        model = HFModel(path, **self._settings)
+        model.name = self.name  # its errors speak for this model
+        return model
+
+    def adapter_kinds(self) -> tuple[str, ...]:
+        """LoRA adapters where peft is installed (the ``train`` extra), full checkpoints
+        always (docs/parametric.md §3)."""
+        return ("lora", "full") if peft_available() else ("full",)
 
     def _pick_device(self, device: str) -> Any:
         torch = self._torch
@@ -315,6 +346,46 @@ class HFModel:
         ]
 
     def _generate_locked(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Results of ``requests``, decoded in groups of one adapter each (none: the base)."""
+        groups: dict[Adapter | None, list[int]] = {}
+        for i, request in enumerate(requests):
+            groups.setdefault(request.adapter, []).append(i)
+        if list(groups) == [None]:
+            with self._lora.base():
+                return self._decode_requests(requests)
+        results: list[GenerationResult | None] = [None] * len(requests)
+        for adapter, members in groups.items():
+            chosen = [requests[i] for i in members]
+            for i, result in zip(members, self._with_adapter(adapter, chosen), strict=True):
+                results[i] = result
+        return [r for r in results if r is not None]
+
+    def _with_adapter(self, adapter: Adapter | None, requests: list[GenerationRequest]
+                      ) -> list[GenerationResult]:
+        """Results of ``requests``, which all carry ``adapter``."""
+        if adapter is None:
+            with self._lora.base():
+                return self._decode_requests(requests)
+        kinds = self.adapter_kinds()
+        refused = [unserved_adapter(self.name, r, kinds) for r in requests]
+        if refused[0] is not None:
+            return [r for r in refused if r is not None]
+        try:
+            # Loading makes tensors that must be ordinary ones, not inference tensors.
+            with self._torch.inference_mode(False):
+                if adapter.kind == "full":
+                    checkpoint: HFModel = self._checkpoints.model(adapter)
+                else:
+                    self._lora.activate(adapter)
+        except AdapterLoadError as exc:
+            why = f"cannot load {adapter.kind} adapter {adapter.name!r} from {adapter.path}: {exc}"
+            return [self._error(r, why) for r in requests]
+        if adapter.kind == "full":
+            return checkpoint._decode_requests(requests)
+        return self._decode_requests(requests)
+
+    def _decode_requests(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Results of ``requests`` with the weights the model has in place now."""
         errors: dict[int, str] = {}
         rows: dict[int, list[_Row]] = {}
         for i, request in enumerate(requests):

@@ -37,7 +37,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
-from clstream.core.contracts import AsyncResource, Model, Tokenizer, check_model
+from clstream.core.contracts import (
+    AsyncResource,
+    Model,
+    Tokenizer,
+    adapter_kinds_of,
+    check_model,
+)
 from clstream.core.errors import ClstreamError, SpecError
 from clstream.core.types import GenerationRequest, GenerationResult, SamplingParams, Usage
 from clstream.models.cache import ResponseCache
@@ -72,8 +78,12 @@ def model_identity(model: Model) -> dict[str, Any]:
 def request_key(backend: str, identity: Mapping[str, Any], request: GenerationRequest) -> str:
     """The cache key of ``request`` to a backend without its own (:class:`CacheKeyed`): the
     hash of the backend's identity and of the request as an OpenAI body would carry it (every
-    sampling parameter, the per-request seed, tools)."""
+    sampling parameter, the per-request seed, tools), and the name of the request's adapter
+    when it has one (its content-addressed name, not where its files lie; docs/parametric.md
+    §3). A request without an adapter keeps the key it always had."""
     body = build_body(str(identity.get("name", backend)), request, {})
+    if request.adapter is not None:
+        body["adapter"] = request.adapter.name
     return ResponseCache.key(backend, {"backend_identity": dict(identity), **body})
 
 
@@ -236,6 +246,11 @@ class ModelMiddleware:
         return results
 
     # -- optional parts, passed through ------------------------------------------------------
+
+    def adapter_kinds(self) -> tuple[str, ...]:
+        """The adapter kinds the backend serves (none where it declares none): explicit, as a
+        runtime-checked protocol does not see attributes served by ``__getattr__``."""
+        return adapter_kinds_of(self.inner)
 
     async def preflight(self, sampling: SamplingParams) -> list[str]:
         """The backend's endpoint check; with a response cache, a failed check is a note (the

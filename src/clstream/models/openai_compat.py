@@ -58,6 +58,14 @@ tool calls. Whether the server honours them is the server's setting (vLLM needs
 ``--enable-auto-tool-choice`` and a ``--tool-call-parser``); a server that refuses a request
 with tools answers 400, and the request fails with the server's reason.
 
+Trained weights (docs/parametric.md §3): with ``lora`` (``--model-args lora=true``) the
+server is one that loads LoRA adapters at runtime (vLLM, SGLang). Before the first request
+naming an adapter, the model asks the server to load it by its name
+(:mod:`clstream.models.lora_endpoint`), once per name; the request is then sent with the
+adapter's name as its ``model``, so its body, and its cache key, differ from the base model's.
+A load that fails makes the request an error result. Without ``lora`` (or for a full
+checkpoint, which such a server cannot load) a request with an adapter is an error result.
+
 Connections: inside ``async with model:`` all ``generate`` calls share one connection pool
 (keep-alive, one TLS handshake); outside it each ``generate`` call opens and closes its own, so
 nothing is ever left open. The in-flight bound is per event loop; the model is meant to be used
@@ -87,6 +95,7 @@ from clstream.core.errors import ClstreamError, SpecError
 from clstream.core.params import Param
 from clstream.core.secrets import redacted_url, register_secret, scrub
 from clstream.core.types import (
+    Adapter,
     GenerationRequest,
     GenerationResult,
     Message,
@@ -94,6 +103,7 @@ from clstream.core.types import (
     SamplingParams,
     Usage,
 )
+from clstream.models.adapters import unserved_adapter
 from clstream.models.breaker import CircuitBreaker
 from clstream.models.cache import ResponseCache
 from clstream.models.concurrency import DEFAULT_CEILING, DEFAULT_START, ConcurrencyLimit, Turn
@@ -112,6 +122,7 @@ from clstream.models.http import (
     new_client,
     os_reason,
 )
+from clstream.models.lora_endpoint import RuntimeAdapters, load_lora_adapter
 from clstream.models.middleware import OnResult, generate_cached
 from clstream.models.retry import (
     AttemptFailure,
@@ -277,7 +288,10 @@ class OpenAICompatModel:
     summary: ClassVar[str] = ("openai:<model>: any OpenAI-compatible server (--base-url, "
                               "--api-key-env, --max-concurrency, --request-timeout, --cache)")
     # Endpoint, key, concurrency, retries and cache come from flags: none changes an answer.
-    params: ClassVar[dict[str, Param]] = {}
+    params: ClassVar[dict[str, Param]] = {
+        "lora": Param(False, "the server loads LoRA adapters at runtime (vLLM, SGLang), so "
+                             "requests can carry them", recorded_at_default=False),
+    }
 
     def __init__(
         self,
@@ -295,6 +309,7 @@ class OpenAICompatModel:
         cache_path: str | Path | None = None,
         stream: bool = True,
         http_client: str | None = None,
+        lora: bool = False,
     ):
         if not isinstance(target, str) or not target.strip():
             raise SpecError("openai model: target (the served model name) must be non-empty")
@@ -322,6 +337,10 @@ class OpenAICompatModel:
         self.server: ServerInfo | None = None  # what the server reported, after preflight()
         self._orders = itertools.count()
         self._listed_context: int | None = None
+        if not isinstance(lora, bool):
+            raise SpecError(f"lora must be true or false, got {lora!r}")
+        self.lora = lora
+        self._adapters = RuntimeAdapters(self._load_adapter)
 
     def __repr__(self) -> str:
         return f"OpenAICompatModel(name={self.name!r}, base_url={redacted_url(self.base_url)!r})"
@@ -345,7 +364,23 @@ class OpenAICompatModel:
             "extra_body": json.loads(json.dumps(self.extra_body)),
             "cache": str(self.cache.path) if self.cache is not None else None,
             "tools": True,
+            # Recorded only when on, so other runs describe themselves as they always did.
+            **({"lora": True} if self.lora else {}),
         }
+
+    def adapter_kinds(self) -> tuple[str, ...]:
+        """LoRA adapters, loaded by name, when the server was declared able to (``lora``)."""
+        return ("lora",) if self.lora else ()
+
+    def served_model(self, request: GenerationRequest) -> str:
+        """The ``model`` a request's body names: its adapter's name, else the target."""
+        return self.target if request.adapter is None else request.adapter.name
+
+    async def _load_adapter(self, adapter: Adapter) -> str | None:
+        async with self._new_client() as client:
+            return await load_lora_adapter(
+                client, self.base_url, self._headers(), adapter,
+                lambda response: _server_reason(response, self._secrets()))
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -424,7 +459,8 @@ class OpenAICompatModel:
 
     def cache_key(self, request: GenerationRequest) -> str:
         """The response-cache key of ``request``: the backend and the body sent for it."""
-        return ResponseCache.key(BACKEND, build_body(self.target, request, self.extra_body))
+        return ResponseCache.key(BACKEND, build_body(self.served_model(request), request,
+                                                     self.extra_body))
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         if self.cache is None:
@@ -462,8 +498,17 @@ class OpenAICompatModel:
         self, state: _LoopState, client: HttpClient, request: GenerationRequest,
         order: int, index: int, on_result: OnResult | None,
     ) -> GenerationResult:
-        body = build_body(self.target, request, self.extra_body)
-        result = await self._with_retries(state, client, request, body, order)
+        refused = unserved_adapter(self.name, request, self.adapter_kinds())
+        if refused is None and request.adapter is not None:
+            why = await self._adapters.ensure(request.adapter)
+            if why is not None:
+                refused = self._error(request, f"cannot load LoRA adapter "
+                                               f"{request.adapter.name!r}: {why}")
+        if refused is not None:
+            result = refused
+        else:
+            body = build_body(self.served_model(request), request, self.extra_body)
+            result = await self._with_retries(state, client, request, body, order)
         if on_result is not None:
             on_result(index, result)
         return result

@@ -17,6 +17,12 @@ by that value because the engine takes one set of template arguments per call. U
 the request outputs: prompt tokens = the prompt's token ids, cached tokens = the engine's prefix
 cache hits where it reports them, completion tokens = the generated token ids of all samples.
 
+Trained weights (docs/parametric.md §3): with ``enable_lora`` the engine is started with LoRA
+support (``max_lora_rank`` bounds the adapters' rank) and a request carrying a LoRA adapter is
+sent with ``lora_request=LoRARequest(name, id, path)``, the id fixed per adapter name for the
+life of the model object. Requests are grouped by adapter as well as by thinking, one
+``LoRARequest`` per call. Without ``enable_lora`` a request with an adapter is an error result.
+
 When a call fails (for example a prompt longer than ``max_model_len``), its requests are retried
 one at a time so only the faulty one becomes an error result.
 """
@@ -32,7 +38,8 @@ from typing import Any, ClassVar
 
 from clstream.core.errors import SpecError
 from clstream.core.params import Param
-from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
+from clstream.core.types import Adapter, GenerationRequest, GenerationResult, Sample, Usage
+from clstream.models.adapters import unserved_adapter
 from clstream.models.hf import (
     config_fingerprint,
     import_optional,
@@ -68,6 +75,10 @@ class VLLMModel:
         "tensor_parallel_size": Param(1, "GPUs the model is split across", minimum=1),
         "dtype": Param("auto", "weights dtype, as vLLM names it (auto, bfloat16, float16, ...)"),
         "enable_prefix_caching": Param(True, "reuse the KV cache of shared prompt prefixes"),
+        "enable_lora": Param(False, "start the engine with LoRA support, so requests can carry "
+                                    "LoRA adapters", recorded_at_default=False),
+        "max_lora_rank": Param(64, "largest LoRA rank served (with enable_lora)", minimum=1,
+                               recorded_at_default=False),
     }
 
     def __init__(
@@ -78,6 +89,8 @@ class VLLMModel:
         tensor_parallel_size: int = 1,
         dtype: str = "auto",
         enable_prefix_caching: bool = True,
+        enable_lora: bool = False,
+        max_lora_rank: int = 64,
         **unknown: Any,
     ):
         reject_unknown(BACKEND, unknown)
@@ -89,6 +102,9 @@ class VLLMModel:
         _number("tensor_parallel_size", tensor_parallel_size, 1, None, integer=True)
         if not isinstance(dtype, str) or not dtype:
             raise SpecError(f"model {self.name!r}: dtype must be a name such as auto or bfloat16")
+        if not isinstance(enable_lora, bool):
+            raise SpecError(f"model {self.name!r}: enable_lora must be true or false")
+        _number("max_lora_rank", max_lora_rank, 1, None, integer=True)
         vllm = import_optional("vllm", "vllm")
         self._vllm = vllm
         self.settings: dict[str, Any] = {
@@ -98,6 +114,9 @@ class VLLMModel:
             "dtype": dtype,
             "enable_prefix_caching": bool(enable_prefix_caching),
         }
+        if enable_lora:  # recorded only when on, so other runs describe themselves as before
+            self.settings.update(enable_lora=True, max_lora_rank=max_lora_rank)
+        self._lora_ids: dict[str, int] = {}
         # A local path needs nothing from the hub; make sure nothing is fetched either.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         engine_args = {k: v for k, v in self.settings.items() if v is not None}
@@ -106,6 +125,17 @@ class VLLMModel:
         # count tokens on the event loop, and a fast tokenizer must not be shared across both.
         self.tokenizer = HFTokenizer(str(self.path))
         self._lock = threading.Lock()
+
+    def adapter_kinds(self) -> tuple[str, ...]:
+        """LoRA adapters when the engine was started with LoRA support."""
+        return ("lora",) if self.settings.get("enable_lora") else ()
+
+    def lora_request(self, adapter: Adapter) -> Any:
+        """The engine's ``LoRARequest`` of ``adapter``: its integer id is the same for every
+        request naming it, and new for every other name."""
+        lora_id = self._lora_ids.setdefault(adapter.name, len(self._lora_ids) + 1)
+        module = import_optional("vllm.lora.request", "vllm")
+        return module.LoRARequest(adapter.name, lora_id, adapter.path)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -141,22 +171,29 @@ class VLLMModel:
     def generate_sync(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         """Blocking generation; one engine call at a time."""
         results: list[GenerationResult | None] = [None] * len(requests)
-        groups: dict[bool | None, list[int]] = {}
+        groups: dict[tuple[bool | None, Adapter | None], list[int]] = {}
+        kinds = self.adapter_kinds()
         for i, request in enumerate(requests):
-            groups.setdefault(request.params.thinking, []).append(i)
+            results[i] = unserved_adapter(self.name, request, kinds)
+            if results[i] is None:
+                groups.setdefault((request.params.thinking, request.adapter), []).append(i)
         with self._lock:
-            for thinking, members in groups.items():
-                for i, result in zip(members, self._call(requests, members, thinking), strict=True):
+            for (thinking, adapter), members in groups.items():
+                answers = self._call(requests, members, thinking, adapter)
+                for i, result in zip(members, answers, strict=True):
                     results[i] = result
         return [r for r in results if r is not None]
 
     def _call(
-        self, requests: Sequence[GenerationRequest], members: list[int], thinking: bool | None
+        self, requests: Sequence[GenerationRequest], members: list[int], thinking: bool | None,
+        adapter: Adapter | None = None,
     ) -> list[GenerationResult]:
         chosen = [requests[i] for i in members]
         kwargs: dict[str, Any] = {"use_tqdm": False}
         if thinking is not None:
             kwargs["chat_template_kwargs"] = {"enable_thinking": thinking}
+        if adapter is not None:
+            kwargs["lora_request"] = self.lora_request(adapter)
         start = time.perf_counter()
         try:
             outputs = self._llm.chat(
@@ -167,7 +204,7 @@ class VLLMModel:
         except (RuntimeError, ValueError) as exc:
             if len(chosen) == 1:
                 return [self._error(chosen[0], f"{type(exc).__name__}: {exc}")]
-            return [r for i in members for r in self._call(requests, [i], thinking)]
+            return [r for i in members for r in self._call(requests, [i], thinking, adapter)]
         elapsed = (time.perf_counter() - start) / len(chosen)
         if len(outputs) != len(chosen):
             message = f"engine returned {len(outputs)} outputs for {len(chosen)} requests"
