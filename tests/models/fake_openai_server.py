@@ -357,7 +357,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _load_lora(self, body: dict[str, Any]) -> None:
         owner = self.owner
-        name = body.get("lora_name")
+        name = str(body.get("lora_name"))
         with owner._lock:
             owner.lora_loads.append(body)
             rejected = owner.lora_reject(body) if owner.lora_reject is not None else None

@@ -97,7 +97,7 @@ def test_lora_answers_equal_the_merged_model_and_differ_from_the_base(
     assert with_lora != base
     # Loading an adapter leaves the base model's answers as they were.
     assert texts(run(model, [req(f"b{i}", q) for i, q in enumerate(QUESTIONS)])) == base
-    sampled = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "n": 2, "seed": 5}
+    sampled: dict[str, Any] = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "n": 2, "seed": 5}
     assert texts(run(model, [req("s", QUESTIONS[0], lora, **sampled)])) == \
         texts(run(merged, [req("s", QUESTIONS[0], **sampled)]))
 

@@ -215,7 +215,8 @@ def test_adapter_kinds_reach_through_the_wrapper() -> None:
 def test_a_generic_key_names_the_adapter_and_only_when_there_is_one(tmp_path: Path) -> None:
     from clstream.core.types import Adapter
 
-    model = wrap(LoraServing(), cache_path=tmp_path / "c.sqlite")
+    inner = LoraServing()
+    model = wrap(inner, cache_path=tmp_path / "c.sqlite")
     plain = req("q")
     identity = {"backend": "counting", "name": "counting", "version": 1}
     assert model.cache_key(plain) == ResponseCache.key(
@@ -226,4 +227,4 @@ def test_a_generic_key_names_the_adapter_and_only_when_there_is_one(tmp_path: Pa
                       Adapter(name="clstream-two", path="/a/one"))]
     assert keys[1] == keys[2] and len(set(keys)) == 3
     asyncio.run(model.generate([plain, plain.model_copy(update={"adapter": one})]))
-    assert model.inner.asked == ["q", "q"]  # two entries: the adapter's answer is its own
+    assert inner.asked == ["q", "q"]  # two entries: the adapter's answer is its own

@@ -35,7 +35,7 @@ import importlib
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from clstream.core import layout
 from clstream.core.contracts import Artifact, adapter_kinds_of
@@ -44,6 +44,9 @@ from clstream.core.events import Chunk, Document, Event, Feedback, Observation
 from clstream.core.params import Param
 from clstream.core.types import Adapter, GenerationResult, Message, Query, Response, Usage
 from clstream.systems.base import MemorySystem, snapshot_error, snapshot_list
+from clstream.training.data import Example, PairExample, TextExample
+from clstream.training.recipe import Recipe
+from clstream.training.train import TrainingRun, train
 
 # One training at a time in a process: trainers share accelerate's process-wide state, and
 # two at once on one device would only contend for it.
@@ -96,7 +99,7 @@ def _pair_of_text(text: str) -> tuple[str, str] | None:
 class ParametricMethod(MemorySystem):
     """Training at update points, answering with the trained weights (module docstring)."""
 
-    objective: ClassVar[str]
+    objective: ClassVar[Literal["ntp", "sft", "cq", "sdft"]]
     lora: ClassVar[bool]
     answers_with_weights: ClassVar[bool] = True
 
@@ -187,12 +190,10 @@ class ParametricMethod(MemorySystem):
         return {"messages": [[m.role, m.content] for m in messages], "answer": answer,
                 "context": context}
 
-    def _usable(self) -> list[Any]:
-        from clstream.training.data import PairExample, TextExample
-
+    def _usable(self) -> list[Example]:
         texts = self.objective in ("ntp", "cq")
         pairs = self.objective in ("sft", "cq", "sdft")
-        out: list[Any] = []
+        out: list[Example] = []
         for example in self.pending:
             if "text" in example and texts:
                 out.append(TextExample(example["text"]))
@@ -201,10 +202,8 @@ class ParametricMethod(MemorySystem):
                 out.append(PairExample(messages, example["answer"], example["context"]))
         return out
 
-    def recipe(self) -> Any:
-        """The training recipe the arguments declare (:class:`clstream.training.recipe.Recipe`)."""
-        from clstream.training.recipe import Recipe
-
+    def recipe(self) -> Recipe:
+        """The training recipe the arguments declare."""
         a = self.args
         extra: dict[str, Any] = {}
         if self.lora:
@@ -230,9 +229,7 @@ class ParametricMethod(MemorySystem):
         return [GenerationResult(key=f"{TRAIN_STAGE}/{run.adapter.name}", usage=usage,
                                  stage=TRAIN_STAGE, cache_hit=run.reused)]
 
-    def _train(self, examples: Sequence[Any]) -> Any:
-        from clstream.training.train import train
-
+    def _train(self, examples: Sequence[Example]) -> TrainingRun:
         assert self.artifacts is not None
         with _TRAINING:
             return train(self.base, self.weights, examples, self.recipe(), self.artifacts,

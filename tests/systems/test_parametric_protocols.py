@@ -1,0 +1,144 @@
+"""One parametric method, ``lora-ntp:every=2``, on all four protocols with a tiny HF model the
+test builds (docs/parametric.md §2): it trains at its update points, answers with its adapter,
+records its training as the run's training cost, trains nothing when the same spec comes
+again (its artifacts are reused), and a run killed during training resumes to the same records
+as an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tiny_llama import build_tiny_model
+
+from clstream.cli import main
+from clstream.protocols.imprint.schema import Item, load_dataset, write_dataset
+
+pytest.importorskip("peft", reason="needs the train extra: pip install 'clstream[train]'")
+pytest.importorskip("trl", reason="needs the train extra: pip install 'clstream[train]'")
+
+SYSTEM = "lora-ntp:every=2,block=64,batch=4,micro_batch=4,lr=0.01,save_every=1"
+UNITS = {"oaks": "probe", "seqmem": "online", "clbench": "instance", "imprint": "item"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def offline_hub() -> Any:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        yield
+
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("streams")
+    oaks, seqmem = root / "oaks.json", root / "seqmem.json"
+    assert main(["generate", "oaks-babi", "--seed", "3", "--docs", "1", "--chunks", "4",
+                 "--chunk-tokens", "80", "--max-questions", "2", "--out", str(oaks)]) == 0
+    assert main(["generate", "seqmem-synthetic", "--seed", "3", "--tasks", "6", "--holdout",
+                 "2", "--out", str(seqmem)]) == 0
+    news = root / "news"
+    assert main(["generate", "imprint", "--setting", "news", "--size", "small", "--seed", "3",
+                 "--out", str(news)]) == 0
+    data = load_dataset(news)
+    first: dict[str, list[Item]] = {}
+    for item in data.items:
+        first.setdefault(item.family, []).append(item)
+    data.items = [items[0] for items in first.values()]
+    keep = {d for i in data.items for d in i.source_doc_ids} | {d.doc_id for d in data.corpus[:2]}
+    data.corpus = [d for d in data.corpus if d.doc_id in keep]
+    data.qa = [q for q in data.qa if q.doc_id in keep]
+    return {"oaks": oaks, "seqmem": seqmem, "imprint": write_dataset(root / "imprint", data)}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory, streams: dict[str, Path]) -> Path:
+    texts = [streams["oaks"].read_text(), streams["seqmem"].read_text(),
+             *(p.read_text() for p in sorted(streams["imprint"].glob("*.jsonl")))]
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"), texts=texts)
+
+
+def argv(protocol: str, streams: dict[str, Path], tiny: Path, out: Path) -> list[str]:
+    data = (["--task", "sales_prediction", "--schedule", "short", "--rollouts", "1"]
+            if protocol == "clbench" else [str(streams[protocol])])
+    extra = ["--samples", "1", "--supervision", "C+Q"] if protocol == "imprint" else []
+    return ["run", protocol, *data, *extra, "--system", SYSTEM, "--model", f"hf:{tiny}",
+            "--model-args", "device=cpu", "--max-tokens", "4", "--seed", "3", "--out",
+            str(out), "--no-progress"]
+
+
+def calls(out: Path, stage: str) -> list[tuple[str, int]]:
+    """(key, cache hit) of the stored model calls and trainings of ``stage``."""
+    with sqlite3.connect(out / "results.sqlite") as conn:
+        rows = conn.execute("SELECT key, cache_hit FROM records WHERE stage=? ORDER BY key",
+                            (stage,)).fetchall()
+    return [(str(k), int(h)) for k, h in rows]
+
+
+def answers(out: Path, unit: str) -> list[tuple[str, str, str | None]]:
+    with sqlite3.connect(out / "results.sqlite") as conn:
+        rows = conn.execute("SELECT stream, key, payload, error FROM records WHERE kind=? "
+                            "ORDER BY stream, key", (unit,)).fetchall()
+    return [(f"{s}/{k}", p, e) for s, k, p, e in rows]
+
+
+@pytest.mark.parametrize("protocol", ["oaks", "seqmem", "clbench", "imprint"])
+def test_lora_ntp_trains_and_answers_on_the_protocol(
+        protocol: str, streams: dict[str, Path], tiny: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "results"
+    assert main(argv(protocol, streams, tiny, out)) == 0
+    trained = calls(out, "train")
+    assert trained and not any(hit for _, hit in trained), trained
+    adapters = sorted(p.name for p in (out / "artifacts").iterdir())
+    assert adapters and all(not a.endswith(".partial") for a in adapters)
+    assert len(adapters) == len(trained)  # one adapter per update, each its own
+    stored = answers(out, UNITS[protocol])
+    assert stored and all(error is None for *_, error in stored)
+
+    capsys.readouterr()
+    assert main(["summary", str(out), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["training"]["updates"] == len(trained) and run["training"]["tokens"] > 0
+    assert run["tokens"]["prompt"] > 0  # inference tokens, counted apart from training
+    if protocol == "imprint":
+        assert run["context"]["tokens_in_context"] == 0
+
+    # The same spec in a fresh results folder that holds the artifacts: nothing is trained
+    # again, and every answer is the same.
+    again = tmp_path / "again"
+    again.mkdir()
+    os.symlink(out / "artifacts", again / "artifacts")
+    assert main(argv(protocol, streams, tiny, again)) == 0
+    assert calls(again, "train") == [(key, 1) for key, _ in trained]
+    assert answers(again, UNITS[protocol]) == stored
+
+
+def test_a_run_killed_while_training_resumes_to_the_same_records(
+        streams: dict[str, Path], tiny: Path, tmp_path: Path) -> None:
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert main(argv("seqmem", streams, tiny, whole)) == 0
+    command = [sys.executable, "-m", "clstream", *argv("seqmem", streams, tiny, killed)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env)
+    deadline = time.time() + 180
+    partial: list[Path] = []
+    while time.time() < deadline and proc.poll() is None and not partial:
+        partial = list((killed / "artifacts").glob("*.partial/checkpoint-*")) \
+            if (killed / "artifacts").is_dir() else []
+        time.sleep(0.01)
+    assert proc.poll() is None and partial, "the run ended before a checkpoint was written"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert main(argv("seqmem", streams, tiny, killed)) == 0
+    assert answers(killed, "online") == answers(whole, "online")
+    assert [k for k, _ in calls(killed, "train")] == [k for k, _ in calls(whole, "train")]
+    assert not list((killed / "artifacts").glob("*.partial"))
