@@ -3,17 +3,14 @@ answer and end-of-sequence token are labelled; texts are packed into blocks in o
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from tiny_llama import build_tiny_model
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from tiny_llama import build_tiny_model  # noqa: E402
-
-from clstream.core.types import GenerationRequest, Message, SamplingParams  # noqa: E402
-from clstream.training.data import PairExample, TextExample  # noqa: E402
-from clstream.training.features import (  # noqa: E402
+from clstream.core.types import GenerationRequest, Message, SamplingParams
+from clstream.training.data import PairExample, TextExample
+from clstream.training.features import (
     IGNORE,
     PadCollator,
     pair_features,

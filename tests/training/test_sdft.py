@@ -3,22 +3,20 @@ student only the question; the distillation trains the weights."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("peft", reason="needs the train extra: pip install 'clstream[train]'")
 pytest.importorskip("trl", reason="needs the train extra: pip install 'clstream[train]'")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from tiny_llama import build_tiny_model  # noqa: E402
+from tiny_llama import build_tiny_model
 
-from clstream.core.types import Message  # noqa: E402
-from clstream.training.data import Example, PairExample  # noqa: E402
-from clstream.training.features import prompt_ids  # noqa: E402
-from clstream.training.recipe import Recipe  # noqa: E402
-from clstream.training.sdft import sdft_rows  # noqa: E402
-from clstream.training.train import build_trainer, train  # noqa: E402
+from clstream.core.types import Message
+from clstream.training.data import Example, PairExample
+from clstream.training.features import prompt_ids
+from clstream.training.recipe import Recipe
+from clstream.training.sdft import sdft_rows
+from clstream.training.train import build_trainer, train
 
 SOURCE = "Mary went to the kitchen . John picked up the apple ."
 PAIRS: list[Example] = [

@@ -5,7 +5,6 @@ the previous weights."""
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +12,12 @@ import pytest
 
 pytest.importorskip("peft", reason="needs the train extra: pip install 'clstream[train]'")
 pytest.importorskip("trl", reason="needs the train extra: pip install 'clstream[train]'")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from tiny_llama import build_tiny_model  # noqa: E402
+from tiny_llama import build_tiny_model
 
-from clstream.core.types import Adapter  # noqa: E402
-from clstream.training.data import Example, TextExample  # noqa: E402
-from clstream.training.recipe import Recipe  # noqa: E402
-from clstream.training.train import (  # noqa: E402
+from clstream.core.types import Adapter
+from clstream.training.data import Example, TextExample
+from clstream.training.recipe import Recipe
+from clstream.training.train import (
     TrainingRun,
     adapter_name,
     build_trainer,

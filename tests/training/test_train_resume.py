@@ -14,13 +14,12 @@ import pytest
 
 pytest.importorskip("peft", reason="needs the train extra: pip install 'clstream[train]'")
 pytest.importorskip("trl", reason="needs the train extra: pip install 'clstream[train]'")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from tiny_llama import build_tiny_model  # noqa: E402
+from tiny_llama import build_tiny_model
 
-from clstream.training.artifacts import last_checkpoint  # noqa: E402
-from clstream.training.data import TextExample  # noqa: E402
-from clstream.training.recipe import Recipe  # noqa: E402
-from clstream.training.train import adapter_name, train  # noqa: E402
+from clstream.training.artifacts import last_checkpoint
+from clstream.training.data import TextExample
+from clstream.training.recipe import Recipe
+from clstream.training.train import adapter_name, train
 
 WORDS = "the fox and the bird play by the river while the sun sets over the hills".split()
 TEXTS = [TextExample(" ".join(WORDS[i:] + WORDS[:i])) for i in range(0, len(WORDS), 4)]

@@ -301,6 +301,11 @@ class HFModel:
 
     # -- prompts -------------------------------------------------------------------------------
 
+    def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
+        """Prompt tokens of ``messages`` as usage counts them (chat template included), so a
+        protocol can compare a prompt with the same question asked bare."""
+        return len(self.prompt_ids(GenerationRequest(key="count", messages=tuple(messages))))
+
     def prompt_ids(self, request: GenerationRequest) -> list[int]:
         """The token ids the model is fed for ``request``."""
         if not self.chat_template:

@@ -395,10 +395,14 @@ class ImprintRunner:
         if self.model is None:
             return [None] * len(queries)
         tokenizer = self.model.tokenizer
+        # A backend that renders prompts itself (hf:) counts them as its usage does, chat
+        # template included, so a question asked bare puts 0 tokens in context.
+        counter = getattr(self.model, "count_prompt_tokens", None)
         out: list[int | None] = []
         for q in queries:
             messages = layout.query_messages(q, [])
-            out.append(sum(tokenizer.count(m.content) for m in messages))
+            out.append(int(counter(messages)) if callable(counter)
+                       else sum(tokenizer.count(m.content) for m in messages))
         return out
 
     def _item_record(self, instance: str, pos: int, item: Item, response: Response,
