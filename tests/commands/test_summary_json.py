@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -17,6 +19,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from clstream.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "protocols"))
+from clbench_short_results import full_and_memory_free  # noqa: E402
 
 DOC = Path(__file__).parents[2] / "docs" / "summary-json.md"
 
@@ -373,6 +378,9 @@ def summary_json(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One results directory with brief runs of all four protocols (builtin model)."""
     root = tmp_path_factory.mktemp("summary")
     results = str(root / "results")
+    # The CL-Bench runs (short schedule, seed 3, memory-free and full) are the session's
+    # shared ones, copied here.
+    shutil.copytree(full_and_memory_free(tmp_path_factory), results)
     commands = [
         ["generate", "oaks-babi", "--seed", "3", "--docs", "1", "--chunks", "4",
          "--chunk-tokens", "250", "--out", str(root / "babi.json")],
@@ -382,8 +390,6 @@ def summary_json(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
          "--out", str(root / "syn.json")],
         ["run", "seqmem", str(root / "syn.json"), "--out", results, "--no-progress",
          "--system", "memory-free", "--system", "exp-recent:k=2"],
-        ["run", "clbench", "--schedule", "short", "--rollouts", "2", "--seed", "3",
-         "--out", results, "--no-progress", "--system", "memory-free", "--system", "full"],
         ["generate", "imprint", "--setting", "news", "--size", "small", "--seed", "3",
          "--out", str(root / "imprint")],
         ["run", "imprint", str(root / "imprint"), "--model", "builtin", "--samples", "2",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,10 @@ from clstream.protocols.clbench.envs import ENVIRONMENTS
 from clstream.protocols.clbench.policies import POLICIES, play_stateful, play_stateless
 from clstream.store.db import ResultsStore
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from clbench_short_results import SEED, full_and_memory_free, run_argv  # noqa: E402
+
 TASKS = sorted(ENVIRONMENTS)
-SEED = "3"
-
-
-def run_argv(out: Path, *systems: str, extra: tuple[str, ...] = ()) -> list[str]:
-    argv = ["run", "clbench", "--schedule", "short", "--rollouts", "2", "--seed", SEED,
-            "--out", str(out), "--no-progress", *extra]
-    for s in systems:
-        argv += ["--system", s]
-    return argv
 
 
 def summary(out: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
@@ -44,9 +39,7 @@ def export(out: Path, system: str, dest: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("clbench") / "results"
-    assert main(run_argv(out, "full", "memory-free")) == 0
-    return out
+    return full_and_memory_free(tmp_path_factory)
 
 
 def test_full_gains_on_every_task_and_memory_free_does_not(

@@ -82,24 +82,32 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(
             "slow-builtin", "--samples", "2", "--batch", "2", "--parallel", "1",
             "--no-progress"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
-    killed = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "slow_model.py"), *argv,
-                             "--out", str(killed)], env=env, stderr=subprocess.DEVNULL)
-    kind, at = kill_at
-    deadline = time.monotonic() + 120
-    while count(killed, kind) < at and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run ended before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    calls_before = count(killed, "call")
-    done = subprocess.run([sys.executable, str(tmp_path / "slow_model.py"), *argv, "--out",
-                           str(killed)], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    whole = tmp_path / "whole"
-    done = subprocess.run([sys.executable, str(tmp_path / "slow_model.py"), *argv, "--out",
-                           str(whole)], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    # The uninterrupted run has nothing to do with the kill: it runs alongside (its model
+    # mostly sleeps), in a process of its own.
+    uninterrupted = subprocess.Popen([sys.executable, str(tmp_path / "slow_model.py"), *argv,
+                                      "--out", str(whole)], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+    try:
+        proc = subprocess.Popen([sys.executable, str(tmp_path / "slow_model.py"), *argv,
+                                 "--out", str(killed)], env=env, stderr=subprocess.DEVNULL)
+        kind, at = kill_at
+        deadline = time.monotonic() + 120
+        while count(killed, kind) < at and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        calls_before = count(killed, "call")
+        done = subprocess.run([sys.executable, str(tmp_path / "slow_model.py"), *argv, "--out",
+                               str(killed)], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        _, err = uninterrupted.communicate(timeout=300)
+        assert uninterrupted.returncode == 0, err
+    finally:
+        if uninterrupted.poll() is None:  # a failure above: leave no process behind
+            uninterrupted.kill()
+            uninterrupted.communicate()
     assert records(killed) == records(whole)
     assert count(killed, "call") == count(whole, "call") >= calls_before
 
