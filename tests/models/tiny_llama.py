@@ -23,9 +23,9 @@ TEMPLATE = (
 
 
 def build_tiny_model(folder: Path, chat_template: bool = True,
-                     texts: Sequence[str] = ()) -> Path:
-    """A 2-layer, 32-wide Llama and a word-level tokenizer trained on :data:`SENTENCES` and
-    ``texts`` (words of neither are ``<unk>``)."""
+                     texts: Sequence[str] = (), hidden: int = 32, layers: int = 2) -> Path:
+    """A ``layers``-layer, ``hidden``-wide Llama (2 and 32 unless asked) and a word-level
+    tokenizer trained on :data:`SENTENCES` and ``texts`` (words of neither are ``<unk>``)."""
     torch = pytest.importorskip("torch", reason="needs the hf extra: pip install 'clstream[hf]'")
     transformers = pytest.importorskip("transformers", reason="needs the hf extra: pip install 'clstream[hf]'")
     tokenizers = pytest.importorskip("tokenizers", reason="needs the hf extra: pip install 'clstream[hf]'")
@@ -42,7 +42,8 @@ def build_tiny_model(folder: Path, chat_template: bool = True,
     if chat_template:
         fast.chat_template = TEMPLATE
     config = transformers.LlamaConfig(
-        vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        vocab_size=len(fast), hidden_size=hidden, intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
         bos_token_id=1, eos_token_id=2, pad_token_id=0,
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_openai_server import FakeOpenAIServer
 from tiny_llama import build_tiny_model
 
 from clstream.cli import main
@@ -120,6 +121,11 @@ def test_lora_ntp_trains_and_answers_on_the_protocol(
     assert run["tokens"]["prompt"] > 0  # inference tokens, counted apart from training
     if protocol == "imprint":
         assert run["context"]["tokens_in_context"] == 0
+    assert main(["summary", str(out)]) == 0
+    assert f"training: {run['system']} {len(trained)} update" in capsys.readouterr().out
+    assert main(["report", str(out), "--out", str(tmp_path / "r.html")]) == 0
+    assert ("Training" if protocol == "imprint" else "Training tokens") in \
+        (tmp_path / "r.html").read_text()
 
     # The same spec in a fresh results folder that holds the artifacts: nothing is trained
     # again, and every answer is the same.
@@ -152,3 +158,23 @@ def test_a_run_killed_while_training_resumes_to_the_same_records(
     assert answers(killed, "online") == answers(whole, "online")
     assert [k for k, _ in calls(killed, "train")] == [k for k, _ in calls(whole, "train")]
     assert not list((killed / "artifacts").glob("*.partial"))
+
+
+def test_a_server_answers_with_the_adapters_it_loads_by_name(
+        streams: dict[str, Path], tiny: Path, tmp_path: Path) -> None:
+    """Training on the local base, answers from an OpenAI-compatible server that loads each
+    adapter at runtime (docs/parametric.md §3)."""
+    out = tmp_path / "results"
+    with FakeOpenAIServer(model="tiny") as server:
+        command = ["run", "oaks", str(streams["oaks"]), "--system", f"{SYSTEM},base={tiny}",
+                   "--model", "openai:tiny", "--base-url", server.base_url, "--model-args",
+                   "lora=true", "--max-tokens", "4", "--seed", "3", "--out", str(out),
+                   "--no-progress"]
+        assert main(command) == 0
+        adapters = sorted(p.name for p in (out / "artifacts").iterdir())
+        assert sorted(b["lora_name"] for b in server.lora_loads) == adapters
+        assert {b["lora_path"] for b in server.lora_loads} == \
+            {str(out / "artifacts" / a) for a in adapters}
+        served = {b["model"] for b in server.requests}  # the base before the first update
+        assert served == {"tiny", *adapters}
+    assert all(error is None for *_, error in answers(out, "probe"))

@@ -74,6 +74,14 @@ def _generic_lines(runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _training_text(system: str, training: dict[str, Any]) -> str:
+    """A parametric run's updates, those found already trained, tokens read and seconds."""
+    updates, reused = int(training["updates"]), int(training["reused"])
+    found = f" ({reused} reused)" if reused else ""
+    return (f"{system} {updates} update{'' if updates == 1 else 's'}{found}, "
+            f"{int(training['tokens']):,} tokens, {float(training['seconds']):.1f} s")
+
+
 def _dataset_label(run: dict[str, Any]) -> str:
     """Which dataset a summary row belongs to: its file name (or what the protocol says of
     it) and the first 8 hex digits of its hash."""
@@ -109,6 +117,11 @@ def summary(args: argparse.Namespace) -> int:
         if capped:  # a model looping to the cap shows up at once
             print("answers cut at the token cap: "
                   + ", ".join(f"{system} {n}" for system, n in capped))
+        trained = [(r.get("system"), r["training"]) for r in runs
+                   if isinstance(r.get("training"), dict)]
+        if trained:  # parametric methods: what their weight updates cost
+            print("training: " + "; ".join(_training_text(str(system), t)
+                                           for system, t in trained))
     broken = [run for run in result["runs"] if "broken" in run]
     if broken:
         print(("\n" if groups else "") + "[runs that could not be summarized]")

@@ -69,6 +69,7 @@ from clstream.core.types import (
     SamplingParams,
     Usage,
 )
+from clstream.models import builtin_tasks
 from clstream.models.adapters import unserved_adapter
 from clstream.models.builtin_answer import (
     GENERIC,
@@ -319,6 +320,9 @@ class BuiltinReader:
         context, block = layout.split_prompt(text)
         # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
         outside_context = system_tokens + self.tokenizer.count(block)
+        followed = builtin_tasks.follow(request.messages)
+        if followed is not None:
+            return followed, outside_context + _count_context(context)
         noted = self._notes.reply(request.messages)
         if noted is not None:
             return noted, outside_context + _count_context(context)

@@ -1,0 +1,28 @@
+"""Memory-building requests the builtin model follows (docs/design.md §9): the rewrites,
+extractions and link decisions of the agentic memory methods.
+
+Each method's prompts are written in :mod:`clstream.core` (so a method and this reader share
+one format), and each has a reader here: a function given the request's messages that returns
+the reply when it recognises the request as its task, else None. The first reader that
+recognises a request answers it; a request none recognises is read by the builtin reader as a
+question. Readers are deterministic and read only the prompt, as the rest of the builtin model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from clstream.core.types import Message
+
+TaskReader = Callable[[Sequence[Message]], str | None]
+
+READERS: tuple[TaskReader, ...] = ()
+
+
+def follow(messages: Sequence[Message]) -> str | None:
+    """The reply of the first reader that recognises ``messages`` as its task, else None."""
+    for reader in READERS:
+        reply = reader(messages)
+        if reply is not None:
+            return reply
+    return None
