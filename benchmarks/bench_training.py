@@ -5,7 +5,8 @@ Two parts:
 1. **Training throughput.** Each method's recipe (``ntp`` full, ``lora-ntp``, ``lora-sft``,
    ``lora-sdft``) trains once on a synthetic corpus, each in a fresh process (this script
    with ``--one``), through :func:`clstream.training.train.train` as a run calls it: tokens
-   read per second of training (the trainer's own token count over its wall time), optimizer
+   read per second of training (SDFT, which samples an answer per pair at every step, on an
+   eighth of the examples) (the trainer's own token count over its wall time), optimizer
    steps, wall seconds of the process, and peak memory (the process's resident set; on a GPU
    also ``torch.cuda.max_memory_allocated``). ``--base DIR`` trains a real local model (the
    GPU smoke test); without it a random Llama of ``--hidden``/``--layers`` is built here.
@@ -13,7 +14,7 @@ Two parts:
    ``memory-free`` over the same ``hf:`` model: the process's wall and CPU seconds, so the
    share training adds to a run is visible (``--base`` given: that model; else the random one).
 
-    .venv/bin/python benchmarks/bench_training.py [--base DIR] [--device auto] [--examples 2048]
+    .venv/bin/python benchmarks/bench_training.py [--base DIR] [--device auto] [--examples 1024]
         [--hidden 256] [--layers 4] [--readme]
 
 The recipe is the paper's (batch 64, 2 epochs) except the block length, ``--block`` (512).
@@ -58,7 +59,8 @@ def corpus(n: int) -> list[tuple[str, str, str]]:
 
 
 def one(method: str, base: Path, store: Path, examples: int, block: int, device: str) -> None:
-    """Train ``method`` once and print its figures as JSON (the child process's part)."""
+    """Train ``method`` once and print its figures as JSON (the child process's part). SDFT
+    samples an answer per pair and step, so it trains on an eighth of the examples."""
     from clstream.core.types import Message
     from clstream.training.data import Example, PairExample, TextExample
     from clstream.training.recipe import Recipe
@@ -66,7 +68,7 @@ def one(method: str, base: Path, store: Path, examples: int, block: int, device:
 
     objective, lora = METHODS[method]
     data: list[Example] = []
-    for fact, question, answer in corpus(examples):
+    for fact, question, answer in corpus(examples // 8 if objective == "sdft" else examples):
         if objective == "ntp":
             data.append(TextExample(fact))
         else:
@@ -104,7 +106,8 @@ def throughput_rows(base: Path, work: Path, args: argparse.Namespace) -> tuple[l
         f = json.loads(out.read_text().strip().splitlines()[-1])
         device = f.get("device", device)
         gpu = f"{f['gpu_peak_mib']:,.0f}" if "gpu_peak_mib" in f else "-"
-        rows.append([method, f"{f['tokens']:,}", str(f["steps"]), f"{f['seconds']:.1f}",
+        rows.append([method, str(args.examples // 8 if method.endswith("sdft") else args.examples),
+                     f"{f['tokens']:,}", str(f["steps"]), f"{f['seconds']:.1f}",
                      f"{f['tokens'] / max(f['seconds'], 1e-9):,.0f}",
                      f"{done.wall_s:.1f}", f"{done.peak_mib:,.0f}", gpu])
     return rows, device
@@ -128,7 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", type=Path, default=None, help="local model directory")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--examples", type=int, default=2048)
+    parser.add_argument("--examples", type=int, default=1024)
     parser.add_argument("--block", type=int, default=512)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--layers", type=int, default=4)
@@ -152,7 +155,7 @@ def main() -> None:
         model = (f"`{args.base}`" if args.base else
                  f"a random Llama, {args.layers} layers, {args.hidden} wide")
         rows, device = throughput_rows(base, work, args)
-        table = markdown_table(["method", "tokens read", "steps", "train s", "tokens/s",
+        table = markdown_table(["method", "examples", "tokens read", "steps", "train s", "tokens/s",
                                 "process wall s", "peak RSS MiB", "GPU peak MiB"], rows)
         runs = markdown_table(["system", "wall s", "CPU s", "peak RSS MiB"], run_rows(base, work))
     text = (f"Machine: {machine()}; device: {device}; model: {model}; {args.examples} "

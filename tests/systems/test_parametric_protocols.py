@@ -178,3 +178,19 @@ def test_a_server_answers_with_the_adapters_it_loads_by_name(
         served = {b["model"] for b in server.requests}  # the base before the first update
         assert served == {"tiny", *adapters}
     assert all(error is None for *_, error in answers(out, "probe"))
+
+
+def test_a_failed_training_stops_its_stream_and_the_run_says_how_to_resume(
+        streams: dict[str, Path], tiny: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")  # a folder no trainer can load
+    out = tmp_path / "results"
+    command = argv("seqmem", streams, tiny, out)
+    command[command.index("--system") + 1] = f"{SYSTEM},base={broken}"
+    capsys.readouterr()
+    assert main(command) == 3
+    err = capsys.readouterr().err
+    assert "training clstream-" in err and "clstream run seqmem" in err
+    assert not (out / "artifacts").is_dir() or not any((out / "artifacts").iterdir())

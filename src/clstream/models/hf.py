@@ -38,10 +38,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib
+import inspect
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -105,6 +107,19 @@ def local_model_dir(backend: str, target: str) -> Path:
     if not (path / "config.json").is_file():
         raise SpecError(f"model '{backend}:{target}': {path} has no config.json")
     return path.resolve()
+
+
+@contextmanager
+def quiet_loading(transformers: Any) -> Iterator[None]:
+    """No progress bar while weights load: the command line prints its own progress."""
+    logging = transformers.utils.logging
+    shown = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            logging.enable_progress_bar()
 
 
 def config_fingerprint(path: Path) -> str:
@@ -215,13 +230,16 @@ class HFModel:
             self._tok = transformers.AutoTokenizer.from_pretrained(
                 str(self.path), local_files_only=True
             )
-            model = transformers.AutoModelForCausalLM.from_pretrained(
-                str(self.path), local_files_only=True, dtype=load_dtype
-            )
+            with quiet_loading(transformers):
+                model = transformers.AutoModelForCausalLM.from_pretrained(
+                    str(self.path), local_files_only=True, dtype=load_dtype
+                )
         except (OSError, ValueError, KeyError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise SpecError(f"model {self.name!r}: cannot load {self.path}: {first}") from None
         self._model = model.to(self.device).eval()
+        forward = inspect.signature(self._model.forward).parameters
+        self._cache_argument = "cache" if "cache" in forward else "past_key_values"
         # The public tokenizer is a separate instance: systems count tokens on the event loop
         # while decoding runs in a worker thread, and a fast tokenizer must not be shared so.
         self.tokenizer = HFTokenizer(str(self.path))
@@ -424,11 +442,11 @@ class HFModel:
         return [run[at: at + size] for run in runs for at in range(0, len(run), size)]
 
     def _forward(self, ids: Any, mask: Any, positions: Any, cache: Any = None) -> tuple[Any, Any]:
-        out = self._model(
-            input_ids=ids, attention_mask=mask, position_ids=positions,
-            past_key_values=cache, use_cache=True,
-        )
-        return out.logits[:, -1, :], out.past_key_values
+        # transformers 5 names the key/value cache ``cache`` (``past_key_values`` before).
+        name = self._cache_argument
+        out = self._model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                          use_cache=True, **{name: cache})
+        return out.logits[:, -1, :], getattr(out, name)
 
     def _prefill(self, rows: list[_Row]) -> tuple[Any, Any, Any, Any]:
         """Last logits, cache, attention mask and next positions for ``rows``."""
