@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -86,20 +87,26 @@ class LoraAdapters:
     def _load(self, adapter: Adapter) -> None:
         peft = importlib.import_module("peft")
         try:
-            config = peft.PeftConfig.from_pretrained(adapter.path)
-            if str(getattr(config, "peft_type", "")).upper().rsplit(".", 1)[-1] != "LORA":
-                raise AdapterLoadError(f"not a LoRA adapter (peft type {config.peft_type})")
-            if self._peft is None:
-                self._peft = peft.PeftModel.from_pretrained(
-                    self._base, adapter.path, adapter_name=adapter.name)
-            else:
-                self._peft.load_adapter(adapter.path, adapter_name=adapter.name)
+            with warnings.catch_warnings():  # library deprecation notes, not the run's news
+                warnings.simplefilter("ignore", FutureWarning)
+                self._attach(peft, adapter)
         except AdapterLoadError:
             raise
         except Exception as exc:  # missing files, a config for another model, bad tensors
             raise AdapterLoadError(first_line(exc)) from None
         self._peft.to(self._device).eval()
         self._loaded[adapter.name] = adapter.path
+
+    def _attach(self, peft: Any, adapter: Adapter) -> None:
+        """Load ``adapter``'s LoRA weights onto the model (the first one wraps it)."""
+        config = peft.PeftConfig.from_pretrained(adapter.path)
+        if str(getattr(config, "peft_type", "")).upper().rsplit(".", 1)[-1] != "LORA":
+            raise AdapterLoadError(f"not a LoRA adapter (peft type {config.peft_type})")
+        if self._peft is None:
+            self._peft = peft.PeftModel.from_pretrained(
+                self._base, adapter.path, adapter_name=adapter.name)
+        else:
+            self._peft.load_adapter(adapter.path, adapter_name=adapter.name)
 
 
 class Checkpoints:

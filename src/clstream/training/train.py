@@ -288,7 +288,9 @@ def _sdft_trainer(model: Any, tokenizer: Any, pairs: Sequence[Example], recipe: 
         num_generations=1, steps_per_generation=1, shuffle_dataset=False,
         max_prompt_length=None, max_completion_length=recipe.max_new,
         teacher_model_kind="base", teacher_prompt_template=TEACHER_TEMPLATE,
-        distillation_mode="topk_logits", distillation_topk=recipe.topk,
+        # A vocabulary smaller than k (a test model) takes every token.
+        distillation_mode="topk_logits",
+        distillation_topk=min(recipe.topk, int(model.config.vocab_size)),
         distillation_alpha=1.0,
         model_init_kwargs={"local_files_only": True},
     )
