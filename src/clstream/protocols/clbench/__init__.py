@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol
+from clstream.core.protocol import MatrixData, PackagedProtocol
 from clstream.core.registry import names
 
 
@@ -45,6 +45,20 @@ class ClbenchProtocol(PackagedProtocol):
                  "--model", "builtin", "--out", str(results), "--no-progress",
                  *[a for t in self.DEMO_TASKS for a in ("--task", t)],
                  *[arg for s in systems for arg in ("--system", s)]]]
+
+    # The matrix's tasks: two of the quick ones, on the short schedule, two rollouts.
+    MATRIX_TASKS = ("database_exploration", "sales_prediction")
+
+    def matrix_data(self, seed: int) -> MatrixData:
+        """The short schedule of two quick tasks for ``run matrix``: the environments are
+        generated from the seed by the run itself; the directory holds what ``generate
+        clbench`` shows of them."""
+        tasks = [a for t in self.MATRIX_TASKS for a in ("--task", t)]
+        return MatrixData(
+            f"short-seed{seed}",
+            lambda path: [["generate", "clbench", "--schedule", "short", "--seed", str(seed),
+                           "--out", str(path), *tasks]],
+            lambda path: ["--schedule", "short", "--rollouts", "2", *tasks])
 
 
 PROTOCOL = ClbenchProtocol.declared(__name__)

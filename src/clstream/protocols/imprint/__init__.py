@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol
+from clstream.core.protocol import MatrixData, PackagedProtocol
 
 
 class ImprintProtocol(PackagedProtocol):
@@ -37,6 +37,14 @@ class ImprintProtocol(PackagedProtocol):
                         "--system", "memory-free", "--system", "oracle", "--system",
                         "rag:k=3"])
         return out
+
+    def matrix_data(self, seed: int) -> MatrixData:
+        """The small news setting for ``run matrix``."""
+        return MatrixData(
+            f"news-small-seed{seed}",
+            lambda path: [["generate", "imprint", "--setting", "news", "--size", "small",
+                           "--seed", str(seed), "--out", str(path)]],
+            lambda path: [str(path)])
 
 
 PROTOCOL = ImprintProtocol.declared(__name__)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol
+from clstream.core.protocol import MatrixData, PackagedProtocol
 
 
 class OaksProtocol(PackagedProtocol):
@@ -28,6 +28,14 @@ class OaksProtocol(PackagedProtocol):
                  "--chunk-tokens", "2000", "--out", str(data)],
                 ["run", "oaks", str(data), "--model", "builtin", "--out", str(results),
                  *[arg for s in systems for arg in ("--system", s)]]]
+
+    def matrix_data(self, seed: int) -> MatrixData:
+        """A small bAbI stream (two documents of ten short chunks) for ``run matrix``."""
+        return MatrixData(
+            f"oaks-babi-seed{seed}.json",
+            lambda path: [["generate", "oaks-babi", "--seed", str(seed), "--docs", "2",
+                           "--chunks", "10", "--chunk-tokens", "500", "--out", str(path)]],
+            lambda path: [str(path)])
 
 
 PROTOCOL = OaksProtocol.declared(__name__)
