@@ -35,7 +35,7 @@ class ImprintProtocol(PackagedProtocol):
             out.append(["run", "imprint", str(data), "--model", "builtin", "--samples", "2",
                         "--out", str(results), "--no-progress",
                         "--system", "memory-free", "--system", "oracle", "--system",
-                        "rag:k=3"])
+                        "rag:k=4"])
         return out
 
     def matrix_data(self, seed: int) -> MatrixData:

@@ -23,7 +23,7 @@ class OaksProtocol(PackagedProtocol):
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         data = workdir / "oaks-babi.json"
-        systems = ("full", "window:w=4", "rag:k=4", "rag+window:k=2,w=2")
+        systems = ("full", "window:w=4", "rag:k=4", "rag+window:k=2,w=2", "memory-free")
         return [["generate", "oaks-babi", "--seed", "7", "--docs", "3", "--chunks", "40",
                  "--chunk-tokens", "2000", "--out", str(data)],
                 ["run", "oaks", str(data), "--model", "builtin", "--out", str(results),

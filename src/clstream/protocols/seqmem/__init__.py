@@ -23,7 +23,7 @@ class SeqMemProtocol(PackagedProtocol):
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         data = workdir / "seqmem-synthetic.json"
         systems = ("memory-free", "exp-recent", "exp-rag", "dc-rs", "awm", "expel-st",
-                   "expel-mt", "g-memory")
+                   "expel-mt", "g-memory", "rag:k=4")
         return [["generate", "seqmem-synthetic", "--seed", "7", "--tasks", "60", "--holdout",
                  "12", "--out", str(data)],
                 ["run", "seqmem", str(data), "--model", "builtin", "--out", str(results),
