@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clstream.report.cross_protocol import csv_text, cross_protocol, text_lines
+from clstream.report.cross_protocol import cross_protocol, csv_text, text_lines
 from clstream.report.html import build_sections
 
 

@@ -99,11 +99,28 @@ def matrix_protocols(given: str | None) -> list[tuple[StreamProtocol, Any]]:
     return list({p.name: (p, d) for p, d in out}.values())
 
 
+def _generate(argv: list[str]) -> int:
+    """``clstream generate NAME ...`` through the generator's own parser and handler."""
+    from clstream.commands.specfile import _Parser, _Refused
+
+    if argv[:1] != ["generate"] or len(argv) < 2:
+        raise SpecError(f"not a generate command: {shlex.join(argv)}")
+    for name in names("protocol"):
+        for generator in resolve("protocol", name).generators:
+            if generator.name == argv[1]:
+                parser = _Parser(prog=f"clstream generate {generator.name}", add_help=False)
+                generator.add_to(parser)
+                try:
+                    args = parser.parse_args(argv[2:])
+                except _Refused as exc:
+                    raise SpecError(f"{shlex.join(argv)}: {exc}") from None
+                return generator.run(args)
+    raise SpecError(f"no generator {argv[1]!r}")
+
+
 def ensure_data(data: MatrixData, directory: Path) -> Path:
     """The dataset at ``directory / data.name``: reused when it is there, else generated
     under a temporary name and renamed into place."""
-    from clstream.cli import main as cli
-
     target = directory / data.name
     if target.exists():
         return target
@@ -116,7 +133,7 @@ def ensure_data(data: MatrixData, directory: Path) -> Path:
     for argv in data.generate(partial):
         print("$ clstream " + shlex.join(argv), file=sys.stderr)
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the results directory only
-            code = cli(argv)
+            code = _generate(argv)
         if code:
             raise SpecError(f"generating {target} failed (exit {code})")
     partial.replace(target)
@@ -132,9 +149,8 @@ def _resume(args: argparse.Namespace, protocols: list[str], systems: list[str]) 
 def run_matrix(args: argparse.Namespace) -> int:
     """Generate (or reuse) each protocol's default data, then run every system on it."""
     from clstream.commands.specfile import _protocol_parser, _Refused
-    from clstream.driver.execute import drive
-
     from clstream.driver.components import parse_components
+    from clstream.driver.execute import drive
 
     systems = split_systems(args.systems)
     if not systems:

@@ -50,8 +50,9 @@ def _spec(run: dict[str, Any]) -> dict[str, Any]:
 
 def _dataset(run: dict[str, Any]) -> tuple[str, str]:
     """The run's dataset hash and a name for it (file name or setting, and 8 hex digits)."""
-    sha = str(_spec(run).get("dataset_hash") or (run.get("dataset") or {}).get("sha256") or "")
-    data = run.get("dataset") if isinstance(run.get("dataset"), dict) else {}
+    found = run.get("dataset")
+    data: dict[str, Any] = found if isinstance(found, dict) else {}
+    sha = str(_spec(run).get("dataset_hash") or data.get("sha256") or "")
     name = data.get("path") or data.get("setting")
     if isinstance(name, str) and "/" in name and not name.startswith("clbench:"):
         name = PurePath(name).name
@@ -126,14 +127,15 @@ def cross_protocol(runs: list[dict[str, Any]]) -> dict[str, Any]:
              for p in sorted(several, key=lambda p: (known.index(p) if p in known else 0, p))]
     for (key, prefix), found in cell_runs.items():
         if len(found) > 1:
+            others = ", ".join(str(r.get("run_id")) for r in found[:-1])
             notes.append(f"{methods[key]['label']} on {prefix}: {len(found)} runs of the same "
                          f"dataset (other seeds or settings); shown: the latest, "
-                         f"{found[-1].get('run_id')} (also {', '.join(str(r.get('run_id')) for r in found[:-1])})")
-    for column in columns.values():
-        ranks = _rank({k: (m["cells"].get(column["key"]) or {}).get("value")
-                       for k, m in methods.items()}, column["better"])
+                         f"{found[-1].get('run_id')} (also {others})")
+    for described in columns.values():
+        ranks = _rank({k: (m["cells"].get(described["key"]) or {}).get("value")
+                       for k, m in methods.items()}, described["better"])
         for k, rank in ranks.items():
-            methods[k]["cells"][column["key"]]["rank"] = rank
+            methods[k]["cells"][described["key"]]["rank"] = rank
     for key, method in methods.items():
         method["cells"] = {c: method["cells"].get(c) for c in columns}
         method["cost"] = _cost([found[-1] for (k, _), found in cell_runs.items() if k == key])
@@ -162,7 +164,7 @@ def text_lines(view: dict[str, Any]) -> list[str]:
     methods = view["methods"]
     width = max([len("method")] + [len(m["label"]) for m in methods]) + 2
     lower = list(dict.fromkeys(c["label"] for c in view["columns"] if c["better"] == "lower"))
-    lines = ["[across protocols] value [interval] #rank (1 = best); higher is better"
+    lines = ["Across protocols: value [interval] #rank (1 = best); higher is better"
              + (f" except {', '.join(lower)} (lower is better)" if lower else "")]
     blocks: dict[str, list[dict[str, Any]]] = {}
     for column in view["columns"]:
