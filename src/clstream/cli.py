@@ -97,7 +97,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="write a procedural benchmark stream")
     gsub = gen.add_subparsers(dest="benchmark", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="run systems over a benchmark into a results directory",
-                         usage="%(prog)s PROTOCOL ... | %(prog)s --spec FILE [--out DIR]")
+                         usage="%(prog)s PROTOCOL ... | %(prog)s matrix ... | "
+                               "%(prog)s --spec FILE [--out DIR]")
     run.add_argument("--spec", default=None, metavar="FILE",
                      help="a run spec file (TOML) naming runs of any protocols; see "
                           "docs/design.md")
@@ -112,6 +113,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             _add(gsub, generator)
         _add(rsub, protocol.run_command)
         _add(ssub, protocol.score_command)
+    _add(rsub, Command("matrix", "every system on every protocol's small default data, into "
+                                 "one results directory (docs/design.md §11.5)",
+                       "clstream.commands.matrix:add_matrix_arguments",
+                       "clstream.commands.matrix:run_matrix"))
     results.add_parsers(sub)
     runs.add_parser(sub)
     listing.add_parser(sub)

@@ -306,18 +306,63 @@ class ImprintRun(Run):
     answers: ImprintAnswers | None = None
 
 
+# -- Cross-protocol view -----------------------------------------------------------------------
+class CrossColumn(Strict):
+    key: str
+    protocol: str
+    metric: str
+    label: str
+    better: Literal["higher", "lower"]
+    dataset: str | None
+    dataset_sha256: str
+    interval: str | None
+
+
+class CrossCell(Strict):
+    value: float | None
+    interval: list[float] | None
+    rank: int | None
+    run_id: str
+
+
+class CrossCost(Strict):
+    runs: int
+    tokens: int
+    training_tokens: int | None
+    training_s: float | None
+    wall_s: float
+    cost_usd: float | None
+
+
+class CrossMethod(Strict):
+    label: str
+    system: str
+    model: str
+    cells: dict[str, CrossCell | None]
+    cost: CrossCost
+
+
+class CrossProtocol(Strict):
+    protocols: list[str]
+    columns: list[CrossColumn]
+    methods: list[CrossMethod]
+    notes: list[str]
+
+
 class Summary(Strict):
     dir: str
     generated_at: str
     clstream_version: str
     runs: list[Annotated[OaksRun | SeqmemRun | ClbenchRun | ImprintRun,
                          Field(discriminator="protocol")]]
+    cross_protocol: CrossProtocol | None = None
 
 
 # The document's sections and the model each one lists; a protocol's runs list only the keys
 # they add to "Every run".
 SECTIONS: dict[str, tuple[type[BaseModel], type[BaseModel] | None]] = {
     "Top level": (Summary, None),
+    "Cross-protocol view": (CrossProtocol, None),
     "Every run": (Run, None),
     "Every run: `meta`": (Meta, None),
     "OAKS runs": (OaksRun, Run),
@@ -417,6 +462,15 @@ def test_summary_json_of_every_protocol_follows_the_schema(
         assert run.metrics is not None, run.system
         assert run.status.complete, run.system
     assert summary.dir == summary_json["results"]
+    # Every protocol's headline columns, a rank in each, and both systems on all four.
+    cross = summary.cross_protocol
+    assert cross is not None and cross.protocols == ["clbench", "imprint", "oaks", "seqmem"]
+    assert {c.protocol for c in cross.columns} == set(cross.protocols)
+    memory_free = next(m for m in cross.methods if m.label == "memory-free")
+    assert {k.split(".")[0] for k, c in memory_free.cells.items() if c is not None} == {
+        "clbench", "imprint", "seqmem"}
+    assert all(c is None or c.rank is not None for m in cross.methods
+               for c in m.cells.values())
 
 
 def test_an_undocumented_key_fails_the_schema(

@@ -94,8 +94,22 @@ def _dataset_label(run: dict[str, Any]) -> str:
     return f"{name} (dataset {digest})" if name else f"dataset {digest}"
 
 
+def _write_cross_csv(result: dict[str, Any], path: str) -> None:
+    """``summary --cross-csv FILE``: the cross-protocol view as CSV (one protocol's runs give
+    a view with that protocol's columns only)."""
+    from clstream.core.files import write_atomic
+    from clstream.report.cross_protocol import cross_protocol, csv_text
+
+    view = result.get("cross_protocol") or cross_protocol(result["runs"])
+    write_atomic(Path(path), csv_text(view))
+    print(f"wrote the cross-protocol table ({len(view['methods'])} methods, "
+          f"{len(view['columns'])} metric columns) to {path}", file=sys.stderr)
+
+
 def summary(args: argparse.Namespace) -> int:
     result = _summarize(args)
+    if args.cross_csv is not None:
+        _write_cross_csv(result, args.cross_csv)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -122,6 +136,10 @@ def summary(args: argparse.Namespace) -> int:
         if trained:  # parametric methods: what their weight updates cost
             print("training: " + "; ".join(_training_text(str(system), t)
                                            for system, t in trained))
+    if "cross_protocol" in result:
+        from clstream.report.cross_protocol import text_lines
+
+        print(("\n" if groups else "") + "\n".join(text_lines(result["cross_protocol"])))
     broken = [run for run in result["runs"] if "broken" in run]
     if broken:
         print(("\n" if groups else "") + "[runs that could not be summarized]")
@@ -162,6 +180,9 @@ def add_parsers(sub: Any) -> None:
     summ.add_argument("dir")
     summ.add_argument("--json", action="store_true")
     summ.add_argument("--prices", default=None, help="JSON: dollars per million tokens per model")
+    summ.add_argument("--cross-csv", default=None, metavar="FILE",
+                      help="also write the cross-protocol table (methods x headline metrics, "
+                           "with intervals, ranks and cost) as CSV")
     _add_selection(summ)
     summ.set_defaults(handler=summary)
 

@@ -125,6 +125,37 @@ class StreamProtocol(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class MatrixData:
+    """A protocol's small default dataset for ``clstream run matrix`` (docs/design.md §11.3).
+
+    ``name`` is the file or directory the data is, under the matrix's ``data/PROTOCOL``;
+    ``generate(path)`` gives the command lines (argv after ``clstream``) that write it at
+    ``path``, deterministically; ``run(path)`` the arguments of ``clstream run PROTOCOL``
+    over it, other than systems, model, results directory and seed, which the matrix gives.
+    A protocol offers one through a ``matrix_data(seed)`` method."""
+
+    name: str
+    generate: Callable[[Path], list[list[str]]]
+    run: Callable[[Path], list[str]]
+
+
+@dataclass(frozen=True)
+class HeadlineMetric:
+    """One headline number of a run for the cross-protocol view (docs/summary-json.md,
+    "Cross-protocol view"): ``key`` names it within its protocol, ``label`` heads its column,
+    ``better`` is ``"higher"`` or ``"lower"``, ``interval`` is ``[low, high]`` where the
+    protocol gives one and ``interval_kind`` says what kind it is. A protocol offers these
+    through a ``headline_metrics(run)`` method over a run's summary."""
+
+    key: str
+    label: str
+    better: str
+    value: float | None
+    interval: tuple[float, float] | None = None
+    interval_kind: str = ""
+
+
 def load_target(target: str) -> Any:
     """The object named by ``"package.module:name"``, imported on first use.
 
@@ -146,6 +177,7 @@ class ProtocolPackage:
     summary_lines: str
     export_run: str
     report_section: str
+    headline_metrics: str | None = None
 
 
 MANIFEST = "protocol.toml"
@@ -219,3 +251,11 @@ class PackagedProtocol:
 
     def report_section(self, runs: list[dict[str, Any]], labels: list[str], source: object) -> Any:
         return load_target(self.parts.report_section)(runs, labels, source)
+
+    def headline_metrics(self, run: dict[str, Any]) -> list[HeadlineMetric]:
+        """The run's headline numbers for the cross-protocol view; none when the package
+        names no ``headline_metrics`` part."""
+        if self.parts.headline_metrics is None:
+            return []
+        metrics: list[HeadlineMetric] = load_target(self.parts.headline_metrics)(run)
+        return metrics

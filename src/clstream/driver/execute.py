@@ -214,18 +214,43 @@ def forget_if_empty(store: ResultsStore, run_id: str) -> None:
         pass
 
 
+def _crashed(store: ResultsStore, plan: PlannedRun, error: Exception) -> Failure:
+    """A run that raised, as a failure: its stored units so far, and the exception as its
+    first error."""
+    text = " ".join(str(error).split()) or "no message"
+    try:
+        status = store.run_status(plan.spec.run_id)
+        done, failed = status.total_ok, status.total_errors
+    except Exception:  # best effort: the run may be gone (nothing of it was stored)
+        done, failed = 0, 0
+    return Failure(plan.label, plan.spec.run_id, failed, 0, done + failed,
+                   f"{type(error).__name__}: {text}")
+
+
 def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None,
-            said: set[str] | None = None) -> list[Failure]:
+            said: set[str] | None = None, keep_going: bool = False) -> list[Failure]:
     """Every planned run of ``job`` into an open store, with a result line each; returns the
     failures. The job's notes not in ``said`` (those printed already) come with the first
-    progress or result line (:class:`~clstream.driver.progress.Notes`)."""
+    progress or result line (:class:`~clstream.driver.progress.Notes`). With ``keep_going``
+    (a matrix, docs/design.md §11.5) a run that raises is one failure and the next run goes
+    on; otherwise the exception ends everything."""
     failures: list[Failure] = []
     said = set() if said is None else said
     notes = Notes([note for note in job.notes if note not in said])
     said.update(job.notes)
     for plan in job.runs:
-        result = run_planned(plan, store, job.model, executor=executor,
-                             show_progress=job.show_progress, notes=notes)
+        try:
+            result = run_planned(plan, store, job.model, executor=executor,
+                                 show_progress=job.show_progress, notes=notes)
+        except Exception as error:
+            if not keep_going:
+                raise
+            notes.flush()
+            failure = _crashed(store, plan, error)
+            print(f"failed {plan.label} ({plan.spec.run_id}): {failure.first_error}",
+                  file=sys.stderr)
+            failures.append(failure)
+            continue
         notes.flush()
         print(result_line(result, dict(plan.units)), file=sys.stderr)
         if not result.complete:
@@ -234,10 +259,11 @@ def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None,
 
 
 def drive(jobs: RunJob | Sequence[RunJob], executor: Executor | None = None,
-          resume: str | None = None) -> int:
-    """Run ``jobs`` (one protocol's, or several from a spec file) and end as every run ends:
-    the results directory printed on stdout, exit status 0; or, when any run left work undone,
-    :class:`~clstream.driver.failures.RunFailed` (exit 3) with the resume command."""
+          resume: str | None = None, keep_going: bool = False) -> int:
+    """Run ``jobs`` (one protocol's, or several from a spec file or a matrix) and end as every
+    run ends: the results directory printed on stdout, exit status 0; or, when any run left
+    work undone, :class:`~clstream.driver.failures.RunFailed` (exit 3) with the resume
+    command. ``keep_going``: a run that raises does not stop the others (:func:`run_job`)."""
     jobs = [jobs] if isinstance(jobs, RunJob) else list(jobs)
     # A dead endpoint, or a system too big for its context, fails here, before any writing.
     for job in jobs:
@@ -246,7 +272,7 @@ def drive(jobs: RunJob | Sequence[RunJob], executor: Executor | None = None,
     said: set[str] = set()  # notes shared by several jobs are printed once
     for job in jobs:
         with ResultsStore(job.out, writer=True) as store:
-            failed = run_job(job, store, executor, said)
+            failed = run_job(job, store, executor, said, keep_going)
         if failed:
             failures.append((job, failed))
     if failures:

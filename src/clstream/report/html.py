@@ -21,6 +21,8 @@ from clstream.core.files import write_atomic
 from clstream.core.registry import names, resolve
 from clstream.render.base import Fields, Section, display_labels, run_fields
 from clstream.render.figures import shared_colours
+from clstream.report.cross_protocol import cross_protocol
+from clstream.report.cross_section import render_cross_section
 from clstream.report.generic import render_broken_section, render_generic_section
 
 SectionRenderer = Callable[[list[dict[str, Any]], list[str], object], Section]
@@ -104,7 +106,8 @@ def _datasets(runs: list[dict[str, Any]], fields: list[Fields]) -> list[dict[str
 
 
 def build_sections(summary: dict[str, Any], source: object) -> list[Section]:
-    """One section per protocol present, known protocols first in a fixed order."""
+    """One section per protocol present, known protocols first in a fixed order; first of
+    all the cross-protocol table when runs of two or more protocols are present."""
     runs = _runs(summary, source)
     groups: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
@@ -117,7 +120,9 @@ def build_sections(summary: dict[str, Any], source: object) -> list[Section]:
     with shared_colours():
         sections = [_renderer(p)(groups[p], display_labels(groups[p]), source) for p in order]
     broken = [run for run in runs if "broken" in run]
-    return sections + ([render_broken_section(broken, source)] if broken else [])
+    view = cross_protocol(runs)
+    first = [render_cross_section(view)] if len(view["protocols"]) >= 2 else []
+    return first + sections + ([render_broken_section(broken, source)] if broken else [])
 
 
 def render_html(summary: dict[str, Any]) -> str:

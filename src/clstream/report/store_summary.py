@@ -16,6 +16,7 @@ from clstream.core.records import RunRow
 from clstream.core.registry import names, resolve
 from clstream.driver.transport import transport_history
 from clstream.models.pricing import cost_usd
+from clstream.report.cross_protocol import cross_protocol
 from clstream.store.export import select_runs
 
 TRAIN_STAGE = "train"  # a parametric method's weight updates (docs/parametric.md §2)
@@ -89,9 +90,13 @@ def summarize(
             runs_out.append({"run_id": run.run_id, "protocol": run.protocol,
                              "system": run.system, "model": run.model,
                              "meta": {"spec": run.spec}, "broken": broken_reason(error)})
-    return {
+    result: dict[str, Any] = {
         "dir": str(store.dir),
         "generated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "clstream_version": clstream.__version__,
         "runs": runs_out,
     }
+    view = cross_protocol(runs_out)
+    if len(view["protocols"]) >= 2:  # the view compares protocols: absent for one
+        result["cross_protocol"] = view
+    return result

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol
+from clstream.core.protocol import MatrixData, PackagedProtocol
 from clstream.core.registry import names
 
 
@@ -34,7 +34,9 @@ class ClbenchProtocol(PackagedProtocol):
     # the same seconds whether or not the embed extra is installed. Seed 0, the seed the tests
     # hold every method to a positive gain on: 15 poker hands are few enough that the builtin
     # opponent modeler loses to the stateless heuristic on some seeds (docs/clbench.md §4.4).
-    DEMO_SYSTEMS = ("memory-free", "icl", "notepad", "mem0:retriever=bm25", "ace")
+    # memory-free and rag:k=4 run in every protocol's demonstration: the cross-protocol table
+    # of `make demo` has full rows.
+    DEMO_SYSTEMS = ("memory-free", "icl", "notepad", "mem0:retriever=bm25", "ace", "rag:k=4")
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         known = set(names("system"))
@@ -45,6 +47,20 @@ class ClbenchProtocol(PackagedProtocol):
                  "--model", "builtin", "--out", str(results), "--no-progress",
                  *[a for t in self.DEMO_TASKS for a in ("--task", t)],
                  *[arg for s in systems for arg in ("--system", s)]]]
+
+    # The matrix's task: the quickest, on the short schedule, two rollouts (seconds a run).
+    MATRIX_TASKS = ("sales_prediction",)
+
+    def matrix_data(self, seed: int) -> MatrixData:
+        """The short schedule of a quick task for ``run matrix``: the environments are
+        generated from the seed by the run itself; the directory holds what ``generate
+        clbench`` shows of them."""
+        tasks = [a for t in self.MATRIX_TASKS for a in ("--task", t)]
+        return MatrixData(
+            f"short-seed{seed}",
+            lambda path: [["generate", "clbench", "--schedule", "short", "--seed", str(seed),
+                           "--out", str(path), *tasks]],
+            lambda path: ["--schedule", "short", "--rollouts", "2", *tasks])
 
 
 PROTOCOL = ClbenchProtocol.declared(__name__)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol
+from clstream.core.protocol import MatrixData, PackagedProtocol
 
 
 class ImprintProtocol(PackagedProtocol):
@@ -35,8 +35,16 @@ class ImprintProtocol(PackagedProtocol):
             out.append(["run", "imprint", str(data), "--model", "builtin", "--samples", "2",
                         "--out", str(results), "--no-progress",
                         "--system", "memory-free", "--system", "oracle", "--system",
-                        "rag:k=3"])
+                        "rag:k=4"])
         return out
+
+    def matrix_data(self, seed: int) -> MatrixData:
+        """The small news setting for ``run matrix``."""
+        return MatrixData(
+            f"news-small-seed{seed}",
+            lambda path: [["generate", "imprint", "--setting", "news", "--size", "small",
+                           "--seed", str(seed), "--out", str(path)]],
+            lambda path: [str(path)])
 
 
 PROTOCOL = ImprintProtocol.declared(__name__)

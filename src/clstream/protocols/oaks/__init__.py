@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol
+from clstream.core.protocol import MatrixData, PackagedProtocol
 
 
 class OaksProtocol(PackagedProtocol):
@@ -23,11 +23,19 @@ class OaksProtocol(PackagedProtocol):
 
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         data = workdir / "oaks-babi.json"
-        systems = ("full", "window:w=4", "rag:k=4", "rag+window:k=2,w=2")
+        systems = ("full", "window:w=4", "rag:k=4", "rag+window:k=2,w=2", "memory-free")
         return [["generate", "oaks-babi", "--seed", "7", "--docs", "3", "--chunks", "40",
                  "--chunk-tokens", "2000", "--out", str(data)],
                 ["run", "oaks", str(data), "--model", "builtin", "--out", str(results),
                  *[arg for s in systems for arg in ("--system", s)]]]
+
+    def matrix_data(self, seed: int) -> MatrixData:
+        """A small bAbI stream (two documents of ten short chunks) for ``run matrix``."""
+        return MatrixData(
+            f"oaks-babi-seed{seed}.json",
+            lambda path: [["generate", "oaks-babi", "--seed", str(seed), "--docs", "2",
+                           "--chunks", "10", "--chunk-tokens", "500", "--out", str(path)]],
+            lambda path: [str(path)])
 
 
 PROTOCOL = OaksProtocol.declared(__name__)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clstream.core.protocol import PackagedProtocol
+from clstream.core.protocol import MatrixData, PackagedProtocol
 
 
 class SeqMemProtocol(PackagedProtocol):
@@ -23,11 +23,19 @@ class SeqMemProtocol(PackagedProtocol):
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         data = workdir / "seqmem-synthetic.json"
         systems = ("memory-free", "exp-recent", "exp-rag", "dc-rs", "awm", "expel-st",
-                   "expel-mt", "g-memory")
+                   "expel-mt", "g-memory", "rag:k=4")
         return [["generate", "seqmem-synthetic", "--seed", "7", "--tasks", "60", "--holdout",
                  "12", "--out", str(data)],
                 ["run", "seqmem", str(data), "--model", "builtin", "--out", str(results),
                  *[arg for s in systems for arg in ("--system", s)]]]
+
+    def matrix_data(self, seed: int) -> MatrixData:
+        """A short synthetic stream (24 tasks, 6 held out) for ``run matrix``."""
+        return MatrixData(
+            f"seqmem-synthetic-seed{seed}.json",
+            lambda path: [["generate", "seqmem-synthetic", "--seed", str(seed), "--tasks",
+                           "24", "--holdout", "6", "--out", str(path)]],
+            lambda path: [str(path)])
 
 
 PROTOCOL = SeqMemProtocol.declared(__name__)
