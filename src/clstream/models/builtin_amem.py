@@ -23,12 +23,16 @@ from collections.abc import Sequence
 
 from clstream.core import amem_format as formats
 from clstream.core.types import Message
-from clstream.models.builtin_reader import is_name, split_sentences
-from clstream.retrieval.bm25 import STOPWORDS
+from clstream.models.builtin_reader import CAP_STOP, is_name, split_sentences
 
 KEYWORDS = 8
 TAGS = 6
 CONTEXT_CHARS = 160
+# Function words never taken as keywords, names or places.
+STOPWORDS = CAP_STOP | frozenset(
+    """be been being am about above again against below between both down during few further
+    more most nor only other own than too very just now out off up us them him me itself
+    themselves what's it's""".split())
 
 _NOTE_OPEN = formats.NOTE_PROMPT.partition("{content}")[0]
 _NOTE_CLOSE = formats.NOTE_PROMPT.partition("{content}")[2].partition("\n\n")[0]

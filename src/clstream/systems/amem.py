@@ -95,6 +95,10 @@ def _strings(item: dict[str, Any], key: str) -> tuple[str, ...] | None:
     return tuple(value)
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def note_from_json(item: Any, at: int) -> Note:
     """A stored note, checked field by field (its id must be its position ``at``)."""
     problem = "expected {id, index: int, content, context: str, keywords, tags: [str], " \
@@ -103,10 +107,9 @@ def note_from_json(item: Any, at: int) -> Note:
         raise snapshot_error(f"notes[{at}]", problem)
     keywords, tags = _strings(item, "keywords"), _strings(item, "tags")
     links = item.get("links")
-    whole = (lambda v: isinstance(v, int) and not isinstance(v, bool))
-    if (keywords is None or tags is None or not whole(item.get("index"))
+    if (keywords is None or tags is None or not _whole(item.get("index"))
             or not isinstance(item.get("content"), str) or not isinstance(item.get("context"), str)
-            or not isinstance(links, list) or not all(whole(v) for v in links)):
+            or not isinstance(links, list) or not all(_whole(v) for v in links)):
         raise snapshot_error(f"notes[{at}]", problem)
     if item.get("id") != at:
         raise snapshot_error(f"notes[{at}].id", f"expected {at}, the note's position")
