@@ -85,6 +85,26 @@ class IncrementalBM25:
             self._postings.setdefault(term, {})[doc_id] = tf
             self._arrays.pop(term, None)
 
+    def replace(self, doc_id: int, old_text: str, text: str) -> None:
+        """Index ``text`` under ``doc_id`` in place of ``old_text``, the text it holds: the old
+        postings and length are taken out, then ``text`` goes in as :meth:`add` puts it, in
+        O(len(old_text) + len(text)). The index is then the one a fresh build with the new
+        text would hold, since scores do not depend on the order documents were added. The
+        old text is checked against the index first (its terms and length), so a wrong one
+        changes nothing and raises ``ValueError``."""
+        old = Counter(tokenize(old_text))
+        if self._lengths.get(doc_id) != sum(old.values()) or any(
+                self._postings.get(term, {}).get(doc_id) != tf for term, tf in old.items()):
+            raise ValueError(f"document {doc_id} does not hold the text given as its old text")
+        self._total_length -= self._lengths.pop(doc_id)
+        for term in old:
+            postings = self._postings[term]
+            del postings[doc_id]
+            if not postings:
+                del self._postings[term]
+            self._arrays.pop(term, None)
+        self.add(doc_id, text)
+
     def idf(self, term: str) -> float:
         df = len(self._postings.get(term, ()))
         n = len(self._lengths)

@@ -413,6 +413,18 @@ class DenseIndex:
         self._size = end
         self._known.update(ids)
 
+    def replace(self, doc_id: int, old_text: str, text: str) -> None:
+        """Embed ``text`` in place of the document ``doc_id`` holds (its row is overwritten;
+        ``old_text`` is not needed by a dense index and is ignored)."""
+        if doc_id not in self._known:
+            raise ValueError(f"document {doc_id} is not indexed")
+        vector = normalize_rows(self.embedder.embed([text]))
+        if vector.shape != (1, self._vectors.shape[1]):
+            raise ValueError(f"embedder {self.embedder.name} returned shape {vector.shape} "
+                             "for one text")
+        (row,) = np.nonzero(self._ids[: self._size] == doc_id)[0]
+        self._vectors[row] = vector[0]
+
     def _grow(self, extra: int, dim: int) -> None:
         if self._size and dim != self._vectors.shape[1]:
             raise ValueError(f"embedding size changed from {self._vectors.shape[1]} to {dim}")

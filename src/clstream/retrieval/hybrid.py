@@ -30,13 +30,16 @@ RETRIEVERS = ("bm25", "dense", "hybrid")
 
 @runtime_checkable
 class Retriever(Protocol):
-    """What BM25, dense and hybrid indexes share: grow one document at a time, search."""
+    """What BM25, dense and hybrid indexes share: grow one document at a time, change one
+    in place (``replace``, given the text it holds), search."""
 
     def __len__(self) -> int: ...
 
     def __contains__(self, doc_id: object) -> bool: ...
 
     def add(self, doc_id: int, text: str) -> None: ...
+
+    def replace(self, doc_id: int, old_text: str, text: str) -> None: ...
 
     def search(
         self, query: str, k: int, max_doc_id: int | None = None, exclude: set[int] | None = None
@@ -91,6 +94,11 @@ class HybridIndex:
             raise ValueError(f"document {doc_id} is already indexed")
         self.dense.add(doc_id, text)
         self.bm25.add(doc_id, text)
+
+    def replace(self, doc_id: int, old_text: str, text: str) -> None:
+        """Index ``text`` in place of ``old_text`` in both halves."""
+        self.bm25.replace(doc_id, old_text, text)
+        self.dense.replace(doc_id, old_text, text)
 
     def search(
         self,
