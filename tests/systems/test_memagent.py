@@ -29,6 +29,7 @@ from clstream.core.types import GenerationRequest, GenerationResult, Message, Qu
 from clstream.models.builtin import BuiltinReader
 from clstream.models.builtin_memagent import new_memory
 from clstream.models.tokenizers import approx_tokenizer
+from clstream.protocols.oaks.babi import generate_oaks_babi
 from clstream.systems.memagent import MemAgent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
@@ -253,3 +254,17 @@ def test_registered() -> None:
     described = MemAgent(BuiltinReader(), budget=512).describe()
     assert described["args"] == {"budget": 512, "chunk": 2048}
     assert described["prompt_template_hash"] == formats.template_fingerprint()
+
+
+def test_observe_cost_is_bounded_by_budget_and_piece_not_by_events_seen() -> None:
+    chunks = generate_oaks_babi(seed=2, docs=1, chunks=80, chunk_tokens=150)[0]["data"]["chunks"]
+    system = MemAgent(BuiltinReader(), budget=96)
+    count = approx_tokenizer().count
+    overhead = count(formats.REWRITE_SYSTEM) + count(formats.rewrite_prompt("", "", 96))
+    prompts = []
+    for n in range(80):
+        (call,) = run(system.observe(chunk(n, chunks[str(n)])))
+        assert call.usage.prompt_tokens <= overhead + 96 + count(chunks[str(n)]) + 4
+        assert count(system.memory) <= 96
+        prompts.append(call.usage.prompt_tokens)
+    assert max(prompts[60:]) <= max(prompts[:40]) + 8  # no growth with the events seen

@@ -6,9 +6,10 @@ The reply is extractive and deterministic, read from the prompt alone:
 * Units. A text is read as units: a step block (:func:`clstream.core.layout.step_block`) or an
   experience block (``Past task:`` ... ``Feedback:``) is one unit, kept whole so the builtin
   policy and recall still read it from memory; any other text is split into sentences.
-* Informative. A sentence of the new piece is kept when it names something (a capitalised
-  word that is not a common sentence opener, as the builtin reader finds names) or holds a
-  digit; filler such as "The road was deep in mud." is dropped. Blocks always count.
+* Informative. A sentence of the new piece is kept when it holds a digit, names something
+  after its first word (a capitalised word that is not a common sentence opener, as the
+  builtin reader finds names), or states an event the reader recognises ("Mara went home.");
+  filler such as "Somewhere beyond the marsh, a dog barked." is dropped. Blocks always count.
 * Budget. The budget the prompt states (in tokens, as this model counts them) is honoured:
   first the new piece's informative units, newest first while they fit; then the old memory's
   units, newest first while they fit. The kept units are written in stream order (old, then
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from clstream.core import layout
 from clstream.core import memagent_format as formats
 from clstream.core.types import Message
-from clstream.models.builtin_reader import is_name, split_sentences, tokens_of
+from clstream.models.builtin_reader import is_name, sentence_events, split_sentences, tokens_of
 from clstream.models.tokenizers import approx_tokenizer
 
 _STEP_TAG = re.compile(r"^\[step \S+/\d+\]$")
@@ -77,19 +78,12 @@ def new_memory(memory: str, piece: str, budget: int) -> str:
 
 
 def is_informative(unit: str) -> bool:
-    """A block, or a sentence naming something or holding a digit."""
+    """A block; a sentence holding a digit or a name after its first word; or one whose
+    opening name the reader finds an event for ("Mara went home.")."""
     if "\n" in unit:  # only blocks span lines
         return True
     return bool(_DIGIT.search(unit)) or any(is_name(t) for t in tokens_of(unit)[1:]) or \
-        _names_first(unit)
-
-
-def _names_first(sentence: str) -> bool:
-    """Whether the sentence opens with a name followed by a verb-like lower-case word (so
-    "Mara went home." counts and "Candlelight slid across the water." also does: a cheap test
-    that errs towards keeping)."""
-    tokens = tokens_of(sentence)
-    return len(tokens) >= 2 and is_name(tokens[0]) and tokens[1][:1].islower()
+        bool(sentence_events(unit, {}))
 
 
 def units(text: str, budget: int) -> list[str]:
