@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from clstream.core.types import Message
-from clstream.models import builtin_amem
+from clstream.models import builtin_amem, builtin_memagent
 
 TaskReader = Callable[[Sequence[Message]], str | None]
 
-READERS: tuple[TaskReader, ...] = (builtin_amem.reply,)
+READERS: tuple[TaskReader, ...] = (builtin_amem.reply, builtin_memagent.reply)
 
 
 def follow(messages: Sequence[Message]) -> str | None:
