@@ -100,6 +100,7 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
             "icl": "clstream.systems.icl:Icl",
             "notepad": "clstream.systems.notepad:Notepad",
             "mem0": "clstream.systems.mem0:Mem0",
+            "hipporag": "clstream.systems.hipporag:HippoRag",
             "ace": "clstream.systems.ace:Ace",
             "oracle": "clstream.systems.oracle:Oracle",
             "agentic-rag": "clstream.systems.agentic_rag:AgenticRag",

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from clstream.core.types import Message
+from clstream.models import builtin_hipporag
 
 TaskReader = Callable[[Sequence[Message]], str | None]
 
-READERS: tuple[TaskReader, ...] = ()
+READERS: tuple[TaskReader, ...] = (builtin_hipporag.reply,)
 
 
 def follow(messages: Sequence[Message]) -> str | None:
