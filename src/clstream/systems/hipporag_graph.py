@@ -75,7 +75,7 @@ class EntityGraph:
         self.synonyms: list[list[Synonym]] = []  # per passage position, in the order made
 
     def __len__(self) -> int:
-        return self.graph.number_of_nodes()
+        return int(self.graph.number_of_nodes())
 
     def _node(self, name: str, position: int, new: list[str]) -> str:
         key = normalized(name)
