@@ -169,9 +169,11 @@ class EntityGraph:
                            for node in seeds if node in self.graph}
         if not personalization:
             return {}
+        # Starting from the seeds (not uniformly), nodes the seeds cannot reach keep exactly
+        # zero, so passages of other components never enter the ranking.
         scores: dict[str, float] = nx.pagerank(self.graph, alpha=damping,
                                                personalization=personalization,
-                                               weight="weight")
+                                               nstart=personalization, weight="weight")
         return scores
 
     def ranked(self, seeds: Iterable[str], damping: float, k: int) -> list[int]:
