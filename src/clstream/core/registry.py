@@ -102,6 +102,7 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
             "mem0": "clstream.systems.mem0:Mem0",
             "amem": "clstream.systems.amem:AMem",
             "memagent": "clstream.systems.memagent:MemAgent",
+            "hipporag": "clstream.systems.hipporag:HippoRag",
             "ace": "clstream.systems.ace:Ace",
             "oracle": "clstream.systems.oracle:Oracle",
             "agentic-rag": "clstream.systems.agentic_rag:AgenticRag",

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from clstream.core.types import Message
-from clstream.models import builtin_amem, builtin_memagent
+from clstream.models import builtin_amem, builtin_hipporag, builtin_memagent
 
 TaskReader = Callable[[Sequence[Message]], str | None]
 
-READERS: tuple[TaskReader, ...] = (builtin_amem.reply, builtin_memagent.reply)
+READERS: tuple[TaskReader, ...] = (builtin_amem.reply, builtin_memagent.reply,
+                                   builtin_hipporag.reply)
 
 
 def follow(messages: Sequence[Message]) -> str | None:
