@@ -183,7 +183,7 @@ async def measure_prefill(model: OpenAICompatModel) -> float | None:
     tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
     if not isinstance(tokens, int) or tokens <= 0:
         tokens = approx_tokenizer().count(prompt)
-    return round(tokens / max(answer["first_token_s"], 1e-9), 1)
+    return round(tokens / max(float(answer["first_token_s"]), 1e-9), 1)
 
 
 def throughput_file(found: dict[str, Any], prefill_tps: float | None) -> dict[str, Any]:

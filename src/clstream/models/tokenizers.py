@@ -120,11 +120,10 @@ class HFTokenizer:
             return [i for m in messages
                     for i in self._tok.encode(m.content, add_special_tokens=False,
                                               verbose=False)]
-        ids = self._tok.apply_chat_template(
+        encoded: Any = self._tok.apply_chat_template(
             [{"role": m.role, "content": m.content} for m in messages],
             add_generation_prompt=True, tokenize=True)
-        if isinstance(ids, dict) or hasattr(ids, "keys"):  # a BatchEncoding in some versions
-            ids = ids["input_ids"]
+        ids = encoded["input_ids"] if hasattr(encoded, "keys") else encoded  # a BatchEncoding
         return [int(i) for i in ids]
 
 
