@@ -2,7 +2,8 @@
 
 ``generate``, ``run`` and ``score`` get one sub-command per registered protocol (its
 :class:`~clstream.core.protocol.Command` entries); ``summary``, ``report``, ``export``, ``runs``,
-``list`` and ``check`` (an OpenAI-compatible endpoint's readiness) are shared by all. Adding a
+``list``, ``check`` (an OpenAI-compatible endpoint's readiness) and ``plan`` (a run's cost,
+counted before it runs) are shared by all. Adding a
 protocol therefore adds its verbs here without an edit.
 
 Building the parser imports no protocol's code: a protocol's verbs are names, one line of help
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from clstream import __version__
-from clstream.commands import check, listing, results, runs, specfile
+from clstream.commands import check, listing, plan, results, runs, specfile
 from clstream.core.errors import ClstreamError
 from clstream.core.protocol import Command, StreamProtocol
 from clstream.core.registry import names, resolve
@@ -77,14 +78,14 @@ def _add(group: Any, command: Command) -> None:
 def protocols(argv: Sequence[str] | None = None) -> list[StreamProtocol]:
     """The registered protocols the command line needs, in the registry's order.
 
-    ``run NAME`` and ``score NAME`` need only protocol NAME, so only it is imported (the builtin
+    ``run NAME``, ``score NAME`` and ``plan NAME`` need only protocol NAME, so only it is imported (the builtin
     protocols' packages are cheap to import, a protocol registered from elsewhere need not be).
     Anything else (``generate``, whose generator names are the protocols' own, ``--help``, a
     misspelt name) loads every one.
     """
     known = names("protocol")
     words = [a for a in (argv or ()) if not a.startswith("-")][:2]
-    if len(words) == 2 and words[0] in ("run", "score") and words[1] in known:
+    if len(words) == 2 and words[0] in ("run", "score", "plan") and words[1] in known:
         return [resolve("protocol", words[1])]
     return [resolve("protocol", name) for name in known]
 
@@ -108,7 +109,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     rsub = run.add_subparsers(dest="protocol", required=False, parser_class=_Parser)
     score = sub.add_parser("score", help="score a predictions or records file")
     ssub = score.add_subparsers(dest="protocol", required=True, parser_class=_Parser)
-    for protocol in protocols(argv):
+    loaded = protocols(argv)
+    for protocol in loaded:
         for generator in protocol.generators:
             _add(gsub, generator)
         _add(rsub, protocol.run_command)
@@ -121,6 +123,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     runs.add_parser(sub)
     listing.add_parser(sub)
     check.add_parser(sub)
+    plan.add_parser(sub, loaded)
     return parser
 
 

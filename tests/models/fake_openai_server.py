@@ -55,6 +55,8 @@ from typing import Any
 from clstream.core.types import GenerationRequest, Message
 from clstream.models.builtin import BuiltinReader
 from clstream.models.openai_compat import PREFLIGHT_PROMPT
+from clstream.models.planning import APPROX_TOKENS_PER_MESSAGE
+from clstream.models.tokenizers import approx_tokenizer
 
 Plan = Callable[[dict[str, Any], int], str | None]
 ToolPlan = Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]] | None]
@@ -419,7 +421,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class PolicyServer(FakeOpenAIServer):
-    """Answers every chat request with the builtin model's reply to the same messages."""
+    """Answers every chat request with the builtin model's reply to the same messages, and
+    reports usage counted with the approximate tokenizer: each message's text plus
+    ``APPROX_TOKENS_PER_MESSAGE`` template tokens as prompt, the reply as completion (``n``
+    times), half the prompt as cached (``clstream plan`` counts an ``openai:`` model's prompts
+    the same way, docs/plan.md §2)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -435,4 +441,15 @@ class PolicyServer(FakeOpenAIServer):
         for choice in payload["choices"]:
             if "content" in choice["message"] and not choice["message"].get("tool_calls"):
                 choice["message"]["content"] = text
+        if "usage" in payload:
+            tokenizer = approx_tokenizer()
+            prompt = sum(tokenizer.count(m["content"]) + APPROX_TOKENS_PER_MESSAGE
+                         for m in body["messages"])
+            completion = len(payload["choices"]) * tokenizer.count(text)
+            payload["usage"] = {
+                "prompt_tokens": prompt, "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+                "prompt_tokens_details": {"cached_tokens": prompt // 2},
+                "completion_tokens_details": {"reasoning_tokens": 0},
+            }
         return payload

@@ -43,6 +43,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--api-key-env", default=None,
                    help="name of the environment variable holding the API key")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--save", default=None, metavar="FILE",
+                   help="also measure prefill speed, and write the prefill and decode tokens/s "
+                        "as JSON for `clstream plan --throughput FILE`")
     p.set_defaults(handler=handler)
 
 
@@ -159,6 +162,38 @@ async def check(model: OpenAICompatModel) -> dict[str, Any]:
     }
 
 
+def prefill_prompt() -> str:
+    """A long prompt no server has cached yet (it opens with the time in nanoseconds), to time
+    its prefill: the seconds to its first token."""
+    words = " ".join(f"item{i} holds {i * 7 % 97} units" for i in range(240))
+    return f"Inventory {time.time_ns()}: {words}. Reply with one word."
+
+
+async def measure_prefill(model: OpenAICompatModel) -> float | None:
+    """Prompt tokens per second of one streamed long prompt (usage as reported, else the
+    approximate count), from the seconds to its first token; None without a stream."""
+    from clstream.models.tokenizers import approx_tokenizer
+
+    prompt = prefill_prompt()
+    async with model._new_client(TIMEOUT_S) as client:
+        answer = await _ask(client, model, prompt, stream=True)
+    if not answer["streamed"]:
+        return None
+    usage = answer["usage"]
+    tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    if not isinstance(tokens, int) or tokens <= 0:
+        tokens = approx_tokenizer().count(prompt)
+    return round(tokens / max(float(answer["first_token_s"]), 1e-9), 1)
+
+
+def throughput_file(found: dict[str, Any], prefill_tps: float | None) -> dict[str, Any]:
+    """What ``--save`` writes (``clstream plan --throughput`` reads it, docs/plan.md §3)."""
+    return {"endpoint": found["endpoint"], "model": found["model"],
+            "prefill_tokens_per_s": prefill_tps,
+            "decode_tokens_per_s": found["output_tokens_per_s"],
+            "measured_by": "clstream check: one request at a time"}
+
+
 def _yes(value: bool | None, yes: str, no: str, unknown: str = "not reported") -> str:
     return unknown if value is None else yes if value else no
 
@@ -214,11 +249,19 @@ def handler(args: argparse.Namespace) -> int:
 
     model = OpenAICompatModel(args.model, base_url=args.base_url, api_key_env=args.api_key_env,
                               request_timeout=TIMEOUT_S)
+    async def measure() -> tuple[dict[str, Any], float | None]:
+        found = await check(model)
+        return found, (await measure_prefill(model) if args.save is not None else None)
+
     try:
-        found = asyncio.run(check(model))
+        found, prefill_tps = asyncio.run(measure())
     except (httpx.HTTPError, MalformedResponse) as exc:
         raise EndpointError(f"model {model.name} at {redacted_url(model.base_url)}: a tiny request "
                             f"failed ({type(exc).__name__}: {exc})") from None
+    if args.save is not None:
+        from clstream.core.files import write_atomic
+
+        write_atomic(args.save, json.dumps(throughput_file(found, prefill_tps), indent=2) + "\n")
     if args.json:
         print(json.dumps(found, indent=2))
     else:

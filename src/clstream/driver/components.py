@@ -13,9 +13,11 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -82,10 +84,36 @@ def register_run(store: ResultsStore, spec: RunSpec, dataset_sha256: str,
                             dataset_sha256, spec_json, info)
 
 
+class BuildHooks(Protocol):
+    """What a dry run (``clstream plan``, docs/plan.md §2) puts in place of the real parts: the
+    model built for a model spec, and a change to each system built (no training)."""
+
+    def model(self, spec: ComponentSpec) -> Model: ...
+
+    def system(self, system: System) -> System: ...
+
+
+_BUILD_HOOKS: ContextVar[BuildHooks | None] = ContextVar("clstream_build_hooks", default=None)
+
+
+@contextmanager
+def built_with(hooks: BuildHooks) -> Iterator[None]:
+    """Inside this block, :func:`build_model` and :func:`system_factory` build through
+    ``hooks``: every model of a run (its ``--model``, a judge) and every system instance."""
+    token = _BUILD_HOOKS.set(hooks)
+    try:
+        yield
+    finally:
+        _BUILD_HOOKS.reset(token)
+
+
 def build_model(spec: ComponentSpec, **options: Any) -> Model:
     """Instantiate a model backend; ``options`` are backend settings from CLI flags, and
     ``cache_path`` the response cache every backend answers through
     (:func:`clstream.models.middleware.wrap`)."""
+    hooks = _BUILD_HOOKS.get()
+    if hooks is not None:
+        return hooks.model(spec)
     cls = resolve("model", spec.name)
     cache_path = options.pop("cache_path", None)
     kwargs = dict(spec.args)
@@ -122,8 +150,12 @@ def system_factory(run: RunSpec, model: Model, artifacts: str | Path | None = No
     keeps artifacts keeps them in ``artifacts`` (the results folder's ``artifacts``)."""
     cls = resolve("system", run.system.name)
 
+    hooks = _BUILD_HOOKS.get()
+
     def make() -> System:
         system = cls(model=model, sampling=run.sampling, seed=run.seed, **run.system.args)
+        if hooks is not None:
+            system = hooks.system(system)
         return give_artifact_folder(system, artifacts) if artifacts is not None else system
 
     make()  # fail early on bad system arguments, before anything is stored

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clstream.core.types import Message
 
 _PIECE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -104,6 +107,24 @@ class HFTokenizer:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "exact": self.exact}
+
+    @property
+    def has_chat_template(self) -> bool:
+        return bool(getattr(self._tok, "chat_template", None))
+
+    def chat_ids(self, messages: Sequence[Message]) -> list[int]:
+        """The token ids a server feeds the model for ``messages``: the chat template applied
+        with the assistant's turn opened, or the message texts one after another when the
+        tokenizer has no template (docs/plan.md §2)."""
+        if not self.has_chat_template:
+            return [i for m in messages
+                    for i in self._tok.encode(m.content, add_special_tokens=False,
+                                              verbose=False)]
+        encoded: Any = self._tok.apply_chat_template(
+            [{"role": m.role, "content": m.content} for m in messages],
+            add_generation_prompt=True, tokenize=True)
+        ids = encoded["input_ids"] if hasattr(encoded, "keys") else encoded  # a BatchEncoding
+        return [int(i) for i in ids]
 
 
 @lru_cache(maxsize=1)

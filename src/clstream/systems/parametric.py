@@ -102,6 +102,9 @@ class ParametricMethod(MemorySystem):
     objective: ClassVar[Literal["ntp", "sft", "cq", "sdft"]]
     lora: ClassVar[bool]
     answers_with_weights: ClassVar[bool] = True
+    train_weights: bool = True
+    """False in a dry run (``clstream plan``, docs/plan.md §4): updates train nothing, and
+    questions are answered by the base model."""
 
     def _configure(self) -> None:
         for module in ("peft", "trl"):
@@ -219,7 +222,7 @@ class ParametricMethod(MemorySystem):
     async def _update(self) -> list[GenerationResult]:
         examples = self._usable()
         self.pending, self.units = [], 0
-        if not examples:
+        if not examples or not self.train_weights:
             return []
         if self.artifacts is None:
             raise SpecError(f"system {self.name!r}: no folder to keep trained weights in")

@@ -1,0 +1,131 @@
+"""The planning model: a stand-in for a run's model that never calls it (docs/plan.md §2).
+
+``clstream plan`` runs the real run, control flow and all, with this model in place of the
+one ``--model`` names. Every request is answered with the reply of the builtin offline reader
+(:mod:`clstream.models.builtin`), so a protocol whose next request depends on the last answer
+(an episode, a retry, a memory update conditional on a reply) proceeds as it would with a
+model that answers like the builtin one. Every request is recorded, in the order the run hands
+it to the model (the order the OpenAI-compatible transport admits requests in), with:
+
+* its prompt as the named model's server would tokenize it (:class:`ChatTokens`): with a
+  local Hugging Face tokenizer, the token ids of its chat template applied to the messages
+  (the plain message texts where it has no template); otherwise the approximate tokenizer's
+  pieces of each message plus :data:`APPROX_TOKENS_PER_MESSAGE` marker tokens for the
+  template's role and delimiters; the builtin model counts message texts only, as it does;
+* the most completion tokens it may cost (``max_tokens`` x ``n``) and the completion tokens of
+  the builtin reply (``n`` x its count), the figure a model answering like it would cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clstream.core.contracts import Tokenizer
+from clstream.core.types import GenerationRequest, GenerationResult, Message, Usage
+from clstream.models.builtin import BuiltinReader
+from clstream.models.prefix_cache_sim import approx_tokens
+from clstream.models.tokenizers import HFTokenizer, approx_tokenizer
+
+APPROX_TOKENS_PER_MESSAGE = 3
+"""Tokens a chat template adds per message (role and delimiters) where the model's own template
+is not at hand: the usual figure for chat formats of the ChatML family."""
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    """One request of a planned run, as the run would send it."""
+
+    model: str
+    stage: str
+    prompt: tuple[Hashable, ...]
+    max_completion_tokens: int
+    expected_completion_tokens: int
+
+    @property
+    def prompt_tokens(self) -> int:
+        return len(self.prompt)
+
+
+@dataclass
+class RequestLog:
+    """Every request of a plan, in send order, whichever planning model got it."""
+
+    requests: list[PlannedRequest] = field(default_factory=list)
+
+
+class ChatTokens:
+    """A prompt's tokens as the named model's server counts them (module docstring)."""
+
+    def __init__(self, tokenizer: Tokenizer, overhead_per_message: int = 0):
+        self.tokenizer = tokenizer
+        self.overhead_per_message = overhead_per_message
+        self.templated = isinstance(tokenizer, HFTokenizer) and tokenizer.has_chat_template
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.tokenizer.name, "exact": self.tokenizer.exact,
+                "chat_template": "the model's own" if self.templated
+                else f"{self.overhead_per_message} tokens per message"
+                if self.overhead_per_message else "none"}
+
+    def __call__(self, messages: Sequence[Message]) -> tuple[Hashable, ...]:
+        if isinstance(self.tokenizer, HFTokenizer):
+            return tuple(self.tokenizer.chat_ids(messages))
+        out: list[Hashable] = []
+        for message in messages:
+            if self.overhead_per_message:
+                marker = f"<|{message.role}|>"
+                out += [marker, *["<|sep|>"] * (self.overhead_per_message - 1)]
+            out += approx_tokens(message.content)
+        return tuple(out)
+
+
+class PlanningModel:
+    """Answers as the builtin reader does, counts as ``tokens`` does, records into ``log``."""
+
+    def __init__(self, name: str, tokens: ChatTokens, log: RequestLog,
+                 info: dict[str, Any] | None = None):
+        self.name = name
+        self.tokens = tokens
+        self.log = log
+        self.tokenizer: Tokenizer = tokens.tokenizer
+        self._reader = BuiltinReader()
+        self._info = info or {}
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "plan", "name": self.name, "tokenizer": self.tokenizer.name,
+                **self._info}
+
+    def adapter_kinds(self) -> tuple[str, ...]:
+        """Any: a parametric method's answers are counted; its training is not run."""
+        return ("lora", "full")
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        plain = [r.model_copy(update={"adapter": None}) if r.adapter is not None else r
+                 for r in requests]
+        answered = await self._reader.generate(plain)
+        results = []
+        for request, result in zip(requests, answered, strict=True):
+            prompt = self.tokens(request.messages)
+            n = request.params.n
+            text = result.samples[0].text if result.samples else ""
+            completion = n * self.tokenizer.count(text)
+            self.log.requests.append(PlannedRequest(
+                self.name, request.stage, prompt, n * request.params.max_tokens, completion))
+            usage = Usage(prompt_tokens=len(prompt), completion_tokens=completion)
+            results.append(result.model_copy(update={"usage": usage}))
+        return results
+
+
+def planning_tokens(backend: str, target: str | None, tokenizer_dir: str | None
+                    ) -> ChatTokens:
+    """How the plan counts the prompts of model ``backend:target``: a local tokenizer
+    (``tokenizer_dir``, else the path of an ``hf:``/``vllm:`` model), else the approximation
+    with its per-message template tokens; the builtin model counts message texts."""
+    path = tokenizer_dir or (target if backend in ("hf", "vllm") else None)
+    if path:
+        return ChatTokens(HFTokenizer(path))
+    return ChatTokens(approx_tokenizer(),
+                      0 if backend == "builtin" else APPROX_TOKENS_PER_MESSAGE)
+

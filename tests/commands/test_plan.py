@@ -1,0 +1,180 @@
+"""``clstream plan``: predictions checked against real runs on a loopback server that answers
+as the builtin reader does (requests exactly, prompt tokens within 5%), nothing sent and
+nothing written where the run would write, a stable JSON shape, the time and money arithmetic
+by hand, ``check --save`` feeding ``--throughput``, and one-line errors (docs/plan.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+
+from fake_openai_server import PolicyServer  # noqa: E402
+from loopback_engine import LoopbackEngine  # noqa: E402
+
+from clstream.cli import main  # noqa: E402
+from clstream.models import plan_costs  # noqa: E402
+from clstream.models.planning import PlannedRequest  # noqa: E402
+
+MODEL = "policy-model"
+RUN_KEYS = {"protocol", "system", "model", "run_id", "requests", "requests_by_stage",
+            "prompt_tokens", "prompt_tokens_by_stage", "prefill_tokens", "completion_tokens",
+            "training_skipped", "cost_usd"}
+
+
+@pytest.fixture(scope="module")
+def oaks_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("oaks") / "oaks.json"
+    assert main(["generate", "oaks-babi", "--seed", "5", "--docs", "2", "--chunks", "5",
+                 "--chunk-tokens", "200", "--max-questions", "4", "--out", str(path)]) == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def seqmem_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("seqmem") / "syn.json"
+    assert main(["generate", "seqmem-synthetic", "--seed", "1", "--tasks", "16", "--holdout",
+                 "4", "--out", str(path)]) == 0
+    return path
+
+
+def _plan(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    capsys.readouterr()
+    assert main(["plan", *argv, "--json"]) == 0
+    plan: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return plan
+
+
+def _measured(out: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    capsys.readouterr()
+    assert main(["summary", str(out), "--json"]) == 0
+    runs: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["runs"]
+    return runs
+
+
+def _check_against_run(protocol: str, data: Path, systems: list[str], tmp_path: Path,
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "results"
+    with PolicyServer(model=MODEL) as server:
+        argv = [protocol, str(data), *[a for s in systems for a in ("--system", s)],
+                "--model", f"openai:{MODEL}", "--base-url", server.base_url,
+                "--max-tokens", "64", "--max-concurrency", "4", "--out", str(out)]
+        plan = _plan(argv, capsys)
+        assert server.requests == [] and server.preflights == []  # nothing sent
+        assert not out.exists()  # nothing written where the run writes
+        assert main(["run", *argv, "--no-progress"]) == 0
+        sent = len(server.requests)
+    measured = {r["system"]: r for r in _measured(out, capsys)}
+    assert plan["total"]["requests"] == sent
+    for run in plan["runs"]:
+        real = measured[run["system"]]
+        assert run["run_id"] == real["run_id"]
+        assert run["requests"] == sum(s["records"] for s in real["tokens_by_stage"].values()
+                                      if s["prompt"] > 0)
+        assert abs(run["prompt_tokens"] / real["tokens"]["prompt"] - 1) <= 0.05, (run, real)
+        assert run["completion_tokens"]["max"] == 64 * run["requests"]
+
+
+def test_oaks_plan_predicts_the_loopback_run(oaks_data: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    _check_against_run("oaks", oaks_data, ["full", "rag:k=2"], tmp_path, capsys)
+
+
+def test_seqmem_plan_predicts_the_loopback_run(seqmem_data: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    _check_against_run("seqmem", seqmem_data, ["memory-free", "exp-recent"], tmp_path, capsys)
+
+
+def test_the_json_shape_and_the_text_report(oaks_data: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["oaks", str(oaks_data), "--system", "full", "--out", str(tmp_path / "r")]
+    plan = _plan(argv, capsys)
+    assert set(plan) == {"plan_version", "runs", "total", "cache", "tokenizers", "throughput",
+                         "time_s", "notes"}
+    (run,) = plan["runs"]
+    assert set(run) == RUN_KEYS
+    assert set(plan["total"]) == RUN_KEYS - {"protocol", "system", "model", "run_id",
+                                             "training_skipped"}
+    assert plan["cache"] == {"tokens": None, "block_size": 16}
+    assert plan["tokenizers"]["builtin"]["name"] == "approx-v1"
+    # With the builtin model the plan is the run: its counts are the builtin's own.
+    out = tmp_path / "r"
+    assert main(["run", *argv, "--no-progress"]) == 0
+    (real,) = _measured(out, capsys)
+    assert run["prompt_tokens"] == real["tokens"]["prompt"]
+    assert run["completion_tokens"]["expected"] == real["tokens"]["completion"]
+    assert main(["plan", *argv]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("run ") and "oaks full" in text and "note: counts assume" in text
+
+
+def test_prefill_caching_time_and_money_by_hand() -> None:
+    def request(prompt: tuple[int, ...], max_tokens: int, expected: int) -> PlannedRequest:
+        return PlannedRequest("openai:m", "generate", prompt, max_tokens, expected)
+
+    shared = tuple(range(32))  # two full blocks of 16
+    first = request((*shared, 100, 101), 10, 4)  # 34 tokens: 2 blocks + a 2-token tail
+    second = request((*shared, 200), 10, 6)  # the 2 blocks hit, 1 tail token computed
+    (run,), total = plan_costs.figures([[first, second]])
+    assert run == total
+    assert total["prompt_tokens"] == 67
+    assert total["prefill_tokens"] == {"computed": 34 + 1, "lower_bound": 32 + 2 + 1}
+    assert total["completion_tokens"] == {"max": 20, "expected": 10}
+    # A cache of one block keeps only the head of the first prompt: the second misses block 2.
+    _, small = plan_costs.figures([[first, second]], cache_tokens=16)
+    assert small["prefill_tokens"]["computed"] == 34 + 16 + 1
+    seconds = plan_costs.time_s(total, prefill_tps=7.0, decode_tps=2.0)
+    assert seconds == {"prefill": 5.0, "max": 5.0 + 10.0, "expected": 5.0 + 5.0}
+    price = {"prompt": 1.0, "cached": 0.5, "completion": 4.0, "reasoning": 4.0}
+    dollars = plan_costs.cost_usd(total, price)
+    # 35 computed at $1, 32 cached at $0.50, 20 (or 10) completion at $4, per million.
+    assert dollars["max"] == pytest.approx((35 + 16 + 80) / 1e6)
+    assert dollars["expected"] == pytest.approx((35 + 16 + 40) / 1e6)
+
+
+def test_throughputs_and_prices_from_files(oaks_data: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "speed.json"
+    with LoopbackEngine(slots=2, service_s=0.01, tokens=4) as engine:
+        assert main(["check", "--base-url", engine.base_url, "--model", "loop",
+                     "--save", str(saved)]) == 0
+    speed = json.loads(saved.read_text())
+    assert speed["prefill_tokens_per_s"] > 0 and speed["decode_tokens_per_s"] > 0
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"builtin": {"prompt": 2.0, "completion": 8.0}}))
+    plan = _plan(["oaks", str(oaks_data), "--system", "full", "--throughput", str(saved),
+                  "--decode-tps", "50", "--prices", str(prices)], capsys)
+    total = plan["total"]
+    assert plan["throughput"] == {"prefill_tokens_per_s": speed["prefill_tokens_per_s"],
+                                  "decode_tokens_per_s": 50, "source": str(saved)}
+    prefill = total["prefill_tokens"]["computed"] / speed["prefill_tokens_per_s"]
+    assert plan["time_s"]["max"] == pytest.approx(prefill + total["completion_tokens"]["max"] / 50)
+    cached = total["prompt_tokens"] - total["prefill_tokens"]["computed"]
+    assert total["cost_usd"]["max"] == pytest.approx(
+        (total["prefill_tokens"]["computed"] * 2.0 + cached * 2.0
+         + total["completion_tokens"]["max"] * 8.0) / 1e6)
+
+
+def _status(argv: list[str]) -> int | str | None:
+    try:
+        return main(argv)
+    except SystemExit as ended:  # argparse's refusal
+        return ended.code
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--cache-tokens", "0"], "--cache-tokens: must be >= 1"),
+    (["--prefill-tps", "-3"], "--prefill-tps: must be a number > 0"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_a_bad_flag_is_one_line_and_exit_2(oaks_data: Path, extra: list[str], says: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert _status(["plan", "oaks", str(oaks_data), "--system", "full", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err

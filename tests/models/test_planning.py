@@ -1,0 +1,74 @@
+"""The planning model's counts (docs/plan.md §2): a local tokenizer's chat template, or the
+approximate tokenizer with its per-message template tokens; builtin replies; send order."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from clstream.core.types import GenerationRequest, Message, SamplingParams
+from clstream.models.planning import (
+    APPROX_TOKENS_PER_MESSAGE,
+    PlanningModel,
+    RequestLog,
+    planning_tokens,
+)
+from clstream.models.tokenizers import approx_tokenizer
+
+MESSAGES = (Message(role="system", content="You answer briefly."),
+            Message(role="user", content="Where is the red ball now?"))
+
+
+def _word_tokenizer(folder: Path, template: str | None) -> Path:
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(unk_token="<unk>"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    tok.train_from_iterator([" ".join(m.content for m in MESSAGES)],
+                            tokenizers.trainers.WordLevelTrainer(special_tokens=["<unk>", "<s>"]))
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>")
+    if template is not None:
+        fast.chat_template = template
+    fast.save_pretrained(folder)
+    return folder
+
+
+def test_the_approximation_adds_template_tokens_per_message() -> None:
+    tokens = planning_tokens("openai", "m", None)
+    expected = sum(approx_tokenizer().count(m.content) + APPROX_TOKENS_PER_MESSAGE
+                   for m in MESSAGES)
+    assert len(tokens(MESSAGES)) == expected
+    assert len(planning_tokens("builtin", None, None)(MESSAGES)) == \
+        expected - 2 * APPROX_TOKENS_PER_MESSAGE
+    # Equal message prefixes give equal token prefixes (what prefix caching needs).
+    longer = tokens((*MESSAGES, Message(role="assistant", content="In the garden.")))
+    assert longer[:expected] == tokens(MESSAGES)
+
+
+def test_a_local_tokenizer_counts_its_chat_template(tmp_path: Path) -> None:
+    template = ("{% for m in messages %}<s> {{ m['role'] }} {{ m['content'] }} {% endfor %}"
+                "{% if add_generation_prompt %}<s> assistant{% endif %}")
+    folder = _word_tokenizer(tmp_path / "tok", template)
+    tokens = planning_tokens("openai", "m", str(folder))
+    assert tokens.describe()["chat_template"] == "the model's own"
+    plain = 4 + 7  # words and punctuation: "You answer briefly ." and "Where ... now ?"
+    assert len(tokens(MESSAGES)) == plain + 2 * 2 + 2  # <s> role per message, <s> assistant
+    bare = planning_tokens("hf", str(_word_tokenizer(tmp_path / "bare", None)), None)
+    assert len(bare(MESSAGES)) == plain
+
+
+def test_requests_are_answered_as_the_builtin_does_and_logged_in_order() -> None:
+    log = RequestLog()
+    model = PlanningModel("openai:m", planning_tokens("openai", "m", None), log)
+    params = SamplingParams(max_tokens=40, n=2)
+    requests = [GenerationRequest(key=f"q{i}", messages=MESSAGES, params=params,
+                                  stage="update" if i else "generate") for i in range(3)]
+    results = asyncio.run(model.generate(requests))
+    assert [r.stage for r in log.requests] == ["generate", "update", "update"]
+    assert all(r.max_completion_tokens == 80 for r in log.requests)
+    text = results[0].samples[0].text
+    assert "## Answer:" in text
+    assert log.requests[0].expected_completion_tokens == 2 * approx_tokenizer().count(text)
+    assert results[0].usage.prompt_tokens == log.requests[0].prompt_tokens
