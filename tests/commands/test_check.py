@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
-from pathlib import Path
 
 import pytest
+from fake_openai_server import FakeOpenAIServer
+from loopback_engine import LoopbackEngine
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-
-from fake_openai_server import FakeOpenAIServer  # noqa: E402
-from loopback_engine import LoopbackEngine  # noqa: E402
-
-from clstream.cli import main  # noqa: E402
+from clstream.cli import main
 
 
 def test_a_streaming_engine_with_props_reports_everything(

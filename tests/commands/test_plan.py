@@ -6,20 +6,16 @@ by hand, ``check --save`` feeding ``--throughput``, and one-line errors (docs/pl
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_openai_server import PolicyServer
+from loopback_engine import LoopbackEngine
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-
-from fake_openai_server import PolicyServer  # noqa: E402
-from loopback_engine import LoopbackEngine  # noqa: E402
-
-from clstream.cli import main  # noqa: E402
-from clstream.models import plan_costs  # noqa: E402
-from clstream.models.planning import PlannedRequest  # noqa: E402
+from clstream.cli import main
+from clstream.models import plan_costs
+from clstream.models.planning import PlannedRequest
 
 MODEL = "policy-model"
 RUN_KEYS = {"protocol", "system", "model", "run_id", "requests", "requests_by_stage",

@@ -3,10 +3,8 @@ shown yet, then one answering call with n samples; the text protocol and OpenAI 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from fake_openai_server import PolicyServer
 from imprint_fakes import Scripted, corpus, ingest, item, run, user_text
 
 from clstream.core import layout
@@ -16,9 +14,6 @@ from clstream.models.builtin import BuiltinReader
 from clstream.models.openai_compat import OpenAICompatModel
 from clstream.systems import corpus_prompts
 from clstream.systems.agentic_rag import AgenticRag
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from fake_openai_server import PolicyServer  # noqa: E402
 
 QUESTION = "Who is chief executive of Acme Corp?"
 

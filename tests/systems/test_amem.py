@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from conversation_fakes import Scripted, run
+from fake_openai_server import PolicyServer
 
 from clstream.cli import main as cli
 from clstream.core import amem_format, layout
@@ -27,9 +28,6 @@ from clstream.core.events import Chunk, Document, Feedback, Observation
 from clstream.core.types import GenerationRequest, GenerationResult, Query
 from clstream.models.builtin import BuiltinReader
 from clstream.systems.amem import AMem
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from fake_openai_server import PolicyServer  # noqa: E402
 
 SEEDED = ["The red door opens with the brass key.", "The vault code of Tirovan is 4721.",
           "Mara keeps the lantern in the cellar."]

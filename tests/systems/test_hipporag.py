@@ -18,6 +18,7 @@ from typing import Any
 import networkx
 import pytest
 from conversation_fakes import MIXED, Scripted, frozen, run
+from fake_openai_server import PolicyServer
 
 from clstream.cli import main as cli
 from clstream.core import hipporag_format as formats
@@ -30,9 +31,6 @@ from clstream.models.builtin import BuiltinReader
 from clstream.systems import hipporag_graph
 from clstream.systems.hipporag import HippoRag
 from clstream.systems.hipporag_graph import EntityGraph, normalized
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from fake_openai_server import PolicyServer  # noqa: E402
 
 STORY = [
     "Mary went to the kitchen. The lamps were lit early that evening.",

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from conversation_fakes import Scripted, run
+from fake_openai_server import PolicyServer
 
 from clstream.cli import main as cli
 from clstream.core import memagent_format as formats
@@ -31,9 +32,6 @@ from clstream.models.builtin_memagent import new_memory
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.oaks.babi import generate_oaks_babi
 from clstream.systems.memagent import MemAgent
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from fake_openai_server import PolicyServer  # noqa: E402
 
 
 def user_text(request: GenerationRequest) -> str:
