@@ -17,7 +17,12 @@ from typing import Any
 
 from clstream.core.reader import ResultsReader
 from clstream.core.registry import names, resolve
-from clstream.metrics.paired import BOOTSTRAP_RESAMPLES, EXACT_ITEMS, PERMUTATIONS, paired_difference
+from clstream.metrics.paired import (
+    BOOTSTRAP_RESAMPLES,
+    EXACT_ITEMS,
+    PERMUTATIONS,
+    paired_difference,
+)
 from clstream.report.cross_protocol import headlines, run_spec
 
 CONFIDENCE = 0.95
