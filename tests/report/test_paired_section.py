@@ -6,11 +6,12 @@ from typing import Any
 
 from clstream.report.paired_section import render_paired_section
 
-SEEDS = {"confidence": 0.95, "groups": [{
+GROUP: dict[str, Any] = {
     "protocol": "seqmem", "system": "rag", "model": "builtin", "seeds": [0, 1],
     "run_ids": ["a", "b"], "datasets": ["d"],
     "metrics": {"online_acc": {"label": "SeqMem online acc", "better": "higher", "n": 2,
-                               "mean": 0.5, "sd": 0.1, "interval": [0.1, 0.9]}}}]}
+                               "mean": 0.5, "sd": 0.1, "interval": [0.1, 0.9]}}}
+SEEDS = {"confidence": 0.95, "groups": [GROUP]}
 PAIRED = {"confidence": 0.95, "resamples": 2000, "permutations": 10000, "exact_up_to": 16,
           "pairs": [{"protocol": "oaks", "metric": "accuracy", "label": "OAKS accuracy",
                      "better": "higher", "dataset_sha256": "d", "seed": 0, "model": "builtin",
@@ -42,7 +43,7 @@ def test_tables_per_protocol_in_the_registry_order() -> None:
 
 
 def test_one_seed_shows_no_interval() -> None:
-    one = {"confidence": 0.95, "groups": [{**SEEDS["groups"][0], "metrics": {  # type: ignore[dict-item]
+    one = {"confidence": 0.95, "groups": [{**GROUP, "metrics": {
         "online_acc": {"label": "x", "better": "higher", "n": 1, "mean": 0.5, "sd": None,
                        "interval": None}}}]}
     assert _texts({"seeds": one})[0][-2:] == ["\u2013", "\u2013"]

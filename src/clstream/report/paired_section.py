@@ -25,7 +25,7 @@ def _seed_table(protocol: str, groups: list[dict[str, Any]], confidence: float) 
               Column("Mean", True), Column("SD", True),
               Column(f"{confidence:.0%} t-interval", True, "Student t over the seeds; none "
                                                            "for one seed"))
-    rows = []
+    rows: list[tuple[Cell, ...]] = []
     for group in groups:
         for metric in group["metrics"].values():
             interval = metric["interval"]
@@ -45,7 +45,7 @@ def _pair_table(protocol: str, pairs: list[dict[str, Any]], confidence: float) -
               Column(f"{confidence:.0%} interval", True, "paired bootstrap over items"),
               Column("p", True, "two-sided paired sign-flip test"),
               Column("Items", True, "items both runs scored"))
-    rows = []
+    rows: list[tuple[Cell, ...]] = []
     for pair in pairs:
         low, high = pair["interval"]
         rows.append((Cell(str(pair["label"]), title=f"{pair['better']} is better"),
