@@ -349,6 +349,58 @@ class CrossProtocol(Strict):
     notes: list[str]
 
 
+# -- Seeds and paired differences ---------------------------------------------------------------
+class SeedMetric(Strict):
+    label: str
+    better: Literal["higher", "lower"]
+    n: int
+    mean: float | None
+    sd: float | None
+    interval: list[float] | None
+
+
+class SeedGroup(Strict):
+    protocol: str
+    system: str
+    model: str
+    seeds: list[int]
+    run_ids: list[str]
+    datasets: list[str]
+    metrics: dict[str, SeedMetric]
+
+
+class Seeds(Strict):
+    confidence: float
+    groups: list[SeedGroup]
+
+
+class Pair(Strict):
+    protocol: str
+    metric: str
+    label: str
+    better: Literal["higher", "lower"]
+    dataset_sha256: str
+    seed: int
+    model: str
+    a: str
+    b: str
+    run_a: str
+    run_b: str
+    items: int
+    difference: float
+    interval: list[float]
+    p_value: float
+    exact: bool
+
+
+class Paired(Strict):
+    confidence: float
+    resamples: int
+    permutations: int
+    exact_up_to: int
+    pairs: list[Pair]
+
+
 class Summary(Strict):
     dir: str
     generated_at: str
@@ -356,6 +408,8 @@ class Summary(Strict):
     runs: list[Annotated[OaksRun | SeqmemRun | ClbenchRun | ImprintRun,
                          Field(discriminator="protocol")]]
     cross_protocol: CrossProtocol | None = None
+    seeds: Seeds | None = None
+    paired: Paired | None = None
 
 
 # The document's sections and the model each one lists; a protocol's runs list only the keys
@@ -363,6 +417,8 @@ class Summary(Strict):
 SECTIONS: dict[str, tuple[type[BaseModel], type[BaseModel] | None]] = {
     "Top level": (Summary, None),
     "Cross-protocol view": (CrossProtocol, None),
+    "Seeds": (Seeds, None),
+    "Paired differences": (Paired, None),
     "Every run": (Run, None),
     "Every run: `meta`": (Meta, None),
     "OAKS runs": (OaksRun, Run),
@@ -471,6 +527,13 @@ def test_summary_json_of_every_protocol_follows_the_schema(
         "clbench", "imprint", "seqmem"}
     assert all(c is None or c.rank is not None for m in cross.methods
                for c in m.cells.values())
+    # Two systems on each of OAKS, SeqMem-Eval and ImprintBench: one pair each, compared on
+    # the items of their headline mean; CL-Bench is not compared item by item.
+    assert summary.paired is not None
+    assert {(p.protocol, p.metric) for p in summary.paired.pairs} == {
+        ("oaks", "accuracy"), ("seqmem", "online_acc"), ("imprint", "boundabs_pass_at_1")}
+    assert all(p.items > 0 and 0.0 < p.p_value <= 1.0 for p in summary.paired.pairs)
+    assert summary.seeds is None  # one seed per run here
 
 
 def test_an_undocumented_key_fails_the_schema(

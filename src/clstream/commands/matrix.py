@@ -71,7 +71,8 @@ def _shared_flags(args: argparse.Namespace) -> list[str]:
     words: list[str] = []
     for action in parser._actions:
         value = getattr(args, action.dest, None)
-        if action.dest != "seed" and (value is None or value == action.default):
+        if action.dest == "seeds" or (action.dest != "seed"
+                                      and (value is None or value == action.default)):
             continue
         words += [max(action.option_strings, key=len), str(value)]
     return words + (["--no-progress"] if args.no_progress else [])
@@ -143,32 +144,46 @@ def ensure_data(data: MatrixData, directory: Path) -> Path:
 def _resume(args: argparse.Namespace, protocols: list[str], systems: list[str]) -> str:
     words = ["clstream", "run", "matrix", "--protocols", ",".join(protocols), "--systems",
              ",".join(systems), "--model", args.model, "--out", str(args.out)]
-    return shlex.join(words + _shared_flags(args))
+    shared = _shared_flags(args)
+    if args.seeds is not None:  # every seed again, not the first seed's --seed
+        shared = [*shared[:shared.index("--seed")], *shared[shared.index("--seed") + 2:],
+                  "--seeds", str(args.seeds)]
+    return shlex.join(words + shared)
 
 
 def run_matrix(args: argparse.Namespace) -> int:
-    """Generate (or reuse) each protocol's default data, then run every system on it."""
-    from clstream.commands.specfile import _protocol_parser, _Refused
+    """Generate (or reuse) each protocol's default data, then run every system on it; with
+    ``--seeds``, all of that once per seed (each seed its own data, as ``--seed`` makes it)."""
+    from clstream.driver.assemble import shared_models
     from clstream.driver.components import parse_components
     from clstream.driver.execute import drive
+    from clstream.driver.seeds import per_seed
 
     systems = split_systems(args.systems)
     if not systems:
         raise SpecError("flag --systems: give at least one system")
     chosen = matrix_protocols(args.protocols)
     parse_components(args.model, args.model_args, systems)  # a typo fails before any writing
-    out = Path(args.out)
-    shared = _shared_flags(args)
     jobs = []
     for protocol, matrix_data in chosen:
-        data: MatrixData = matrix_data(args.seed)
-        path = ensure_data(data, out / "data" / protocol.name)
-        words = [*data.run(path), "--model", args.model, "--out", str(out), *shared,
-                 *[w for s in systems for w in ("--system", s)]]
-        try:
-            run_args = _protocol_parser(protocol).parse_args(words)
-        except _Refused as exc:
-            raise SpecError(f"run matrix: {protocol.name}: {exc}") from None
-        jobs.append(protocol.run_command.planned(run_args))
+        with shared_models():  # one model per protocol, as without --seeds, for all seeds
+            jobs += [_seed_job(one, protocol, matrix_data, systems) for one in per_seed(args)]
     return drive(jobs, resume=_resume(args, [p.name for p, _ in chosen], systems),
                  keep_going=True)
+
+
+def _seed_job(args: argparse.Namespace, protocol: StreamProtocol, matrix_data: Any,
+              systems: list[str]) -> Any:
+    """One protocol's run job for the seed ``args.seed``, its data made first."""
+    from clstream.commands.specfile import _protocol_parser, _Refused
+
+    out = Path(args.out)
+    data: MatrixData = matrix_data(args.seed)
+    path = ensure_data(data, out / "data" / protocol.name)
+    words = [*data.run(path), "--model", args.model, "--out", str(out), *_shared_flags(args),
+             *[w for s in systems for w in ("--system", s)]]
+    try:
+        run_args = _protocol_parser(protocol).parse_args(words)
+    except _Refused as exc:
+        raise SpecError(f"run matrix: {protocol.name}: {exc}") from None
+    return protocol.run_command.planned(run_args)

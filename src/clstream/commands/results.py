@@ -140,12 +140,24 @@ def summary(args: argparse.Namespace) -> int:
         from clstream.report.cross_protocol import text_lines
 
         print(("\n" if groups else "") + "\n".join(text_lines(result["cross_protocol"])))
+    _print_statistics(result, bool(groups))
     broken = [run for run in result["runs"] if "broken" in run]
     if broken:
         print(("\n" if groups else "") + "[runs that could not be summarized]")
         for run in broken:
             print(f"{run['protocol']} {run['system']} ({run['run_id']}): {run['broken']}")
     return 0
+
+
+def _print_statistics(result: dict[str, Any], after: bool) -> None:
+    """The groups over seeds and the paired differences, where the summary has them
+    (docs/statistics.md §1, §2)."""
+    from clstream.report import paired, seed_groups
+
+    if "seeds" in result:
+        print(("\n" if after else "") + "\n".join(seed_groups.text_lines(result["seeds"])))
+    if "paired" in result:
+        print(("\n" if after else "") + "\n".join(paired.text_lines(result["paired"])))
 
 
 # -- report ----------------------------------------------------------------------------------

@@ -178,6 +178,7 @@ class ProtocolPackage:
     export_run: str
     report_section: str
     headline_metrics: str | None = None
+    item_scores: str | None = None
 
 
 MANIFEST = "protocol.toml"
@@ -259,3 +260,12 @@ class PackagedProtocol:
             return []
         metrics: list[HeadlineMetric] = load_target(self.parts.headline_metrics)(run)
         return metrics
+
+    def item_scores(self, store: ResultsReader, run: RunRow) -> dict[str, dict[str, float]]:
+        """Per-item scores of a stored run, ``{headline metric key: {item id: score}}``, for
+        the headline metrics that are a mean over items (docs/statistics.md §2); none when
+        the package names no ``item_scores`` part."""
+        if self.parts.item_scores is None:
+            return {}
+        scores: dict[str, dict[str, float]] = load_target(self.parts.item_scores)(store, run)
+        return scores

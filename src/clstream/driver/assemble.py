@@ -13,7 +13,10 @@ and checks every system's arguments before anything is written.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,12 +56,37 @@ class RunBasics:
     notes: list[str]
 
 
+_SHARED_MODELS: ContextVar[dict[str, Model] | None] = ContextVar("shared_models", default=None)
+
+
+@contextlib.contextmanager
+def shared_models() -> Iterator[None]:
+    """While open, :func:`run_basics` builds each distinct model (spec and backend settings)
+    once and hands the same backend to every later plan: several seeds' runs of one model
+    load it once (docs/design.md §11.6)."""
+    token = _SHARED_MODELS.set({})
+    try:
+        yield
+    finally:
+        _SHARED_MODELS.reset(token)
+
+
+def _model(spec: ComponentSpec, options: dict[str, Any]) -> Model:
+    shared = _SHARED_MODELS.get()
+    if shared is None:
+        return build_model(spec, **options)
+    key = json.dumps([spec.model_dump(mode="json"), options], sort_keys=True, default=str)
+    if key not in shared:
+        shared[key] = build_model(spec, **options)
+    return shared[key]
+
+
 def run_basics(args: argparse.Namespace) -> RunBasics:
     """Sampling, canonical specs and the model backend from the flags (one-line errors)."""
     sampling = sampling_from_args(args)
     typed = getattr(args, "model", None)
     model_spec, systems = parse_components(typed or "builtin", args.model_args, args.system)
-    model = build_model(model_spec, **backend_options(args))
+    model = _model(model_spec, backend_options(args))
     return RunBasics(sampling, model_spec, systems, model, [] if typed else [BUILTIN_NOTE])
 
 

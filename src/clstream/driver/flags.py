@@ -21,6 +21,39 @@ if TYPE_CHECKING:
 OPENAI_DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
 
+class _SeedFlag(argparse.Action):
+    """``--seed N``, remembering that it was typed (``seed_typed``), so that ``--seeds``
+    given with it is refused rather than one of them silently ignored."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.seed_typed = True
+
+
+def seed_list(args: argparse.Namespace) -> list[int] | None:
+    """The seeds ``--seeds`` names (in the order given, each once), or None without it; a
+    one-line error (exit 2) for ``--seed`` with it or for a value that is not integers."""
+    text = getattr(args, "seeds", None)
+    if text is None:
+        return None
+    if getattr(args, "seed_typed", False):
+        raise SpecError("flags --seed and --seeds: give one of them (--seeds runs every seed "
+                        "it names)")
+    seeds: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            seeds.append(int(part))
+        except ValueError:
+            raise SpecError(f"flag --seeds: {part!r} is not an integer") from None
+    if not seeds:
+        raise SpecError("flag --seeds: give at least one seed, e.g. 0,1,2")
+    return list(dict.fromkeys(seeds))
+
+
 def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("sampling (defaults: the OAKS paper's setup)")
     g.add_argument("--temperature", type=float, default=0.7)
@@ -29,7 +62,11 @@ def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--min-p", type=float, default=0.0)
     g.add_argument("--max-tokens", type=int, default=4096)
     g.add_argument("--samples", type=int, default=1, help="completions per probe (n)")
-    g.add_argument("--seed", type=int, default=0, help="run seed; per-request seeds derive from it")
+    g.add_argument("--seed", type=int, default=0, action=_SeedFlag,
+                   help="run seed; per-request seeds derive from it")
+    g.add_argument("--seeds", default=None, metavar="N,N,...",
+                   help="run every system once per seed (each its own run, as --seed N makes "
+                        "it), into the same results directory; not with --seed")
     g.add_argument("--thinking", choices=["on", "off"], default=None,
                    help="thinking mode through chat_template_kwargs, where the model supports it")
 

@@ -36,14 +36,16 @@ TIE_DIGITS = 9
 """Numbers equal to this many decimals share a rank."""
 
 
-def _headlines(run: dict[str, Any]) -> list[HeadlineMetric]:
+def headlines(run: dict[str, Any]) -> list[HeadlineMetric]:
+    """The run's headline metrics, as its protocol names them (none for an unknown one)."""
     if run.get("protocol") not in names("protocol"):
         return []
     metrics = getattr(resolve("protocol", run["protocol"]), "headline_metrics", None)
     return list(metrics(run)) if metrics is not None else []
 
 
-def _spec(run: dict[str, Any]) -> dict[str, Any]:
+def run_spec(run: dict[str, Any]) -> dict[str, Any]:
+    """The run's stored spec (empty when the summary holds none)."""
     spec = (run.get("meta") or {}).get("spec")
     return spec if isinstance(spec, dict) else {}
 
@@ -52,7 +54,7 @@ def _dataset(run: dict[str, Any]) -> tuple[str, str]:
     """The run's dataset hash and a name for it (file name or setting, and 8 hex digits)."""
     found = run.get("dataset")
     data: dict[str, Any] = found if isinstance(found, dict) else {}
-    sha = str(_spec(run).get("dataset_hash") or data.get("sha256") or "")
+    sha = str(run_spec(run).get("dataset_hash") or data.get("sha256") or "")
     name = data.get("path") or data.get("setting")
     if isinstance(name, str) and "/" in name and not name.startswith("clbench:"):
         name = PurePath(name).name
@@ -83,7 +85,7 @@ def _cost(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def cross_protocol(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The view over ``runs`` (a summary's runs, oldest first; broken runs are left out)."""
-    usable = [(run, _headlines(run)) for run in runs if "broken" not in run]
+    usable = [(run, headlines(run)) for run in runs if "broken" not in run]
     usable = [(run, heads) for run, heads in usable if heads]
     models = {str(run.get("model")) for run, _ in usable}
     known = names("protocol")
@@ -103,7 +105,7 @@ def cross_protocol(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for run, heads in usable:
             if (run["protocol"], _dataset(run)[0]) != group:
                 continue
-            system = _spec(run).get("system") or {"label": run.get("system")}
+            system = run_spec(run).get("system") or {"label": run.get("system")}
             key = json.dumps([system, run.get("model")], sort_keys=True)
             label = str(run.get("system")) + (f" \u00b7 {run.get('model')}"
                                               if len(models) > 1 else "")

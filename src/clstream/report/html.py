@@ -24,6 +24,7 @@ from clstream.render.figures import shared_colours
 from clstream.report.cross_protocol import cross_protocol
 from clstream.report.cross_section import render_cross_section
 from clstream.report.generic import render_broken_section, render_generic_section
+from clstream.report.paired_section import render_paired_section
 
 SectionRenderer = Callable[[list[dict[str, Any]], list[str], object], Section]
 """``(runs of one protocol, their display labels, summary source) -> Section``."""
@@ -122,7 +123,9 @@ def build_sections(summary: dict[str, Any], source: object) -> list[Section]:
     broken = [run for run in runs if "broken" in run]
     view = cross_protocol(runs)
     first = [render_cross_section(view)] if len(view["protocols"]) >= 2 else []
-    return first + sections + ([render_broken_section(broken, source)] if broken else [])
+    statistics = render_paired_section(summary)
+    return (first + sections + ([statistics] if statistics is not None else [])
+            + ([render_broken_section(broken, source)] if broken else []))
 
 
 def render_html(summary: dict[str, Any]) -> str:

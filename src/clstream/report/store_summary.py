@@ -17,6 +17,8 @@ from clstream.core.registry import names, resolve
 from clstream.driver.transport import transport_history
 from clstream.models.pricing import cost_usd
 from clstream.report.cross_protocol import cross_protocol
+from clstream.report.paired import paired_view
+from clstream.report.seed_groups import seed_groups
 from clstream.store.export import select_runs
 
 TRAIN_STAGE = "train"  # a parametric method's weight updates (docs/parametric.md §2)
@@ -99,4 +101,10 @@ def summarize(
     view = cross_protocol(runs_out)
     if len(view["protocols"]) >= 2:  # the view compares protocols: absent for one
         result["cross_protocol"] = view
+    seeds = seed_groups(runs_out)
+    if seeds["groups"]:  # absent unless some runs differ only in seed
+        result["seeds"] = seeds
+    paired = paired_view(store, runs_out)
+    if paired["pairs"]:  # absent unless two systems scored the same items
+        result["paired"] = paired
     return result

@@ -20,13 +20,13 @@ from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import WriteError, os_error_cause, sqlite_disk_cause
 from clstream.driver.assemble import plan_job, run_basics
-from clstream.driver.execute import drive
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
     MOST_ROLLOUTS,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
+from clstream.driver.seeds import drive_seeds
 from clstream.protocols.clbench.arguments import (
     add_generate_arguments,
     add_run_clbench_arguments,
@@ -263,7 +263,7 @@ def _check_reference(store: ResultsStore, run_id: str, reference: dict[str, Any]
 
 
 def run(args: argparse.Namespace) -> int:
-    return drive(plan_run(args))
+    return drive_seeds(args, plan_run)
 
 
 def plan_run(args: argparse.Namespace) -> RunJob:

@@ -27,13 +27,13 @@ from clstream.core.files import write_atomic
 from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.components import build_model, parse_components
-from clstream.driver.execute import drive
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
     backend_options,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
+from clstream.driver.seeds import drive_seeds
 from clstream.protocols.imprint.arguments import (
     add_generate_arguments,
     add_run_imprint_arguments,
@@ -88,7 +88,7 @@ def corpus_tokens(data: Dataset, tokenizer: Any) -> dict[str, int]:
 
 # -- run ------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
-    return drive(plan_run(args))
+    return drive_seeds(args, plan_run)
 
 
 def plan_run(args: argparse.Namespace) -> RunJob:

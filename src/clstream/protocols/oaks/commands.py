@@ -16,12 +16,12 @@ from clstream.core.data_kinds import load_checked
 from clstream.core.jsonio import gc_paused
 from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
-from clstream.driver.execute import drive
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
+from clstream.driver.seeds import drive_seeds
 from clstream.protocols.oaks.arguments import (
     add_generate_arguments,
     add_run_oaks_arguments,
@@ -57,7 +57,7 @@ def generate(args: argparse.Namespace) -> int:
 
 # -- run -------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
-    return drive(plan_run(args))
+    return drive_seeds(args, plan_run)
 
 
 def plan_run(args: argparse.Namespace) -> RunJob:

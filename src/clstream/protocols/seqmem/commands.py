@@ -18,8 +18,8 @@ from clstream.core.jsonio import gc_paused
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.assemble import plan_job, run_basics
-from clstream.driver.execute import drive
 from clstream.driver.plan import RunJob, StoredDataset
+from clstream.driver.seeds import drive_seeds
 from clstream.judges.evaluators import CodeEvaluator
 from clstream.protocols.seqmem.arguments import (
     add_generate_arguments,
@@ -98,7 +98,7 @@ def stream_hash(view: dict[str, Any]) -> str:
 
 # -- run -------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
-    return drive(plan_run(args))
+    return drive_seeds(args, plan_run)
 
 
 def plan_run(args: argparse.Namespace) -> RunJob:
