@@ -70,10 +70,14 @@ class Section:
     legend: list[tuple[str, str]] = field(default_factory=list)
     citation: str = ""
     details: list[Table] = field(default_factory=list)
+    dataset: str = ""
+    """The dataset hash of this section's runs when a protocol's runs span several datasets
+    and are drawn as one section per dataset (:mod:`clstream.report.by_dataset`)."""
 
     @property
     def anchor(self) -> str:
-        return "protocol-" + "".join(ch if ch.isalnum() else "-" for ch in self.protocol.lower())
+        key = self.protocol + (f"-{self.dataset[:8]}" if self.dataset else "")
+        return "protocol-" + "".join(ch if ch.isalnum() else "-" for ch in key.lower())
 
 
 class Fields:
