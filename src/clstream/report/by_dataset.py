@@ -36,7 +36,8 @@ def dataset_hash(run: dict[str, Any]) -> str:
 def dataset_name(run: dict[str, Any]) -> str:
     """The dataset's file name (or what the protocol calls it) and the first 8 hex digits of
     its hash: ``oaks_small.jsonl (dataset 1a2b3c4d)``."""
-    data = run.get("dataset") if isinstance(run.get("dataset"), dict) else {}
+    found = run.get("dataset")
+    data: dict[str, Any] = found if isinstance(found, dict) else {}
     name = data.get("path") or data.get("setting")
     if isinstance(name, str) and "/" in name and not name.startswith("clbench:"):
         name = PurePath(name).name

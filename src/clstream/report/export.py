@@ -81,7 +81,7 @@ class _Names:
         return found
 
 
-def _plan(sections: list[Section]) -> list[tuple[Exported, Any]]:
+def export_plan(sections: list[Section]) -> list[tuple[Exported, Any]]:
     """Every figure and table with its export entry, in report order."""
     names = _Names()
     out: list[tuple[Exported, Any]] = []
@@ -127,7 +127,7 @@ def export_report(summary: dict[str, Any], out_dir: str | Path) -> list[Exported
     source = (summary.get("dir") if isinstance(summary, dict) else None) or "summary"
     with capture_pdfs() as pdfs:
         sections = build_sections(summary, source)
-    planned = _plan(sections)
+    planned = export_plan(sections)
     for folder in ("figures", "tables"):
         (out / folder).mkdir(parents=True, exist_ok=True)
     for entry, item in planned:
