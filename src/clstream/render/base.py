@@ -152,6 +152,21 @@ class Fields:
             raise self.error(path, f"expected [low, high], got {value!r}")
         return self._as_number(value[0], f"{path}[0]"), self._as_number(value[1], f"{path}[1]")
 
+    def intervals(self, obj: Any, path: str) -> list[tuple[float | None, float | None] | None]:
+        """A list of ``[low, high]`` (or null), one per point of a curve; [] when absent."""
+        value = self.get(obj, path)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.error(path, f"expected a list of intervals, got {type(value).__name__}")
+        out: list[tuple[float | None, float | None] | None] = []
+        for i, item in enumerate(value):
+            if item is not None and (not isinstance(item, list) or len(item) != 2):
+                raise self.error(f"{path}[{i}]", f"expected [low, high], got {item!r}")
+            out.append(None if item is None else (self._as_number(item[0], f"{path}[{i}][0]"),
+                                                  self._as_number(item[1], f"{path}[{i}][1]")))
+        return out
+
 
 def run_fields(summary_source: object, index: int, run: Any) -> Fields:
     """A :class:`Fields` reader whose errors name the run by id (or position)."""
