@@ -1,9 +1,9 @@
 """The ``clstream`` command line, built from the protocol registry.
 
 ``generate``, ``run`` and ``score`` get one sub-command per registered protocol (its
-:class:`~clstream.core.protocol.Command` entries); ``summary``, ``report``, ``export``, ``runs``,
-``list``, ``check`` (an OpenAI-compatible endpoint's readiness) and ``plan`` (a run's cost,
-counted before it runs) are shared by all. Adding a
+:class:`~clstream.core.protocol.Command` entries); ``summary``, ``report``, ``export``, ``merge``,
+``runs``, ``list``, ``check`` (an OpenAI-compatible endpoint's readiness) and ``plan`` (a run's
+cost, counted before it runs) are shared by all. Adding a
 protocol therefore adds its verbs here without an edit.
 
 Building the parser imports no protocol's code: a protocol's verbs are names, one line of help
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from clstream import __version__
-from clstream.commands import check, listing, plan, results, runs, specfile
+from clstream.commands import check, listing, merge, plan, results, runs, specfile
 from clstream.core.errors import ClstreamError
 from clstream.core.protocol import Command, StreamProtocol
 from clstream.core.registry import names, resolve
@@ -120,6 +120,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                        "clstream.commands.matrix:add_matrix_arguments",
                        "clstream.commands.matrix:run_matrix"))
     results.add_parsers(sub)
+    merge.add_parser(sub)
     runs.add_parser(sub)
     listing.add_parser(sub)
     check.add_parser(sub)

@@ -1,5 +1,5 @@
 """The verbs that read a results directory, whatever protocols it holds: ``summary``,
-``report`` and ``export``. Each dispatches per run to the run's protocol (docs/formats.md §3 formats,
+``report`` and ``export`` (``summary`` and ``report`` also several directories read as one). Each dispatches per run to the run's protocol (docs/formats.md §3 formats,
 protocol-specific metrics and report sections); a protocol this release does not know still
 gets a plain summary and report section, never a failure.
 
@@ -9,8 +9,10 @@ built: every other verb would pay for them otherwise."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +27,32 @@ def _prices(path: str | None) -> dict[str, dict[str, float]] | None:
 
 
 def _summarize(args: argparse.Namespace) -> dict[str, Any]:
-    """The summary of every run in ``args.dir`` of ``--protocol`` over ``--dataset`` (what
-    ``summary --json`` prints)."""
+    """The summary of every run in ``args.dir`` (one directory or several read as one) of
+    ``--protocol`` over ``--dataset`` (what ``summary --json`` prints).
+
+    Several directories are read as the directory ``clstream merge`` would make of them
+    (docs/design.md §11.6), built in a temporary folder: the same runs, the same refusal of a
+    run whose records disagree, and so the same summary."""
     from clstream.report.store_summary import summarize
     from clstream.store.db import ResultsStore
+    from clstream.store.merge import build_merged
 
-    with ResultsStore(args.dir) as store:
-        result = summarize(store, _prices(args.prices), protocol=args.protocol,
-                           dataset=args.dataset)
+    dirs = [str(d) for d in args.dir]
+    with contextlib.ExitStack() as stack:
+        where = dirs[0]
+        if len(dirs) > 1:
+            for d in dirs:
+                ResultsStore(d).close()  # a directory without results: its own error first
+            where = str(Path(stack.enter_context(tempfile.TemporaryDirectory())) / "merged")
+            build_merged(Path(where), [Path(d) for d in dirs], artifacts=False)
+        with ResultsStore(where) as store:
+            result = summarize(store, _prices(args.prices), protocol=args.protocol,
+                               dataset=args.dataset)
+    if len(dirs) > 1:
+        result["dir"] = ", ".join(dirs)
     if not result["runs"] and (args.protocol or args.dataset):
         scope = " ".join(x for x in (args.protocol, args.dataset) if x)
-        raise StoreError(f"{args.dir}: no run matches {scope}")
+        raise StoreError(f"{', '.join(dirs)}: no run matches {scope}")
     return result
 
 
@@ -164,10 +181,19 @@ def _print_statistics(result: dict[str, Any], after: bool) -> None:
 def report(args: argparse.Namespace) -> int:
     from clstream.report.html import render_report
 
+    if len(args.dir) > 1 and not args.out:
+        raise StoreError("report: reading several directories, give --out FILE for the report")
     result = _summarize(args)
-    out = Path(args.out) if args.out else Path(args.dir) / "report.html"
+    out = Path(args.out) if args.out else Path(args.dir[0]) / "report.html"
     path = render_report(result, out)
     print(path.resolve())
+    if args.export is not None:
+        from clstream.report.export import export_report
+
+        written = export_report(result, args.export)
+        figures = sum(1 for e in written if e.kind == "figure")
+        print(f"exported {figures} figures and {len(written) - figures} tables to "
+              f"{args.export} (index.md lists them)", file=sys.stderr)
     return 0
 
 
@@ -189,7 +215,7 @@ def add_parsers(sub: Any) -> None:
     exp.set_defaults(handler=export)
 
     summ = sub.add_parser("summary", help="metrics, counts, tokens and time per run")
-    summ.add_argument("dir")
+    summ.add_argument("dir", nargs="+", help="results directories, read as one")
     summ.add_argument("--json", action="store_true")
     summ.add_argument("--prices", default=None, help="JSON: dollars per million tokens per model")
     summ.add_argument("--cross-csv", default=None, metavar="FILE",
@@ -199,8 +225,12 @@ def add_parsers(sub: Any) -> None:
     summ.set_defaults(handler=summary)
 
     rep = sub.add_parser("report", help="write a self-contained HTML report")
-    rep.add_argument("dir")
-    rep.add_argument("--out", default=None, help="HTML file (default: DIR/report.html)")
+    rep.add_argument("dir", nargs="+", help="results directories, read as one")
+    rep.add_argument("--out", default=None,
+                     help="HTML file (default: DIR/report.html; required with several DIRs)")
+    rep.add_argument("--export", default=None, metavar="OUT",
+                     help="also write every figure (SVG, PDF) and table (LaTeX, CSV, "
+                          "Markdown) of the report into folder OUT, listed in OUT/index.md")
     rep.add_argument("--prices", default=None)
     _add_selection(rep)
     rep.set_defaults(handler=report)

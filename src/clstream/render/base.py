@@ -70,10 +70,14 @@ class Section:
     legend: list[tuple[str, str]] = field(default_factory=list)
     citation: str = ""
     details: list[Table] = field(default_factory=list)
+    dataset: str = ""
+    """The dataset hash of this section's runs when a protocol's runs span several datasets
+    and are drawn as one section per dataset (:mod:`clstream.report.by_dataset`)."""
 
     @property
     def anchor(self) -> str:
-        return "protocol-" + "".join(ch if ch.isalnum() else "-" for ch in self.protocol.lower())
+        key = self.protocol + (f"-{self.dataset[:8]}" if self.dataset else "")
+        return "protocol-" + "".join(ch if ch.isalnum() else "-" for ch in key.lower())
 
 
 class Fields:
@@ -147,6 +151,21 @@ class Fields:
         if not isinstance(value, list | tuple) or len(value) != 2:
             raise self.error(path, f"expected [low, high], got {value!r}")
         return self._as_number(value[0], f"{path}[0]"), self._as_number(value[1], f"{path}[1]")
+
+    def intervals(self, obj: Any, path: str) -> list[tuple[float | None, float | None] | None]:
+        """A list of ``[low, high]`` (or null), one per point of a curve; [] when absent."""
+        value = self.get(obj, path)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.error(path, f"expected a list of intervals, got {type(value).__name__}")
+        out: list[tuple[float | None, float | None] | None] = []
+        for i, item in enumerate(value):
+            if item is not None and (not isinstance(item, list) or len(item) != 2):
+                raise self.error(f"{path}[{i}]", f"expected [low, high], got {item!r}")
+            out.append(None if item is None else (self._as_number(item[0], f"{path}[{i}][0]"),
+                                                  self._as_number(item[1], f"{path}[{i}][1]")))
+        return out
 
 
 def run_fields(summary_source: object, index: int, run: Any) -> Fields:

@@ -15,7 +15,7 @@ import io
 import math
 import re
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -57,6 +57,7 @@ _RC: dict[RcKeyType, Any] = {
 Colour = str | tuple[float, ...]
 _POOL: list[Colour] = [*_PALETTE, *_EXTRA]
 _SHARED: ContextVar[dict[str, Colour] | None] = ContextVar("shared_colours", default=None)
+_PDFS: ContextVar[dict[str, bytes] | None] = ContextVar("captured_pdfs", default=None)
 
 
 def colors(n: int) -> list[Colour]:
@@ -160,7 +161,38 @@ class Panel:
     values: list[list[float | None]]
 
 
+@contextmanager
+def capture_pdfs() -> Iterator[dict[str, bytes]]:
+    """Within this block every chart drawn is also saved as PDF, from the same matplotlib
+    figure as its SVG; the dict yielded maps each chart's SVG markup to its PDF bytes. A paper
+    export (:mod:`clstream.report.export`) needs both, and drawing the figure twice through two
+    code paths could let them drift apart."""
+    captured: dict[str, bytes] = {}
+    token = _PDFS.set(captured)
+    try:
+        yield captured
+    finally:
+        _PDFS.reset(token)
+
+
+def _pdf(fig: MplFigure) -> bytes:
+    """The figure as PDF with TrueType fonts (text a journal's checks accept) and no creation
+    date, so the same chart gives the same bytes."""
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"pdf.fonttype": 42}):
+        fig.savefig(buf, format="pdf", bbox_inches="tight", metadata={"CreationDate": None})
+    return buf.getvalue()
+
+
 def _svg(fig: MplFigure, label: str) -> Markup:
+    markup = _svg_markup(fig, label)
+    captured = _PDFS.get()
+    if captured is not None:
+        captured[str(markup)] = _pdf(fig)
+    return markup
+
+
+def _svg_markup(fig: MplFigure, label: str) -> Markup:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     text = buf.getvalue()
@@ -173,6 +205,23 @@ def _svg(fig: MplFigure, label: str) -> Markup:
     aria = label.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
     text = text.replace("<svg ", f'<svg role="img" aria-label="{aria}" ', 1)
     return Markup(text)
+
+
+def _band_edges(band: Sequence[Sequence[float | None] | None], n: int
+                ) -> tuple[list[float], list[float]]:
+    """Lower and upper edges of an interval band over ``n`` points; an unknown interval (or
+    one end unknown) leaves a gap in the band, as a missing value does in the line."""
+    low, high = [], []
+    for i in range(n):
+        pair = band[i] if i < len(band) else None
+        ends = (None, None) if pair is None or len(pair) != 2 else (pair[0], pair[1])
+        if ends[0] is None or ends[1] is None:
+            low.append(float("nan"))
+            high.append(float("nan"))
+        else:
+            low.append(float(ends[0]))
+            high.append(float(ends[1]))
+    return low, high
 
 
 def _legend_below(fig: MplFigure, handles: list[Any], labels: list[str]) -> Any:
@@ -196,8 +245,11 @@ def line_chart(
     ylabel: str,
     width: float = 9.0,
     height: float = 3.4,
+    bands: Mapping[str, Sequence[Sequence[float | None] | None]] | None = None,
 ) -> Markup:
-    """One line per series over x = 1, 2, ...; missing values leave a gap."""
+    """One line per series over x = 1, 2, ...; missing values leave a gap. ``bands`` maps a
+    series label to its interval ``[low, high]`` at each x (None where unknown), drawn as a
+    shaded band in the series' colour behind its line."""
     with matplotlib.rc_context(_RC):
         fig = MplFigure(figsize=(width, height))
         ax = fig.add_subplot()
@@ -209,6 +261,10 @@ def line_chart(
             longest = max(longest, len(xs))
             ax.plot(xs, values, color=color, label=plain(label), linewidth=1.8,
                     **series_style(i, len(xs)))
+            band = (bands or {}).get(label)
+            if band:
+                low, high = _band_edges(band, len(xs))
+                ax.fill_between(xs, low, high, color=color, alpha=0.15, linewidth=0)
         ax.set_xlim(0.5, longest + 0.5)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(xlabel)

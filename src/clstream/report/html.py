@@ -19,8 +19,9 @@ import jinja2
 from clstream.core.errors import DataError
 from clstream.core.files import write_atomic
 from clstream.core.registry import names, resolve
-from clstream.render.base import Fields, Section, display_labels, run_fields
+from clstream.render.base import Fields, Section, run_fields
 from clstream.render.figures import shared_colours
+from clstream.report.by_dataset import render_by_dataset
 from clstream.report.cross_protocol import cross_protocol
 from clstream.report.cross_section import render_cross_section
 from clstream.report.generic import render_broken_section, render_generic_section
@@ -117,9 +118,10 @@ def build_sections(summary: dict[str, Any], source: object) -> list[Section]:
     known = names("protocol")
     order = [p for p in known if p in groups] + sorted(set(groups) - set(known))
     # Labels tell runs apart within a section; the same system on two protocols needs no tag.
+    # Runs over different datasets are drawn in different sections (report.by_dataset).
     # One colour per series label over the whole report, whichever charts leave a system out.
     with shared_colours():
-        sections = [_renderer(p)(groups[p], display_labels(groups[p]), source) for p in order]
+        sections = [s for p in order for s in render_by_dataset(p, groups[p], _renderer(p), source)]
     broken = [run for run in runs if "broken" in run]
     view = cross_protocol(runs)
     first = [render_cross_section(view)] if len(view["protocols"]) >= 2 else []

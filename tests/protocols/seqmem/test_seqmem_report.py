@@ -222,3 +222,20 @@ def test_report_of_a_real_run(tmp_path: Path) -> None:
     text = visible_text(page)
     assert "memory-free" in text and "dc-rs" in text and "20 / 20" in text
     assert "Not scored yet" not in text and "(incomplete)" not in page
+
+
+def test_intervals_in_the_summary_show_in_the_table_and_as_a_band(
+        summary: dict[str, Any]) -> None:
+    from clstream.protocols.seqmem.report import render_seqmem_section
+
+    run = summary["runs"][1]
+    run["ci"] = {"online_acc": [0.45, 0.65],
+                 "online_curve": [[max(0.0, y - 0.1), y + 0.1] for y in run["online_curve"]]}
+    runs = summary["runs"]
+    section = render_seqmem_section(runs, [r["system"] for r in runs], "s")
+    cells = {row[0].text: row for row in section.tables[0].rows}
+    assert cells["exp-rag"][1].text == "0.550" and cells["exp-rag"][1].sub == "[0.450, 0.650]"
+    assert cells["dc-rs"][1].sub == ""
+    online = next(f for f in section.figures if f.title.startswith("Online accuracy"))
+    assert "Shaded" in online.caption and online.data is not None
+    assert any("[" in row[2].text for row in online.data.rows)

@@ -149,24 +149,24 @@ def _data_table(
 
 def _interval_figure(runs: list[RunView]) -> Figure:
     curves = {r.label: r.f.numbers(r.raw, "metrics.accuracy_by_interval") for r in runs}
+    bands = {r.label: r.f.intervals(r.raw, "ci.accuracy_by_interval") for r in runs}
     longest = max(len(ys) for ys in curves.values())
     svg = figures.line_chart(
-        list(curves.items()), title="Accuracy by interval", xlabel="interval t", ylabel="accuracy"
+        list(curves.items()), title="Accuracy by interval", xlabel="interval t", ylabel="accuracy",
+        bands={label: band for label, band in bands.items() if band} or None,
     )
 
     def cell(r: RunView, t: str) -> str:
-        ys, i = curves[r.label], int(t) - 1
-        return fmt_rate(ys[i]) if i < len(ys) else MISSING
+        ys, band, i = curves[r.label], bands[r.label], int(t) - 1
+        return fmt_rate(ys[i], band[i] if i < len(band) else None) if i < len(ys) else MISSING
 
     table = _data_table(
         "Accuracy by interval", "t", [str(t) for t in range(1, longest + 1)], runs, cell
     )
-    return Figure(
-        "Accuracy by interval",
-        svg,
-        "Mean correctness over the questions probed at each interval.",
-        table,
-    )
+    caption = "Mean correctness over the questions probed at each interval."
+    if any(bands.values()):
+        caption += " Shaded: 95% confidence interval at each interval, where the run has one."
+    return Figure("Accuracy by interval", svg, caption, table)
 
 
 def _transition_figure(runs: list[RunView]) -> Figure:

@@ -21,7 +21,7 @@ from typing import Any
 from clstream.render import figures
 from clstream.render.base import Cell, Column, Figure, Section, Table
 from clstream.render.common import UsageColumns, details_table, system_cell
-from clstream.render.fmt import MISSING, fmt_int, fmt_rate, fmt_seconds
+from clstream.render.fmt import MISSING, fmt_ci, fmt_int, fmt_rate, fmt_seconds
 from clstream.render.runs import RunView, read_runs, scored_runs
 
 SCORES = [
@@ -100,6 +100,13 @@ def _horizon_keys(runs: list[RunView]) -> list[int]:
     return sorted(keys)
 
 
+def _score_cell(r: RunView, key: str) -> Cell:
+    """A score with its 95% interval under it, where the summary has one (``ci.<key>``)."""
+    value = r.num(f"metrics.{key}")
+    interval = fmt_ci(r.f.interval(r.raw, f"ci.{key}")) if value is not None else ""
+    return Cell(fmt_rate(value), True, sub=interval)
+
+
 def _score_table(runs: list[RunView]) -> Table:
     usage = UsageColumns([(r.f, r.raw) for r in runs])
     models = {r.f.text(r.raw, "model", MISSING) for r in runs}
@@ -113,8 +120,7 @@ def _score_table(runs: list[RunView]) -> Table:
         row = [system_cell(r.f, r.raw, r.label)]
         if len(models) > 1:
             row.append(Cell(r.f.text(r.raw, "model", MISSING)))
-        row += [Cell(fmt_rate(r.num(f"metrics.{k}"), r.f.interval(r.raw, f"ci.{k}")), True)
-                for k, _, _ in SCORES]
+        row += [_score_cell(r, k) for k, _, _ in SCORES]
         done, total = r.f.integer(r.raw, "status.online_done"), r.f.integer(r.raw,
                                                                             "status.online_total")
         per_task = r.num("efficiency.tokens_per_task")
@@ -149,21 +155,25 @@ def _by_label(runs: list[RunView], first: str, keys: list[str], cell: Any, capti
 
 def _online_figure(runs: list[RunView]) -> Figure | None:
     curves = {r.label: r.f.numbers(r.raw, "online_curve") for r in runs}
+    bands = {r.label: r.f.intervals(r.raw, "ci.online_curve") for r in runs}
     longest = max(len(c) for c in curves.values())
     if not longest:
         return None
     step = max(1, -(-longest // CURVE_ROWS))
     taus = sorted({*range(step, longest + 1, step), longest})
     svg = figures.line_chart(list(curves.items()), title="Online accuracy Abar(tau)",
-                             xlabel="task tau", ylabel="cumulative accuracy")
+                             xlabel="task tau", ylabel="cumulative accuracy",
+                             bands={label: b for label, b in bands.items() if b} or None)
 
     def cell(r: RunView, tau: str) -> str:
-        ys, i = curves[r.label], int(tau) - 1
-        return fmt_rate(ys[i]) if i < len(ys) else MISSING
+        ys, band, i = curves[r.label], bands[r.label], int(tau) - 1
+        return fmt_rate(ys[i], band[i] if i < len(band) else None) if i < len(ys) else MISSING
 
     table = _by_label(runs, "tau", [str(t) for t in taus], cell, "Abar(tau)")
-    return Figure("Online accuracy Abar(tau)", svg,
-                  "Share of tasks 1..tau answered correctly on arrival.", table)
+    caption = "Share of tasks 1..tau answered correctly on arrival."
+    if any(bands.values()):
+        caption += " Shaded: 95% confidence interval at each tau, where the run has one."
+    return Figure("Online accuracy Abar(tau)", svg, caption, table)
 
 
 def _holdout_points(r: RunView) -> dict[int, float | None]:
