@@ -58,6 +58,23 @@ class Training(Strict):
     seconds: float
 
 
+class Empty(Strict):
+    """``{}``: nothing scored yet."""
+
+
+class OaksCi(Strict):
+    accuracy: list[float]
+    acquisition_latency: list[float]
+    distraction_susceptibility: list[float]
+    phase_miss: list[float]
+    accuracy_by_interval: list[list[float]]
+
+
+class SeqmemCi(Strict):
+    online_acc: list[float]
+    online_curve: list[list[float]]
+
+
 class Run(Strict):
     run_id: str
     protocol: str
@@ -107,7 +124,7 @@ class OaksRun(Run):
     status: OaksStatus
     coverage: OaksCoverage
     metrics: dict[str, Any] | None
-    ci: dict[str, list[float]]
+    ci: OaksCi | Empty
 
 
 # -- SeqMem-Eval -------------------------------------------------------------------------------
@@ -185,6 +202,7 @@ class SeqmemRun(Run):
     coverage: SeqmemCoverage
     metrics: dict[str, Any] | None
     online_curve: list[float]
+    ci: SeqmemCi | Empty
     holdout_curve: list[HoldoutPoint]
     bwt: dict[str, float]
     forgetting: dict[str, float]

@@ -19,7 +19,7 @@ from typing import Any
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap
-from clstream.metrics.bootstrap import ci_for_metrics
+from clstream.metrics.bootstrap import bootstrap_ci, ci_for_metrics
 from clstream.protocols.oaks.data import OaksDataset, from_gold_view
 from clstream.protocols.oaks.export import oaks_predictions
 from clstream.protocols.oaks.metrics import score_oaks_with_rows
@@ -40,6 +40,15 @@ def complete_questions(dataset: OaksDataset, preds: dict[tuple[str, int], str]) 
     return dataclasses.replace(dataset, documents=tuple(docs))
 
 
+def interval_cis(rows: list[dict[str, Any]]) -> list[list[float]]:
+    """The 95% bootstrap interval of ``accuracy_by_interval[t]`` at every interval: over the
+    questions whose document reaches interval t, with the seed of the headline intervals (the
+    same resampled questions at every interval), for the band under the accuracy curve."""
+    longest = max((len(r["correct"]) for r in rows), default=0)
+    return [list(bootstrap_ci([r["correct"][t] for r in rows if len(r["correct"]) > t]))
+            for t in range(longest)]
+
+
 def summarize_oaks_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     _, view = store.get_dataset(run.dataset_sha256)
     dataset = from_gold_view(view)
@@ -49,11 +58,12 @@ def summarize_oaks_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     scored = complete_questions(dataset, preds)
     scored_ids = {q.question_id for d in scored.documents for q in d.questions}
     metrics: dict[str, Any] | None = None
-    ci: dict[str, list[float]] = {}
+    ci: dict[str, Any] = {}
     if scored_ids:
         used = {key: text for key, text in preds.items() if key[0] in scored_ids}
         metrics, _missing, rows = score_oaks_with_rows(scored, used)
         ci = {k: list(v) for k, v in ci_for_metrics(rows, _CI_KEYS).items()}
+        ci["accuracy_by_interval"] = interval_cis(rows)
     errors = store.count(run.run_id, "probe", errors=True)
     coverage = {
         "unit": "questions",

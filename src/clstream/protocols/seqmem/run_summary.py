@@ -51,6 +51,7 @@ from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap
 from clstream.metrics.exact import exact_mean
+from clstream.metrics.proportions import running_wilson
 from clstream.protocols.seqmem.metrics import online_curve, records_from_rows, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.render.runs import coverage_note
@@ -206,11 +207,16 @@ def summarize_seqmem_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     kept, m = _scorable(seqmem_rows(store, run), holdout_ids)
     metrics: dict[str, Any] | None = None
     curve: list[float] = []
+    ci: dict[str, Any] = {}
     holdout_curve: list[dict[str, Any]] = []
     if m:
         records = records_from_rows(enumerate(kept, start=1), source=f"run {run.run_id}")
         metrics = score_seqmem(records)
         curve = [float(x) for x in online_curve(records.online)]
+        # Wilson intervals of the running accuracy (docs/statistics.md §3); the last point's
+        # is OnlineAcc's.
+        band = [list(pair) for pair in running_wilson(records.online)]
+        ci = {"online_acc": band[-1], "online_curve": band}
         holdout_curve = [{"checkpoint": k, "accuracy": sum(v.values()) / len(v), "items": len(v)}
                          for k, v in sorted(records.holdout.items())]
     costs = _costs(store, run)
@@ -236,6 +242,7 @@ def summarize_seqmem_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
         "coverage": coverage,
         "metrics": metrics,
         "online_curve": curve,
+        "ci": ci,
         "holdout_curve": holdout_curve,
         "bwt": dict((metrics or {}).get("bwt", {})),
         "forgetting": dict((metrics or {}).get("forgetting", {})),
