@@ -188,3 +188,28 @@ def test_unknown_task_and_bad_counts_are_one_line_errors(
     assert main(run_argv(tmp_path / "x", "full", extra=("--rollouts", "0"))) == 2
     assert "--rollouts" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_paired_comparison_of_instance_gains(results: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """full against memory-free on the same stateful instances (protocols/clbench/items.py):
+    memory-free's stateful arm is its stateless arm replayed, so its gains are all 0 and the
+    difference is full's own mean instance gain."""
+    from clstream.protocols.clbench.items import item_scores
+
+    capsys.readouterr()
+    assert main(["summary", str(results), "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    (pair,) = [p for p in found["paired"]["pairs"] if p["protocol"] == "clbench"]
+    assert pair["metric"] == "instance_gain" and pair["items"] > 0
+    with ResultsStore(results) as store:
+        scores = {run.system: item_scores(store, run)["instance_gain"] for run in store.runs()}
+    assert set(scores["full"]) == set(scores["memory-free"])
+    assert not any(scores["memory-free"].values()) and any(scores["full"].values())
+    assert pair["items"] == len(scores["full"])
+    sign = 1 if pair["a"] == "full" else -1
+    mean = sum(scores["full"][k] - scores["memory-free"][k] for k in scores["full"]) \
+        / len(scores["full"])
+    assert pair["difference"] == pytest.approx(sign * mean)
+    low, high = pair["interval"]
+    assert low <= pair["difference"] <= high and 0.0 <= pair["p_value"] <= 1.0
