@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from fake_openai_server import PolicyServer
+from tiny_streams import tiny_streams
 
 from clstream.cli import main
-from clstream.protocols.imprint.schema import Item, load_dataset, write_dataset
 
 SYSTEMS = ("memagent:budget=256", "amem", "hipporag")
 UNITS = {"oaks": "probe", "seqmem": "online", "clbench": "instance", "imprint": "item"}
@@ -22,24 +22,7 @@ UNITS = {"oaks": "probe", "seqmem": "online", "clbench": "instance", "imprint": 
 
 @pytest.fixture(scope="module")
 def streams(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("streams")
-    oaks, seqmem = root / "oaks.json", root / "seqmem.json"
-    assert main(["generate", "oaks-babi", "--seed", "4", "--docs", "1", "--chunks", "4",
-                 "--chunk-tokens", "120", "--max-questions", "4", "--out", str(oaks)]) == 0
-    assert main(["generate", "seqmem-synthetic", "--seed", "4", "--tasks", "8", "--holdout",
-                 "2", "--out", str(seqmem)]) == 0
-    news = root / "news"
-    assert main(["generate", "imprint", "--setting", "news", "--size", "small", "--seed", "4",
-                 "--out", str(news)]) == 0
-    data = load_dataset(news)
-    first: dict[str, list[Item]] = {}
-    for item in data.items:
-        first.setdefault(item.family, []).append(item)
-    data.items = [items[0] for items in first.values()]
-    keep = {d for i in data.items for d in i.source_doc_ids} | {d.doc_id for d in data.corpus[:2]}
-    data.corpus = [d for d in data.corpus if d.doc_id in keep]
-    data.qa = []
-    return {"oaks": oaks, "seqmem": seqmem, "imprint": write_dataset(root / "imprint", data)}
+    return tiny_streams(tmp_path_factory.mktemp("streams"), 4, pairs=False)
 
 
 def argv(protocol: str, streams: dict[str, Path], out: Path) -> list[str]:

@@ -7,12 +7,6 @@ records of an uninterrupted one."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +14,7 @@ from typing import Any
 import pytest
 from conversation_fakes import Scripted, run
 from fake_openai_server import PolicyServer
+from killed_runs import whole_and_resumed
 
 from clstream.cli import main as cli
 from clstream.core import amem_format, layout
@@ -296,26 +291,6 @@ def test_sigkill_resume_matches_uninterrupted(tmp_path: Path) -> None:
     assert cli(["generate", "oaks-babi", "--seed", "11", "--docs", "2", "--chunks", "30",
                 "--chunk-tokens", "400", "--max-questions", "4", "--out", str(data)]) == 0
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    cmd = [sys.executable, "-m", "clstream", "run", "oaks", str(data), "--system", "amem",
-           "--no-progress", "--out"]
-    subprocess.run([*cmd, str(whole)], check=True, capture_output=True)
-    proc = subprocess.Popen([*cmd, str(killed)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    db = killed / "results.sqlite"
-    deadline = time.time() + 60
-    while time.time() < deadline and proc.poll() is None:
-        if db.exists():
-            try:
-                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-                count = conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-                conn.close()
-            except sqlite3.OperationalError:
-                count = 0
-            if count >= 20:
-                break
-        time.sleep(0.005)
-    assert proc.poll() is None, "run finished before it could be killed"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    subprocess.run([*cmd, str(killed)], check=True, capture_output=True)
+    argv = ["run", "oaks", str(data), "--system", "amem", "--no-progress"]
+    whole_and_resumed(argv, whole, killed, records=20)
     assert _export(killed, tmp_path / "k.jsonl") == _export(whole, tmp_path / "w.jsonl")

@@ -6,12 +6,6 @@ ranking passages, probes that change nothing, snapshots, and runs with the built
 from __future__ import annotations
 
 import json
-import os
-import signal
-import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +13,7 @@ import networkx
 import pytest
 from conversation_fakes import MIXED, Scripted, frozen, run
 from fake_openai_server import PolicyServer
+from killed_runs import whole_and_resumed
 
 from clstream.cli import main as cli
 from clstream.core import hipporag_format as formats
@@ -282,28 +277,8 @@ def test_sigkill_resume_matches_uninterrupted(tmp_path: Path) -> None:
     assert cli(["generate", "oaks-babi", "--seed", "11", "--docs", "1", "--chunks", "30",
                 "--chunk-tokens", "200", "--max-questions", "8", "--out", str(data)]) == 0
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    cmd = [sys.executable, "-m", "clstream", "run", "oaks", str(data), "--system", "hipporag",
-           "--no-progress", "--out"]
-    subprocess.run([*cmd, str(whole)], check=True, capture_output=True)
-    proc = subprocess.Popen([*cmd, str(killed)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    db = killed / "results.sqlite"
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if db.exists():
-            try:
-                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-                count = conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-                conn.close()
-            except sqlite3.OperationalError:
-                count = 0
-            if count >= 40:  # of 270 (a probe per question and a call per chunk)
-                break
-        time.sleep(0.005)
-    assert proc.poll() is None, "run finished before it could be killed"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    subprocess.run([*cmd, str(killed)], check=True, capture_output=True)
+    argv = ["run", "oaks", str(data), "--system", "hipporag", "--no-progress"]
+    whole_and_resumed(argv, whole, killed, records=40)
     a = _outputs(whole, "hipporag", tmp_path / "whole.jsonl")
     b = _outputs(killed, "hipporag", tmp_path / "killed.jsonl")
     assert a and a == b
