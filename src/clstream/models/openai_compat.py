@@ -66,6 +66,12 @@ adapter's name as its ``model``, so its body, and its cache key, differ from the
 A load that fails makes the request an error result. Without ``lora`` (or for a full
 checkpoint, which such a server cannot load) a request with an adapter is an error result.
 
+Replicas: ``base_url`` may list several servers of one model. Each request goes to the replica
+that owns its affinity (the run's cell that sent it), a replica that stops answering is left for
+the others without spending a retry, and the endpoint check checks every replica
+(:mod:`clstream.models.replicas`); the body, and so the cache key, is the same whichever
+replica answers. One URL behaves as it always did.
+
 Connections: inside ``async with model:`` all ``generate`` calls share one connection pool
 (keep-alive, one TLS handshake); outside it each ``generate`` call opens and closes its own, so
 nothing is ever left open. The in-flight bound is per event loop; the model is meant to be used
