@@ -204,6 +204,10 @@ class DyingServer(FakeOpenAIServer):
         self.answered: list[dict[str, Any]] = []
         self._guard = threading.Lock()
 
+    def __enter__(self) -> DyingServer:
+        self.start()
+        return self
+
     def _fate(self, body: dict[str, Any], attempt: int) -> str | None:
         with self._guard:
             if self.lives is not None and len(self.answered) >= self.lives:
