@@ -200,3 +200,25 @@ def test_recorded_flags_never_hold_an_endpoint_password() -> None:
     flags = run_flags(args, add_run_oaks_arguments)
     assert flags["base_url"] == "http://127.0.0.1:8000/v1"
     assert "hunter2" not in json.dumps(flags)
+
+
+def test_replicas_are_a_list_in_flags_and_spec_files_and_one_url_stays_a_string(
+        tmp_path: Path) -> None:
+    from clstream.commands.specfile import load_spec
+    from clstream.driver.assemble import run_flags
+    from clstream.protocols.oaks.arguments import add_run_oaks_arguments
+
+    parser = argparse.ArgumentParser()
+    add_run_oaks_arguments(parser)
+    base = ["data.json", "--system", "full", "--out", "r"]
+    one = parser.parse_args([*base, "--base-url", "http://a:1/v1"])
+    assert one.base_url == "http://a:1/v1"
+    two = parser.parse_args([*base, "--base-url", "http://a:1/v1", "--base-url",
+                             "http://u:hunter2secret@b:2/v1"])
+    assert run_flags(two, add_run_oaks_arguments)["base_url"] == ["http://a:1/v1",
+                                                                  "http://b:2/v1"]
+    spec = tmp_path / "spec.toml"
+    spec.write_text('out = "res"\n[[run]]\nprotocol = "oaks"\ndata = "d.json"\n'
+                    'systems = ["full"]\nbase_url = ["http://a:1/v1", "http://b:2/v1"]\n')
+    ((_, args),) = load_spec(spec)
+    assert args.base_url == ["http://a:1/v1", "http://b:2/v1"]

@@ -7,7 +7,9 @@ repeatable. This command asks the server what it reports (:mod:`clstream.models.
 served models, context length, sequence slots), then sends a few tiny requests and prints one
 line per finding, and the concurrency a run would start with
 (:mod:`clstream.models.concurrency`). A dead port or an unknown model is one line and exit 2,
-as ``run`` would fail. The HTTP client is imported when the command runs, not when the
+as ``run`` would fail. With ``--base-url`` given several times (replicas of one model, as a run
+takes them), each is checked in turn, one report after another (``--json``: a list of them),
+and the first that fails ends the check. The HTTP client is imported when the command runs, not when the
 command line is built, and so are asyncio and the sampling model (pydantic).
 """
 
@@ -18,7 +20,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from clstream.driver.flags import OPENAI_DEFAULT_BASE_URL
+from clstream.driver.flags import OPENAI_DEFAULT_BASE_URL, BaseUrlFlag
 
 if TYPE_CHECKING:
     import httpx
@@ -37,8 +39,9 @@ def add_parser(subparsers: Any) -> None:
     """Add ``check`` to the top-level sub-commands."""
     p = subparsers.add_parser("check", help="check that an OpenAI-compatible endpoint is ready "
                                             "for a long run")
-    p.add_argument("--base-url", default=OPENAI_DEFAULT_BASE_URL,
-                   help="the server's /v1 URL")
+    p.add_argument("--base-url", default=None, action=BaseUrlFlag,
+                   help=f"the server's /v1 URL (default: {OPENAI_DEFAULT_BASE_URL}); give it "
+                        "several times to check each replica of one model")
     p.add_argument("--model", required=True, help="the served model name (as in openai:NAME)")
     p.add_argument("--api-key-env", default=None,
                    help="name of the environment variable holding the API key")
@@ -247,23 +250,34 @@ def handler(args: argparse.Namespace) -> int:
     from clstream.models.openai_compat import EndpointError, OpenAICompatModel
     from clstream.models.wire import MalformedResponse
 
-    model = OpenAICompatModel(args.model, base_url=args.base_url, api_key_env=args.api_key_env,
-                              request_timeout=TIMEOUT_S)
-    async def measure() -> tuple[dict[str, Any], float | None]:
-        found = await check(model)
-        return found, (await measure_prefill(model) if args.save is not None else None)
+    given = args.base_url if args.base_url is not None else OPENAI_DEFAULT_BASE_URL
+    urls = given if isinstance(given, list) else [given]
+    reports: list[dict[str, Any]] = []
+    speeds: list[float | None] = []
+    for url in urls:
+        model = OpenAICompatModel(args.model, base_url=url, api_key_env=args.api_key_env,
+                                  request_timeout=TIMEOUT_S)
 
-    try:
-        found, prefill_tps = asyncio.run(measure())
-    except (httpx.HTTPError, MalformedResponse) as exc:
-        raise EndpointError(f"model {model.name} at {redacted_url(model.base_url)}: a tiny request "
-                            f"failed ({type(exc).__name__}: {exc})") from None
+        async def measure(model: OpenAICompatModel = model
+                          ) -> tuple[dict[str, Any], float | None]:
+            found = await check(model)
+            return found, (await measure_prefill(model) if args.save is not None else None)
+
+        try:
+            found, prefill_tps = asyncio.run(measure())
+        except (httpx.HTTPError, MalformedResponse) as exc:
+            raise EndpointError(f"model {model.name} at {redacted_url(model.base_url)}: a tiny "
+                                f"request failed ({type(exc).__name__}: {exc})") from None
+        reports.append(found)
+        speeds.append(prefill_tps)
     if args.save is not None:
         from clstream.core.files import write_atomic
 
-        write_atomic(args.save, json.dumps(throughput_file(found, prefill_tps), indent=2) + "\n")
+        # The throughput of one replica: a plan divides the work by the server's own speed.
+        write_atomic(args.save, json.dumps(throughput_file(reports[0], speeds[0]), indent=2)
+                     + "\n")
     if args.json:
-        print(json.dumps(found, indent=2))
+        print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
     else:
-        print("\n".join(lines(found)))
+        print("\n\n".join("\n".join(lines(found)) for found in reports))
     return 0

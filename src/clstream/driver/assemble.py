@@ -35,6 +35,7 @@ from clstream.driver.components import (
 from clstream.driver.failures import resume_command
 from clstream.driver.flags import backend_options, sampling_from_args
 from clstream.driver.plan import CellRunner, PlannedRun, RunJob, StoredDataset
+from clstream.driver.routing import routed_cells
 from clstream.store.db import ResultsStore
 
 BUILTIN_NOTE = ("clstream: no --model given: using the builtin reader (offline; for demos and "
@@ -109,6 +110,9 @@ def run_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.Argume
         value = getattr(args, action.dest)
         if isinstance(value, str) and "://" in value:
             value = redacted_url(value)  # never a user:password of an endpoint
+        elif isinstance(value, list):
+            value = [redacted_url(v) if isinstance(v, str) and "://" in v else v
+                     for v in value]
         if not action.option_strings:
             out[action.dest] = (str(Path(value).resolve())
                                 if isinstance(value, str) and Path(value).exists() else value)
@@ -139,7 +143,8 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
         if check_system is not None:
             check_system(spec, make())
         runs.append(PlannedRun(
-            spec, make, dataset, info, units, open_runner(spec, make), error_kinds=error_kinds,
+            spec, make, dataset, info, units, routed_cells(spec.run_id, open_runner(spec, make)),
+            error_kinds=error_kinds,
             cells_at_once=cells_at_once(spec, make) if callable(cells_at_once)
             else cells_at_once,
             before_register=before_register(spec) if before_register is not None else None))

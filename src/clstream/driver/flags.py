@@ -21,6 +21,23 @@ if TYPE_CHECKING:
 OPENAI_DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
 
+class BaseUrlFlag(argparse._AppendAction):
+    """``--base-url URL``, given once (kept as the string it always was, so recorded flags and
+    resume commands read as before) or several times (a list: replicas of one model, requests
+    routed by affinity, :mod:`clstream.models.replicas`). An append action, so a spec file
+    may give a list (``base_url = ["http://a/v1", "http://b/v1"]``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        current = getattr(namespace, self.dest, None)
+        if current is None:
+            setattr(namespace, self.dest, values)
+        elif isinstance(current, list):
+            setattr(namespace, self.dest, [*current, values])
+        else:
+            setattr(namespace, self.dest, [current, values])
+
+
 class _SeedFlag(argparse.Action):
     """``--seed N``, remembering that it was typed (``seed_typed``), so that ``--seeds``
     given with it is refused rather than one of them silently ignored."""
@@ -75,9 +92,11 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model backend")
     g.add_argument("--model-args", default=None, metavar="KEY=VALUE,...",
                    help="backend settings that are part of the run spec, e.g. dtype=bfloat16")
-    g.add_argument("--base-url", default=None,
+    g.add_argument("--base-url", default=None, action=BaseUrlFlag,
                    help="OpenAI-compatible server (openai:<model>; default: "
-                        f"{OPENAI_DEFAULT_BASE_URL})")
+                        f"{OPENAI_DEFAULT_BASE_URL}); given several times, replicas of one "
+                        "model, each request routed to the replica serving its document, "
+                        "stream or instance")
     g.add_argument("--api-key-env", default=None,
                    help="name of the environment variable holding the API key")
     g.add_argument("--max-concurrency", type=int, default=None,

@@ -103,3 +103,18 @@ def merge(listing: tuple[tuple[str, ...] | None, int | None],
     return ServerInfo(models=models, context_length=context, slots=slots,
                       context_source=source,
                       slots_source="total_slots in /props" if slots is not None else None)
+
+
+def merge_replicas(infos: list[ServerInfo]) -> ServerInfo:
+    """What several replicas of one model say together: the models the first lists, the
+    shortest context any reports (a request may go to any of them) and their slots added up
+    (requests in flight are shared by all; None unless every replica reports its slots)."""
+    contexts = [(i.context_length, i.context_source) for i in infos
+                if i.context_length is not None]
+    context, source = min(contexts, key=lambda c: c[0]) if contexts else (None, None)
+    slots = [i.slots for i in infos]
+    total = sum(s for s in slots if s is not None) if all(s is not None for s in slots) else None
+    return ServerInfo(models=infos[0].models, context_length=context, slots=total,
+                      context_source=source,
+                      slots_source=(f"total_slots in /props, over {len(infos)} replicas"
+                                    if total is not None else None))

@@ -66,6 +66,12 @@ adapter's name as its ``model``, so its body, and its cache key, differ from the
 A load that fails makes the request an error result. Without ``lora`` (or for a full
 checkpoint, which such a server cannot load) a request with an adapter is an error result.
 
+Replicas: ``base_url`` may list several servers of one model. Each request goes to the replica
+that owns its affinity (the run's cell that sent it), a replica that stops answering is left for
+the others without spending a retry, and the endpoint check checks every replica
+(:mod:`clstream.models.replicas`); the body, and so the cache key, is the same whichever
+replica answers. One URL behaves as it always did.
+
 Connections: inside ``async with model:`` all ``generate`` calls share one connection pool
 (keep-alive, one TLS handshake); outside it each ``generate`` call opens and closes its own, so
 nothing is ever left open. The in-flight bound is per event loop; the model is meant to be used
@@ -110,6 +116,7 @@ from clstream.models.concurrency import DEFAULT_CEILING, DEFAULT_START, Concurre
 from clstream.models.endpoint import (
     ServerInfo,
     merge,
+    merge_replicas,
     parse_model_listing,
     parse_props,
     server_root,
@@ -124,6 +131,7 @@ from clstream.models.http import (
 )
 from clstream.models.lora_endpoint import RuntimeAdapters, load_lora_adapter
 from clstream.models.middleware import OnResult, generate_cached
+from clstream.models.replicas import ReplicaRouter, affinity_of
 from clstream.models.retry import (
     AttemptFailure,
     RetryPolicy,
@@ -219,10 +227,24 @@ class _LoopState:
 
 
 def _check_base_url(base_url: str) -> str:
+    if not isinstance(base_url, str):
+        raise SpecError(f"base_url {base_url!r} must be an http:// or https:// URL with a host")
     parts = urlsplit(base_url.strip())
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise SpecError(f"base_url {base_url!r} must be an http:// or https:// URL with a host")
     return base_url.strip().rstrip("/")
+
+
+def _check_base_urls(base_url: str | Sequence[str]) -> list[str]:
+    """One URL, or the URLs of several replicas of one model (each once)."""
+    given = [base_url] if isinstance(base_url, str) else list(base_url)
+    if not given:
+        raise SpecError("base_url: give at least one URL")
+    urls = [_check_base_url(u) for u in given]
+    repeated = sorted({u for u in urls if urls.count(u) > 1})
+    if repeated:
+        raise SpecError(f"base_url {redacted_url(repeated[0])!r} is given twice")
+    return urls
 
 
 def _read_key(api_key_env: str | None) -> _Secret | None:
@@ -296,7 +318,7 @@ class OpenAICompatModel:
     def __init__(
         self,
         target: str,
-        base_url: str = DEFAULT_BASE_URL,
+        base_url: str | Sequence[str] = DEFAULT_BASE_URL,
         api_key_env: str | None = None,
         max_concurrency: int | None = None,
         request_timeout: float = 120.0,
@@ -318,7 +340,10 @@ class OpenAICompatModel:
         _positive("request_timeout", request_timeout)
         self.target = target.strip()
         self.name = f"{BACKEND}:{self.target}"
-        self.base_url = _check_base_url(base_url)
+        # Several URLs: replicas of one model, requests routed by affinity (replicas.py).
+        self.base_urls = _check_base_urls(base_url)
+        self.base_url = self.base_urls[0]
+        self.router = ReplicaRouter(self.base_urls)
         self.max_concurrency = max_concurrency
         self.request_timeout = float(request_timeout)
         self.policy = RetryPolicy(max_retries, backoff_base, backoff_max)
@@ -366,6 +391,8 @@ class OpenAICompatModel:
             "tools": True,
             # Recorded only when on, so other runs describe themselves as they always did.
             **({"lora": True} if self.lora else {}),
+            **({"replicas": [redacted_url(u) for u in self.base_urls]}
+               if len(self.base_urls) > 1 else {}),
         }
 
     def adapter_kinds(self) -> tuple[str, ...]:
@@ -377,10 +404,16 @@ class OpenAICompatModel:
         return self.target if request.adapter is None else request.adapter.name
 
     async def _load_adapter(self, adapter: Adapter) -> str | None:
+        """Load ``adapter`` on every replica (any of them may serve its requests)."""
         async with self._new_client() as client:
-            return await load_lora_adapter(
-                client, self.base_url, self._headers(), adapter,
-                lambda response: _server_reason(response, self._secrets()))
+            for base_url in self.base_urls:
+                why = await load_lora_adapter(
+                    client, base_url, self._headers(), adapter,
+                    lambda response: _server_reason(response, self._secrets()))
+                if why is not None:
+                    return why if len(self.base_urls) == 1 else \
+                        f"{why} (at {redacted_url(base_url)})"
+            return None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -397,36 +430,48 @@ class OpenAICompatModel:
         state = self._state
         if state is None or state.loop() is not loop:
             limit = ConcurrencyLimit(self.start_concurrency(), self.max_concurrency is None)
-            state = _LoopState(weakref.ref(loop), limit, CircuitBreaker(redacted_url(self.base_url)))
+            state = _LoopState(weakref.ref(loop), limit, CircuitBreaker(self._where()))
             self._state = state
         return state
 
+    def _where(self) -> str:
+        """The server(s), as an error names them."""
+        if len(self.base_urls) == 1:
+            return redacted_url(self.base_url)
+        return "every replica (" + ", ".join(redacted_url(u) for u in self.base_urls) + ")"
+
     def transport(self) -> dict[str, Any]:
         """The in-flight bound of the latest event loop: its setting, current value, history
-        (seconds since start, limit, reason) and request counters; kept with a run."""
+        (seconds since start, limit, reason) and request counters; kept with a run. With
+        several replicas, also what the router did (:meth:`ReplicaRouter.describe`)."""
         if self._state is None:
-            return ConcurrencyLimit(self.start_concurrency(),
-                                    self.max_concurrency is None).describe()
-        return self._state.limit.describe()
+            described = ConcurrencyLimit(self.start_concurrency(),
+                                         self.max_concurrency is None).describe()
+        else:
+            described = self._state.limit.describe()
+        if len(self.base_urls) > 1:
+            described["routing"] = self.router.describe(redacted_url)
+        return described
+
+    def _trust_env(self) -> bool:
+        """Proxy settings from the environment make no sense for loopback servers."""
+        return any((urlsplit(u).hostname or "") not in _LOOPBACK for u in self.base_urls)
 
     def _new_pool(self) -> HttpClient:
         """The connection pool of a run's requests (:mod:`clstream.models.http`)."""
-        host = urlsplit(self.base_url).hostname or ""
         pool = self.max_concurrency if self.max_concurrency is not None else DEFAULT_CEILING
-        return new_client(self.request_timeout, pool, trust_env=host not in _LOOPBACK,
+        return new_client(self.request_timeout, pool, trust_env=self._trust_env(),
                           prefer=self.http_client)
 
     def _new_client(self, timeout: float | None = None) -> httpx.AsyncClient:
         """An httpx client for the endpoint checks (a few requests, before the run)."""
-        host = urlsplit(self.base_url).hostname or ""
         seconds = self.request_timeout if timeout is None else timeout
         pool = self.max_concurrency if self.max_concurrency is not None else DEFAULT_CEILING
         return httpx.AsyncClient(
             # Read: the longest silence; pool: none, the in-flight bound does the waiting.
             timeout=httpx.Timeout(seconds, connect=min(seconds, 30.0), pool=None),
             limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
-            # Proxy settings from the environment make no sense for a loopback server.
-            trust_env=host not in _LOOPBACK,
+            trust_env=self._trust_env(),
         )
 
     async def __aenter__(self) -> OpenAICompatModel:
@@ -523,10 +568,11 @@ class OpenAICompatModel:
     ) -> GenerationResult:
         rng = jitter_rng(request.key)
         attempts = self.policy.attempts
-        limit, breaker = state.limit, state.breaker
+        limit, breaker, router = state.limit, state.breaker, self.router
+        affinity = affinity_of(request.key)
         last = ""
         retry_after: float | None = None
-        attempt = free = 0
+        attempt = free = moves = 0
         while attempt < attempts:
             if breaker.error is not None:
                 return self._stopped(limit, request, breaker.error)
@@ -534,9 +580,10 @@ class OpenAICompatModel:
             if breaker.error is not None:
                 limit.released(ticket)
                 return self._stopped(limit, request, breaker.error)
+            replica = router.route(affinity)
             try:
-                samples, usage, first_token_s = await self._attempt(client, request, body,
-                                                                    ticket.turn)
+                samples, usage, first_token_s = await self._attempt(
+                    client, request, body, ticket.turn, self.base_urls[replica])
             except _NoStream:
                 limit.released(ticket)
                 self.stream = False  # this server answers plain requests only
@@ -546,6 +593,7 @@ class OpenAICompatModel:
                 limit.congested(ticket, failure.reason)
                 if not failure.silent:
                     breaker.answered()
+                    router.answered(replica)
                 last, retry_after = failure.reason, failure.retry_after
                 if failure.free and others and free < FREE_RESENDS:
                     free += 1
@@ -556,11 +604,15 @@ class OpenAICompatModel:
             except _Unanswered as failure:
                 limit.released(ticket)
                 last, retry_after = failure.reason, None
+                if router.unanswered(replica) and moves < len(self.base_urls):
+                    moves += 1
+                    continue  # another replica is up: sent there at once, no retry spent
                 if breaker.failed(failure.cause) or breaker.error is not None:
                     return self._stopped(limit, request, breaker.error or last)
             except AttemptFailure as failure:
                 limit.released(ticket, error=not failure.retryable)
                 breaker.answered()
+                router.answered(replica)
                 last, retry_after = failure.reason, failure.retry_after
                 if not failure.retryable:
                     return self._error(request, f"{failure.reason} (not retried)")
@@ -569,6 +621,7 @@ class OpenAICompatModel:
                 raise
             else:
                 breaker.answered()
+                router.answered(replica)
                 limit.succeeded(ticket, first_token_s, usage.latency_s, usage.completion_tokens)
                 return GenerationResult(
                     key=request.key, samples=samples, usage=usage, stage=request.stage,
@@ -602,12 +655,13 @@ class OpenAICompatModel:
 
     async def _attempt(
         self, client: HttpClient, request: GenerationRequest, body: dict[str, Any],
-        turn: Turn | None = None,
+        turn: Turn | None = None, base_url: str | None = None,
     ) -> tuple[list[Sample], Usage, float]:
-        """One attempt: samples, usage (latency: the attempt's wall time) and the seconds to
-        the first token (the whole latency when the answer was not streamed). With ``turn``
-        the body goes out after those of the requests admitted before it."""
-        url = f"{self.base_url}/chat/completions"
+        """One attempt, to ``base_url`` (the first replica by default): samples, usage
+        (latency: the attempt's wall time) and the seconds to the first token (the whole
+        latency when the answer was not streamed). With ``turn`` the body goes out after
+        those of the requests admitted before it."""
+        url = f"{base_url or self.base_url}/chat/completions"
         streamed = self.stream
         content = dumps_body(stream_body(body) if streamed else body)
         headers = self._headers()
@@ -683,20 +737,26 @@ class OpenAICompatModel:
         """Check in seconds that a run can use this endpoint (module docstring); raises
         :class:`EndpointError` when it cannot, returns notes on transient trouble."""
         timeout = min(self.request_timeout, PREFLIGHT_TIMEOUT)
-        where = f"model {self.name} at {redacted_url(self.base_url)}"
+        notes: list[str] = []
+        infos: list[ServerInfo] = []
         async with self._new_client(timeout) as client:
-            served = await self._served_models(client, timeout, where)
-            props = await self._props(client, timeout)
-            self.server = merge((None if served is None else tuple(served),
-                                 self._listed_context), props)
-            return await self._one_token(client, sampling, timeout, where, served)
+            for base_url in self.base_urls:  # every replica must serve the model
+                where = f"model {self.name} at {redacted_url(base_url)}"
+                served = await self._served_models(client, timeout, where, base_url)
+                props = await self._props(client, timeout, base_url)
+                infos.append(merge((None if served is None else tuple(served),
+                                    self._listed_context), props))
+                notes += await self._one_token(client, sampling, timeout, where, served,
+                                               base_url)
+        self.server = infos[0] if len(infos) == 1 else merge_replicas(infos)
+        return notes
 
-    async def _props(self, client: httpx.AsyncClient, timeout: float
+    async def _props(self, client: httpx.AsyncClient, timeout: float, base_url: str
                      ) -> tuple[int | None, int | None] | None:
         """Context length and slots from a llama.cpp ``/props`` (None where not answered)."""
         try:
             response = await self._check_call(
-                client.get(f"{server_root(self.base_url)}/props", headers=self._headers()),
+                client.get(f"{server_root(base_url)}/props", headers=self._headers()),
                 timeout)
         except (TimeoutError, httpx.HTTPError):
             return None
@@ -713,12 +773,12 @@ class OpenAICompatModel:
                              f"({_server_reason(response, self._secrets())}){hint}")
 
     async def _served_models(
-        self, client: httpx.AsyncClient, timeout: float, where: str
+        self, client: httpx.AsyncClient, timeout: float, where: str, base_url: str
     ) -> list[str] | None:
         """The model ids ``GET /models`` lists, or None when the server lists none."""
         try:
             response = await self._check_call(
-                client.get(f"{self.base_url}/models", headers=self._headers()), timeout)
+                client.get(f"{base_url}/models", headers=self._headers()), timeout)
         except (TimeoutError, httpx.TimeoutException):
             raise EndpointError(f"{where}: no answer within {timeout:g}s "
                                 "(is the server up and the address right?)") from None
@@ -739,6 +799,7 @@ class OpenAICompatModel:
         timeout: float,
         where: str,
         served: list[str] | None,
+        base_url: str,
     ) -> list[str]:
         request = GenerationRequest(
             key="preflight", messages=(Message(role="user", content=PREFLIGHT_PROMPT),),
@@ -748,7 +809,7 @@ class OpenAICompatModel:
         unlisted = served is not None and self.target not in served
         try:
             response = await self._check_call(
-                client.post(f"{self.base_url}/chat/completions", json=body,
+                client.post(f"{base_url}/chat/completions", json=body,
                             headers=self._headers()), timeout)
         except (TimeoutError, httpx.TimeoutException):
             outcome = f"no answer to a 1-token request within {timeout:g}s"
