@@ -52,8 +52,12 @@ from clstream.training.train import TrainingRun, train
 # two at once on one device would only contend for it.
 _TRAINING = threading.Lock()
 
-OBJECTIVES = ("ntp", "sft", "cq", "sdft")
+Objective = Literal["ntp", "sft", "cq", "sdft"]
 TRAIN_STAGE = "train"
+_WHAT = {"ntp": "next-token training on the stream's text",
+         "sft": "fine-tuning on the answers of question-answer pairs",
+         "cq": "next-token training and answer fine-tuning, interleaved",
+         "sdft": "self-distillation from a teacher that sees the source"}
 
 
 def _recipe_params(lora: bool, objective: str) -> dict[str, Param]:
@@ -99,9 +103,17 @@ def _pair_of_text(text: str) -> tuple[str, str] | None:
 class ParametricMethod(MemorySystem):
     """Training at update points, answering with the trained weights (module docstring)."""
 
-    objective: ClassVar[Literal["ntp", "sft", "cq", "sdft"]]
+    objective: ClassVar[Objective]
     lora: ClassVar[bool]
     answers_with_weights: ClassVar[bool] = True
+
+    def __init_subclass__(cls, objective: Objective, lora: bool, **kwargs: Any) -> None:
+        """A method is an objective and a kind of weights; its summary and declared
+        parameters follow from them."""
+        super().__init_subclass__(**kwargs)
+        cls.objective, cls.lora = objective, lora
+        cls.summary = f"{_WHAT[objective]} ({'LoRA adapter' if lora else 'full weights'})"
+        cls.params = _recipe_params(lora, objective)
     train_weights: bool = True
     """False in a dry run (``clstream plan``, docs/plan.md §4): updates train nothing, and
     questions are answered by the base model."""
@@ -290,55 +302,33 @@ class ParametricMethod(MemorySystem):
                                kind="lora" if self.lora else "full")
 
 
-_WHAT = {"ntp": "next-token training on the stream's text",
-         "sft": "fine-tuning on the answers of question-answer pairs",
-         "cq": "next-token training and answer fine-tuning, interleaved",
-         "sdft": "self-distillation from a teacher that sees the source"}
+class Ntp(ParametricMethod, objective="ntp", lora=False):
+    name = "ntp"
 
 
-class Ntp(ParametricMethod):
-    name, objective, lora = "ntp", "ntp", False
-    summary = f"{_WHAT['ntp']} (full weights)"
-    params = _recipe_params(lora, objective)
+class Sft(ParametricMethod, objective="sft", lora=False):
+    name = "sft"
 
 
-class Sft(ParametricMethod):
-    name, objective, lora = "sft", "sft", False
-    summary = f"{_WHAT['sft']} (full weights)"
-    params = _recipe_params(lora, objective)
+class Cq(ParametricMethod, objective="cq", lora=False):
+    name = "cq"
 
 
-class Cq(ParametricMethod):
-    name, objective, lora = "cq", "cq", False
-    summary = f"{_WHAT['cq']} (full weights)"
-    params = _recipe_params(lora, objective)
+class Sdft(ParametricMethod, objective="sdft", lora=False):
+    name = "sdft"
 
 
-class Sdft(ParametricMethod):
-    name, objective, lora = "sdft", "sdft", False
-    summary = f"{_WHAT['sdft']} (full weights)"
-    params = _recipe_params(lora, objective)
+class LoraNtp(ParametricMethod, objective="ntp", lora=True):
+    name = "lora-ntp"
 
 
-class LoraNtp(ParametricMethod):
-    name, objective, lora = "lora-ntp", "ntp", True
-    summary = f"{_WHAT['ntp']} (LoRA adapter)"
-    params = _recipe_params(lora, objective)
+class LoraSft(ParametricMethod, objective="sft", lora=True):
+    name = "lora-sft"
 
 
-class LoraSft(ParametricMethod):
-    name, objective, lora = "lora-sft", "sft", True
-    summary = f"{_WHAT['sft']} (LoRA adapter)"
-    params = _recipe_params(lora, objective)
+class LoraCq(ParametricMethod, objective="cq", lora=True):
+    name = "lora-cq"
 
 
-class LoraCq(ParametricMethod):
-    name, objective, lora = "lora-cq", "cq", True
-    summary = f"{_WHAT['cq']} (LoRA adapter)"
-    params = _recipe_params(lora, objective)
-
-
-class LoraSdft(ParametricMethod):
-    name, objective, lora = "lora-sdft", "sdft", True
-    summary = f"{_WHAT['sdft']} (LoRA adapter)"
-    params = _recipe_params(lora, objective)
+class LoraSdft(ParametricMethod, objective="sdft", lora=True):
+    name = "lora-sdft"
