@@ -63,7 +63,7 @@ class RayExecutor:
     def __enter__(self) -> RayExecutor:
         ray = import_ray()
         if not ray.is_initialized():
-            quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+            quiet: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
             if self.address is not None:
                 ray.init(address=self.address, **quiet)
             else:  # "local": never an unrelated cluster found on this machine
