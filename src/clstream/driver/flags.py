@@ -1,4 +1,5 @@
-"""Command-line options every protocol's ``run`` verb shares: sampling and model backend.
+"""Command-line options every protocol's ``run`` verb shares: sampling, model backend and
+executor.
 
 Sampling flags are part of the run spec (they change outputs); backend flags (endpoint,
 concurrency, retries, cache) are not, except ``--model-args``, which the spec includes. Without
