@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -33,8 +34,13 @@ from clstream.driver.components import (
     system_factory,
 )
 from clstream.driver.failures import resume_command
-from clstream.driver.flags import backend_options, sampling_from_args
-from clstream.driver.plan import CellRunner, PlannedRun, RunJob, StoredDataset
+from clstream.driver.flags import (
+    EXECUTOR_FLAGS,
+    backend_options,
+    executor_from_args,
+    sampling_from_args,
+)
+from clstream.driver.plan import CellRunner, PlannedRun, RunJob, RunRecipe, StoredDataset
 from clstream.driver.routing import routed_cells
 from clstream.store.db import ResultsStore
 
@@ -92,8 +98,8 @@ def run_basics(args: argparse.Namespace) -> RunBasics:
 
 
 # Flags a results directory's spec file does not repeat: per run (--system), where results go,
-# how progress shows.
-_UNRECORDED = frozenset({"help", "system", "out", "no_progress"})
+# how progress shows, where cells are carried out.
+_UNRECORDED = frozenset({"help", "system", "out", "no_progress"}) | EXECUTOR_FLAGS
 
 
 def run_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None]
@@ -132,7 +138,9 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
     """One planned run per ``--system`` of ``protocol`` over ``dataset`` (see the module
     docstring). ``cells_at_once`` may depend on the system (OAKS's cache budget);
     ``check_system`` refuses a system the protocol cannot run, before anything is written."""
+    executor = executor_from_args(args)
     info = {**info, "run_flags": run_flags(args, add_arguments)}
+    recipe = RunRecipe(protocol, argparse.Namespace(**vars(args)), os.getcwd())
     runs = []
     for system in basics.systems:
         spec = RunSpec(protocol=protocol, dataset_hash=dataset.sha256,
@@ -147,7 +155,9 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
             error_kinds=error_kinds,
             cells_at_once=cells_at_once(spec, make) if callable(cells_at_once)
             else cells_at_once,
-            before_register=before_register(spec) if before_register is not None else None))
+            before_register=before_register(spec) if before_register is not None else None,
+            recipe=recipe))
     return RunJob(protocol, unit, args.out, basics.model, basics.sampling, basics.systems, runs,
                   resume_command(protocol, add_arguments, args),
-                  show_progress=not args.no_progress, notes=list(basics.notes))
+                  show_progress=not args.no_progress, notes=list(basics.notes),
+                  executor=executor)

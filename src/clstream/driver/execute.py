@@ -10,7 +10,9 @@ stored however the session ends.
 
 Executors: :class:`LocalExecutor` runs a run's cells as asyncio tasks in this process, at most
 ``cells_at_once`` together. A cell that raises :class:`~clstream.core.errors.StreamStopped`
-ends alone (its siblings go on); any other exception ends the run at once.
+ends alone (its siblings go on); any other exception ends the run at once. A
+:class:`ShardExecutor` (``--executor ray``, :mod:`clstream.driver.ray_executor`) carries cells
+out elsewhere and hands back their rows, which this process commits: it stays the one writer.
 
 A run goes through :func:`run_interruptible`, where SIGTERM (``kill``, a scheduler's preemption,
 ``timeout``) interrupts it as Ctrl-C does, so the driver's cleanup records the wall time spent
@@ -21,18 +23,19 @@ stored answers are not).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypeVar, cast
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from clstream.core.contracts import open_model
 from clstream.core.errors import StreamStopped
 from clstream.driver.components import register_run, run_info
 from clstream.driver.failures import Failure, finish, first_error
-from clstream.driver.plan import Cell, CellRunner, PlannedRun, RunJob, RunResult
+from clstream.driver.plan import Cell, CellRunner, PlannedRun, Progress, RunJob, RunResult
 from clstream.driver.preflight import check_endpoint
 from clstream.driver.progress import Notes, progress_bar
 from clstream.driver.transport import TRANSPORT_STREAM, TransportLog
@@ -47,6 +50,19 @@ class Executor(Protocol):
 
     async def run_cells(self, cells: Sequence[Cell],
                         run_cell: Callable[[Cell], Awaitable[None]], limit: int) -> list[str]: ...
+
+
+@runtime_checkable
+class ShardExecutor(Protocol):
+    """An executor that carries a run's cells out away from the store: it plans each cell's
+    run again from ``plan.recipe``, and commits the rows each cell hands back into ``store``
+    itself (one transaction per cell), reporting the cell's units to ``progress``."""
+
+    async def run_cells(self, cells: Sequence[Cell],
+                        run_cell: Callable[[Cell], Awaitable[None]], limit: int) -> list[str]: ...
+
+    async def run_shards(self, plan: PlannedRun, store: ResultsStore, cells: Sequence[Cell],
+                         progress: Progress) -> list[str]: ...
 
 
 class LocalExecutor:
@@ -136,10 +152,14 @@ async def execute_run(plan: PlannedRun, runner: CellRunner, store: ResultsStore,
     progress = bar if bar is not None else _Silent()
     transport = TransportLog(model)
     saver = asyncio.create_task(transport.keep_saved(store, run_id))
+    executor = executor or LocalExecutor()
     try:
-        async with open_model(model):  # one connection pool for every cell
-            stopped = await (executor or LocalExecutor()).run_cells(
-                cells, lambda cell: runner.run_cell(cell, progress), plan.cells_at_once)
+        if isinstance(executor, ShardExecutor) and plan.recipe is not None:
+            stopped = await executor.run_shards(plan, store, cells, progress)
+        else:
+            async with open_model(model):  # one connection pool for every cell
+                stopped = await executor.run_cells(
+                    cells, lambda cell: runner.run_cell(cell, progress), plan.cells_at_once)
     finally:
         saver.cancel()
         if bar is not None:
@@ -258,6 +278,21 @@ def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None,
     return failures
 
 
+@contextlib.contextmanager
+def chosen_executor(jobs: Sequence[RunJob], given: Executor | None) -> Iterator[Executor | None]:
+    """``given``, else the executor the jobs' flags choose (``--executor``; the first job's,
+    as they share one command line), open for the block: a Ray cluster is connected to, or
+    started, before anything is written, and let go of after the last run."""
+    choice = jobs[0].executor if jobs else None
+    if given is not None or choice is None or choice.kind == "local":
+        yield given
+        return
+    from clstream.driver.ray_executor import RayExecutor
+
+    with RayExecutor(choice.address, choice.workers) as ray_executor:
+        yield ray_executor
+
+
 def drive(jobs: RunJob | Sequence[RunJob], executor: Executor | None = None,
           resume: str | None = None, keep_going: bool = False) -> int:
     """Run ``jobs`` (one protocol's, or several from a spec file or a matrix) and end as every
@@ -270,11 +305,12 @@ def drive(jobs: RunJob | Sequence[RunJob], executor: Executor | None = None,
         check_endpoint(job.model, job.sampling, job.systems)
     failures: list[tuple[RunJob, list[Failure]]] = []
     said: set[str] = set()  # notes shared by several jobs are printed once
-    for job in jobs:
-        with ResultsStore(job.out, writer=True) as store:
-            failed = run_job(job, store, executor, said, keep_going)
-        if failed:
-            failures.append((job, failed))
+    with chosen_executor(jobs, executor) as chosen:
+        for job in jobs:
+            with ResultsStore(job.out, writer=True) as store:
+                failed = run_job(job, store, chosen, said, keep_going)
+            if failed:
+                failures.append((job, failed))
     if failures:
         protocols = {job.protocol for job, _ in failures}
         units = {job.unit for job, _ in failures}

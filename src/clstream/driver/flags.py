@@ -1,4 +1,5 @@
-"""Command-line options every protocol's ``run`` verb shares: sampling and model backend.
+"""Command-line options every protocol's ``run`` verb shares: sampling, model backend and
+executor.
 
 Sampling flags are part of the run spec (they change outputs); backend flags (endpoint,
 concurrency, retries, cache) are not, except ``--model-args``, which the spec includes. Without
@@ -9,12 +10,14 @@ concurrency, retries, cache) are not, except ``--model-args``, which the spec in
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import SpecError
 
 if TYPE_CHECKING:
     from clstream.core.types import SamplingParams
+    from clstream.driver.plan import ExecutorChoice
 
 # The openai backend's default endpoint (clstream.models.openai_compat.DEFAULT_BASE_URL, not
 # imported here so that building the command line does not load the HTTP client).
@@ -119,10 +122,31 @@ def add_run_arguments(p: argparse.ArgumentParser, system_help: str) -> None:
 
 
 def add_driver_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags the driver reads in every ``run`` verb: progress, sampling and backend."""
+    """The flags the driver reads in every ``run`` verb: progress, sampling, backend and
+    executor."""
     p.add_argument("--no-progress", action="store_true")
     add_sampling_arguments(p)
     add_backend_arguments(p)
+    add_executor_arguments(p)
+
+
+EXECUTORS = ("local", "ray")
+RAY_MISSING = "--executor ray: ray is not installed (pip install 'clstream[ray]')"
+EXECUTOR_FLAGS = frozenset({"executor", "ray_address", "ray_workers"})
+"""Destinations of the executor flags: how a run is carried out, never what it is (not in the
+run spec, not among the flags a results directory records)."""
+
+
+def add_executor_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("executor (where the cells of a run are carried out)")
+    g.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local: in this process; ray: on a Ray cluster, results still written "
+                        "by this process only (needs the ray extra)")
+    g.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="Ray cluster to use (HOST:6379 or ray://HOST:10001); default: a local "
+                        "cluster started for the run")
+    g.add_argument("--ray-workers", type=int, default=None, metavar="N",
+                   help="CPUs of the local cluster started for the run (default: all)")
 
 
 # SamplingParams fields whose flag has another name.
@@ -146,6 +170,26 @@ def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
         field = str(err["loc"][0])
         flag = "--" + _SAMPLING_FLAGS.get(field, field.replace("_", "-"))
         raise SpecError(f"flag {flag}: {err['msg']}") from None
+
+
+def executor_from_args(args: argparse.Namespace) -> ExecutorChoice:
+    """The executor the flags choose; a one-line error (exit 2) for ``--executor ray`` where
+    ray is not installed, or for Ray flags without it, before anything is written."""
+    from clstream.driver.plan import ExecutorChoice
+
+    kind = getattr(args, "executor", "local") or "local"
+    address = getattr(args, "ray_address", None)
+    workers = getattr(args, "ray_workers", None)
+    positive("--ray-workers", workers, MOST_IN_FLIGHT)
+    if kind != "ray":
+        if address is not None or workers is not None:
+            raise SpecError("flags --ray-address and --ray-workers need --executor ray")
+        return ExecutorChoice()
+    if importlib.util.find_spec("ray") is None:
+        raise SpecError(RAY_MISSING)
+    if address is not None and workers is not None:
+        raise SpecError("flag --ray-workers sizes a local cluster; not with --ray-address")
+    return ExecutorChoice("ray", address, workers)
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:

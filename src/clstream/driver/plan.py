@@ -15,6 +15,7 @@ order, and the records are the same.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -65,6 +66,28 @@ class StoredDataset:
     view: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class RunRecipe:
+    """How another process plans the same run again: the protocol's name, the parsed flags of
+    its ``run`` verb (one seed's) and the directory they were given in (relative paths). A
+    worker of a remote executor rebuilds the run from it, its model included, and checks that
+    the run id comes out the same (:mod:`clstream.driver.shard_worker`)."""
+
+    protocol: str
+    args: argparse.Namespace
+    cwd: str
+
+
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """The ``--executor`` flags of a ``run`` verb: ``local`` (this process) or ``ray`` (the
+    cluster at ``address``, or one started for the run with ``workers`` CPUs)."""
+
+    kind: str = "local"
+    address: str | None = None
+    workers: int | None = None
+
+
 @dataclass
 class PlannedRun:
     """One system's run of one protocol, before anything is written.
@@ -73,7 +96,8 @@ class PlannedRun:
     it (``{"probe": "probes"}``; several kinds are shown one by one); ``error_kinds`` are the
     kinds whose first stored error the failure line quotes. ``open`` gives the run's cell
     runner on the results store; ``cells_at_once`` bounds the cells run together;
-    ``before_register`` checks the store before the run is registered (a resume must match).
+    ``before_register`` checks the store before the run is registered (a resume must match);
+    ``recipe`` lets a remote executor plan the run again in a worker.
     """
 
     spec: RunSpec
@@ -85,6 +109,7 @@ class PlannedRun:
     error_kinds: tuple[str, ...] = ()
     cells_at_once: int = 1
     before_register: Callable[[ResultsStore], None] | None = None
+    recipe: RunRecipe | None = None
 
     @property
     def label(self) -> str:
@@ -107,6 +132,7 @@ class RunJob:
     resume: str
     show_progress: bool = True
     notes: list[str] = field(default_factory=list)
+    executor: ExecutorChoice = field(default_factory=ExecutorChoice)
 
 
 @dataclass

@@ -49,7 +49,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,8 +62,8 @@ from clstream.core.types import Usage
 from clstream.store.snapshots import SnapshotChains
 
 __all__ = [
-    "DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "Record", "ResultsStore", "RunRow", "RunStatus",
-    "StoredRecord", "results_db_exists",
+    "DB_NAME", "LOCK_NAME", "RECORD_COLUMNS", "SCHEMA_VERSION", "Record", "ResultsStore",
+    "RunRow", "RunStatus", "StoredRecord", "results_db_exists",
 ]
 
 DB_NAME = "results.sqlite"
@@ -71,13 +71,13 @@ LOCK_NAME = ".writer.lock"
 SCHEMA_VERSION = 3
 
 # Every column of ``records`` in table order; inserts name them, so the order is not load-bearing.
-_RECORD_COLUMNS = (
+RECORD_COLUMNS = (
     "run_id", "kind", "key", "stream", "t", "rollout", "arm", "sample", "score", "payload",
     "error", "stage", "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens",
     "latency_s", "cache_hit", "created_at",
 )
 # What a retry of a stored error replaces (everything but the primary key).
-_RETRY_COLUMNS = [c for c in _RECORD_COLUMNS if c not in ("run_id", "kind", "key")]
+_RETRY_COLUMNS = [c for c in RECORD_COLUMNS if c not in ("run_id", "kind", "key")]
 
 
 def _records_table(name: str) -> str:
@@ -153,7 +153,7 @@ _V2_STATES_READ_VIEW = (
 )
 
 _V1_COPY = (
-    f"INSERT INTO records_v2 ({', '.join(_RECORD_COLUMNS)}) SELECT run_id, kind, key, stream, t,"
+    f"INSERT INTO records_v2 ({', '.join(RECORD_COLUMNS)}) SELECT run_id, kind, key, stream, t,"
     " NULL, NULL, NULL, NULL, payload, error, stage, prompt_tokens, cached_tokens,"
     " completion_tokens, reasoning_tokens, latency_s, cache_hit, created_at FROM records"
 )
@@ -536,7 +536,7 @@ class ResultsStore:
     def _insert(self, run_id: str, records: list[Record]) -> int:
         now = time.time()
         sc = self._scrub()
-        rows = [
+        rows: list[tuple[Any, ...]] = [
             (run_id, r.kind, sc.text(r.key), sc.text(r.stream), _opt_int(r.t),
              _opt_int(r.rollout), self._text(r.arm, sc), _opt_int(r.sample),
              None if r.score is None else float(r.score), self._json(r.payload, scrubber=sc),
@@ -545,15 +545,46 @@ class ResultsStore:
              r.usage.latency_s, int(r.cache_hit), now)
             for r in records
         ]
+        return self._upsert(rows)
+
+    def _upsert(self, rows: list[tuple[Any, ...]]) -> int:
+        """Insert record rows (every column, in table order); a stored error is replaced, a
+        stored success never is."""
         updates = ", ".join(f"{c}=excluded.{c}" for c in _RETRY_COLUMNS)
         cur = self.conn.executemany(
-            f"INSERT INTO records ({', '.join(_RECORD_COLUMNS)})"
-            f" VALUES ({', '.join('?' * len(_RECORD_COLUMNS))})"
+            f"INSERT INTO records ({', '.join(RECORD_COLUMNS)})"
+            f" VALUES ({', '.join('?' * len(RECORD_COLUMNS))})"
             f" ON CONFLICT (run_id, kind, key) DO UPDATE SET {updates}"
             " WHERE records.error IS NOT NULL",
             rows,
         )
         return cur.rowcount
+
+    def put_rows(self, run_id: str, records: Iterable[Sequence[Any]],
+                 states: Iterable[Sequence[Any]]) -> int:
+        """Commit rows read from another results database in one transaction: ``records`` as
+        :data:`RECORD_COLUMNS` less ``run_id`` (payload as JSON text), ``states`` as
+        ``(stream, t, state, base)`` exactly as stored (a delta stays a delta against the same
+        base step). How a cell run elsewhere comes back (:mod:`clstream.store.shard`): the
+        same retry rule as :meth:`put_records`, every string scrubbed again here. Returns the
+        records written."""
+        sc = self._scrub()
+        rows = [(run_id, r[0], sc.text(r[1]), sc.text(r[2]), _opt_int(r[3]), _opt_int(r[4]),
+                 self._text(r[5], sc), _opt_int(r[6]), r[7],
+                 self._json(json.loads(r[8]), scrubber=sc), self._text(r[9], sc), *r[10:])
+                for r in records]
+        if any(len(row) != len(RECORD_COLUMNS) for row in rows):
+            raise StoreError(f"{self.path}: a record row needs {len(RECORD_COLUMNS) - 1} columns")
+        with self._transaction():
+            for stream, t, state, base in states:
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO states (run_id, stream, t, state, base)"
+                    " VALUES (?,?,?,?,?)",
+                    (run_id, sc.text(stream), int(t),
+                     json.dumps(sc.value(json.loads(state)), sort_keys=False), _opt_int(base)))
+            written = self._upsert(rows) if rows else 0
+        self._chains.forget()
+        return written
 
     @staticmethod
     def _where(run_id: str, kind: str | None, filters: dict[str, Any],
