@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai_server import FakeOpenAIServer
 
 from clstream.cli import main
 from clstream.core.contracts import System
@@ -37,6 +36,9 @@ from clstream.models.builtin import BuiltinReader
 from clstream.render.base import Cell as TableCell
 from clstream.render.base import Column, Section, Table
 from clstream.store.db import ResultsStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+from fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 QUESTION = "What does the counter read?"
 
