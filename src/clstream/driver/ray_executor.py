@@ -24,6 +24,7 @@ dashboard) and stopped after it; a process already connected to Ray uses that co
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType, TracebackType
@@ -44,10 +45,9 @@ WAIT_S = 0.5  # how long one wait for finished tasks blocks (a cancelled run sto
 def import_ray() -> ModuleType:
     """The ray module, or the one-line error naming the extra that installs it."""
     try:
-        import ray
+        return importlib.import_module("ray")
     except ImportError:
         raise SpecError(RAY_MISSING) from None
-    return ray
 
 
 class RayExecutor:
