@@ -106,6 +106,9 @@ class ParametricMethod(MemorySystem):
     objective: ClassVar[Objective]
     lora: ClassVar[bool]
     answers_with_weights: ClassVar[bool] = True
+    train_weights: bool = True
+    """False in a dry run (``clstream plan``, docs/plan.md §4): updates train nothing, and
+    questions are answered by the base model."""
 
     def __init_subclass__(cls, objective: Objective, lora: bool, **kwargs: Any) -> None:
         """A method is an objective and a kind of weights; its summary and declared
@@ -114,9 +117,6 @@ class ParametricMethod(MemorySystem):
         cls.objective, cls.lora = objective, lora
         cls.summary = f"{_WHAT[objective]} ({'LoRA adapter' if lora else 'full weights'})"
         cls.params = _recipe_params(lora, objective)
-    train_weights: bool = True
-    """False in a dry run (``clstream plan``, docs/plan.md §4): updates train nothing, and
-    questions are answered by the base model."""
 
     def _configure(self) -> None:
         for module in ("peft", "trl"):
