@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from clstream.core.types import Message
 
 _PIECE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_WORD = re.compile(r"\w+")
+_SYMBOL = re.compile(r"[^\w\s]")
+# Inside a word run, each full 5 characters after its first: a run of length L holds
+# (L - 1) // 5 of them (the scan starts only where a word character precedes, and a run's
+# first character has none before it).
+_EXTRA = re.compile(r"(?<=\w)\w{5}")
 
 
 def _piece_cost(length: int, is_word: bool) -> int:
@@ -32,11 +38,10 @@ class ApproxTokenizer:
     exact = False
 
     def count(self, text: str) -> int:
-        total = 0
-        for m in _PIECE.finditer(text):
-            piece = m.group()
-            total += _piece_cost(len(piece), piece[0].isalnum() or piece[0] == "_")
-        return total
+        """Symbols + word runs + each run's (L - 1) // 5, counted by the regex engine: the same
+        sum as over :func:`_piece_cost` of every piece, without a Python step per piece."""
+        return (len(_SYMBOL.findall(text)) + len(_WORD.findall(text))
+                + len(_EXTRA.findall(text)))
 
     def _cumulative(self, text: str) -> tuple[list[int], list[int]]:
         starts: list[int] = []

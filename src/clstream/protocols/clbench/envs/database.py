@@ -22,6 +22,7 @@ count as a query. Order: each half is shuffled on every rollout, run 0 included.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -61,6 +62,37 @@ ACTION_SCHEMA: dict[str, Any] = {
     ]
 }
 KIND_TEXT = {"integer": "an integer", "float": "a number", "text": "a short text"}
+
+
+# The databases a (seed, size) makes, built once per process: every environment of a run (each
+# arm, rollout and system) gets its own copies of them (SQLite's backup copies pages, in C).
+_BUILT: dict[tuple[int, int, int], tuple[sqlite3.Connection, sqlite3.Connection,
+                                         tuple[dbgen.Question, ...]]] = {}
+_BUILT_AT_MOST = 4
+_BUILDING = threading.Lock()
+
+
+def _databases(seed: int, layout: dbgen.Layout, n_products: int, n_reviews: int
+               ) -> tuple[sqlite3.Connection, sqlite3.Connection, tuple[dbgen.Question, ...]]:
+    """Fresh in-memory copies of the databases before and after the migration, and the
+    question bank; the same bytes as building them anew (docs/clbench.md §4.3)."""
+    key = (seed, n_products, n_reviews)
+    with _BUILDING:
+        built = _BUILT.get(key)
+        if built is None:
+            pre = dbgen.build_database(seed, layout, n_products, n_reviews)
+            post = dbgen.migrate(pre, seed, layout)
+            built = (pre, post, tuple(dbgen.make_questions(seed, layout, pre, post)))
+            while len(_BUILT) >= _BUILT_AT_MOST:
+                for conn in _BUILT.pop(next(iter(_BUILT)))[:2]:
+                    conn.close()
+            _BUILT[key] = built
+        copies = []
+        for source in built[:2]:
+            copy = sqlite3.connect(":memory:", check_same_thread=False)
+            source.backup(copy)
+            copies.append(copy)
+    return copies[0], copies[1], built[2]
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
@@ -171,9 +203,7 @@ class DatabaseEnv(EnvironmentBase):
         self.n_products, self.n_reviews = n_products, n_reviews
         self.sql_timeout_s, self.row_cap = float(sql_timeout_s), int(row_cap)
         self.layout = dbgen.make_layout(seed)
-        self._pre = dbgen.build_database(seed, self.layout, n_products, n_reviews)
-        self._post = dbgen.migrate(self._pre, seed, self.layout)
-        bank = dbgen.make_questions(seed, self.layout, self._pre, self._post)
+        self._pre, self._post, bank = _databases(seed, self.layout, n_products, n_reviews)
         self.questions = {q.qid: q for q in bank if q.qid in ids}
         for conn in (self._pre, self._post):
             lock_read_only(conn)
