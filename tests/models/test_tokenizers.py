@@ -33,9 +33,13 @@ def test_hand_counted() -> None:
     assert TOKENIZER.count("abcdefghijk") == 3  # 1 + 10 // 5
     assert TOKENIZER.count("Mary went to the kitchen.") == 7  # "kitchen" is 2
     assert TOKENIZER.count("a,b") == 3 and TOKENIZER.count("__init__") == 2
+    assert TOKENIZER.count("the cat sat.") == 4
+    assert TOKENIZER.count("extraordinarily") == 1 + (15 - 1) // 5
 
 
-@given(st.text(max_size=60), st.integers(min_value=0, max_value=30))
+@given(st.text(max_size=300), st.integers(min_value=0, max_value=80))
 def test_truncation_keeps_a_suffix_within_the_budget(text: str, budget: int) -> None:
     kept = TOKENIZER.truncate_left(text, budget)
     assert text.endswith(kept) and TOKENIZER.count(kept) <= budget
+    if TOKENIZER.count(text) <= budget:
+        assert kept == text
