@@ -23,7 +23,7 @@ enough for questions about recent facts to stay answerable from memory.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from clstream.core import layout
 from clstream.core import memagent_format as formats
@@ -53,28 +53,28 @@ def new_memory(memory: str, piece: str, budget: int) -> str:
     EMPTY_MEMORY` when nothing is."""
     count = approx_tokenizer().count
     fresh = [u for u in units(piece, budget) if is_informative(u)]
-    old = units(memory, budget)
-    room = budget
-    kept_new: list[str] = []
-    for unit in reversed(fresh):
-        cost = count(unit)
-        if cost > room:
-            break
-        kept_new.append(unit)
-        room -= cost
-    kept_old: list[str] = []
-    for unit in reversed(old):
-        cost = count(unit)
-        if cost > room:
-            break
-        kept_old.append(unit)
-        room -= cost
-    kept = [*reversed(kept_old), *reversed(kept_new)]
+    kept_new, room = _latest_fitting(fresh, budget, count)
+    kept_old, _ = _latest_fitting(units(memory, budget), room, count)
+    kept = [*kept_old, *kept_new]
     text = SEPARATOR.join(kept)
     while kept and count(text) > budget:  # separators may cost tokens: drop the oldest
         kept.pop(0)
         text = SEPARATOR.join(kept)
     return text or formats.EMPTY_MEMORY
+
+
+def _latest_fitting(units_: list[str], room: int, count: Callable[[str], int]
+                    ) -> tuple[list[str], int]:
+    """The most recent of ``units_`` that fit ``room`` tokens together, in their order (the
+    first that does not fit stops the search), and the room left."""
+    kept: list[str] = []
+    for unit in reversed(units_):
+        cost = count(unit)
+        if cost > room:
+            break
+        kept.append(unit)
+        room -= cost
+    return kept[::-1], room
 
 
 def is_informative(unit: str) -> bool:
