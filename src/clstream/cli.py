@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 from clstream import __version__
 from clstream.commands import check, listing, merge, plan, results, runs, specfile
 from clstream.core.errors import ClstreamError
+from clstream.core.outputs import replacing
 from clstream.core.protocol import Command, StreamProtocol
 from clstream.core.registry import names, resolve
 
@@ -151,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "protocol", None) is not None and getattr(args, "spec", None) is not None:
         parser.error("run: give a protocol with its flags, or --spec FILE, not both")
     try:
-        return int(args.handler(args) or 0)
+        with replacing(bool(getattr(args, "force", False))):
+            return int(args.handler(args) or 0)
     except ClstreamError as exc:
         print(f"clstream: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -20,6 +20,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from clstream.core.outputs import add_force_flag, claim_file
 from clstream.driver.flags import OPENAI_DEFAULT_BASE_URL, BaseUrlFlag
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--save", default=None, metavar="FILE",
                    help="also measure prefill speed, and write the prefill and decode tokens/s "
                         "as JSON for `clstream plan --throughput FILE`")
+    add_force_flag(p)
     p.set_defaults(handler=handler)
 
 
@@ -250,6 +252,8 @@ def handler(args: argparse.Namespace) -> int:
     from clstream.models.openai_compat import EndpointError, OpenAICompatModel
     from clstream.models.wire import MalformedResponse
 
+    if args.save is not None:  # refused before any request when it cannot be written
+        claim_file(args.save)
     given = args.base_url if args.base_url is not None else OPENAI_DEFAULT_BASE_URL
     urls = given if isinstance(given, list) else [given]
     reports: list[dict[str, Any]] = []
@@ -271,10 +275,10 @@ def handler(args: argparse.Namespace) -> int:
         reports.append(found)
         speeds.append(prefill_tps)
     if args.save is not None:
-        from clstream.core.files import write_atomic
+        from clstream.core.outputs import write_output
 
         # The throughput of one replica: a plan divides the work by the server's own speed.
-        write_atomic(args.save, json.dumps(throughput_file(reports[0], speeds[0]), indent=2)
+        write_output(args.save, json.dumps(throughput_file(reports[0], speeds[0]), indent=2)
                      + "\n")
     if args.json:
         print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))

@@ -9,8 +9,11 @@ from typing import Any
 
 
 def merge(args: argparse.Namespace) -> int:
+    from clstream.core.outputs import claim_directory
     from clstream.store.merge import merge_results
 
+    # never into a results store or a dataset; an existing directory is merge's own refusal
+    claim_directory(args.out, force=True)
     counts = merge_results(args.out, args.dirs)
     shared = f" ({counts.shared_runs} found in more than one)" if counts.shared_runs else ""
     print(f"merged {len(args.dirs)} directories into {args.out}: {counts.runs} runs{shared}, "

@@ -13,10 +13,12 @@ import contextlib
 import json
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import ClstreamError, StoreError
+from clstream.core.outputs import add_force_flag
 from clstream.core.registry import names, resolve
 
 
@@ -58,12 +60,14 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
 
 # -- export ----------------------------------------------------------------------------------
 def export(args: argparse.Namespace) -> int:
+    from clstream.core.outputs import claim_file, note_written
     from clstream.store.db import ResultsStore
     from clstream.store.export import select_run
 
     with ResultsStore(args.dir) as store:
         run = select_run(store, args.system, args.model, protocol=args.protocol,
                          dataset=args.dataset)
+        claim_file(args.out, protected=store.dataset_paths())
         if run.protocol not in names("protocol"):
             raise StoreError(f"{args.dir}: run {run.run_id} is a {run.protocol!r} run, which "
                              "this clstream cannot export")
@@ -76,6 +80,7 @@ def export(args: argparse.Namespace) -> int:
 
             raise StoreError(f"{args.dir}: run {run.run_id} cannot be exported: "
                              f"{broken_reason(error)}") from None
+    note_written(args.out)
     print(f"wrote {n} records to {args.out}", file=sys.stderr)
     return 0
 
@@ -114,16 +119,18 @@ def _dataset_label(run: dict[str, Any]) -> str:
 def _write_cross_csv(result: dict[str, Any], path: str) -> None:
     """``summary --cross-csv FILE``: the cross-protocol view as CSV (one protocol's runs give
     a view with that protocol's columns only)."""
-    from clstream.core.files import write_atomic
+    from clstream.core.outputs import write_output
     from clstream.report.cross_protocol import cross_protocol, csv_text
 
     view = result.get("cross_protocol") or cross_protocol(result["runs"])
-    write_atomic(Path(path), csv_text(view))
+    write_output(path, csv_text(view))
     print(f"wrote the cross-protocol table ({len(view['methods'])} methods, "
           f"{len(view['columns'])} metric columns) to {path}", file=sys.stderr)
 
 
 def summary(args: argparse.Namespace) -> int:
+    if args.cross_csv is not None:  # refused before any reading when it cannot be written
+        _claim_outputs(args.dir, [args.cross_csv])
     result = _summarize(args)
     if args.cross_csv is not None:
         _write_cross_csv(result, args.cross_csv)
@@ -177,20 +184,42 @@ def _print_statistics(result: dict[str, Any], after: bool) -> None:
         print(("\n" if after else "") + "\n".join(paired.text_lines(result["paired"])))
 
 
+def _claim_outputs(dirs: Sequence[str], files: Sequence[str | Path],
+                   directories: Sequence[str | Path] = ()) -> None:
+    """Refuse, before anything is read or written, output paths that are part of a results
+    store, a dataset the runs in ``dirs`` were made from, or a file clstream did not write
+    (:mod:`clstream.core.outputs`)."""
+    from clstream.core.outputs import claim_directory, claim_file
+    from clstream.store.db import ResultsStore
+
+    protected: list[str] = []
+    for d in dirs:
+        with ResultsStore(d) as store:
+            protected += store.dataset_paths()
+    for f in files:
+        claim_file(f, protected=protected)
+    for directory in directories:
+        claim_directory(directory, protected=protected)
+
+
 # -- report ----------------------------------------------------------------------------------
 def report(args: argparse.Namespace) -> int:
+    from clstream.core.outputs import note_written
     from clstream.report.html import render_report
 
     if len(args.dir) > 1 and not args.out:
         raise StoreError("report: reading several directories, give --out FILE for the report")
-    result = _summarize(args)
     out = Path(args.out) if args.out else Path(args.dir[0]) / "report.html"
+    _claim_outputs(args.dir, [out], [args.export] if args.export is not None else [])
+    result = _summarize(args)
     path = render_report(result, out)
+    note_written(path)
     print(path.resolve())
     if args.export is not None:
         from clstream.report.export import export_report
 
         written = export_report(result, args.export)
+        note_written(args.export)
         figures = sum(1 for e in written if e.kind == "figure")
         print(f"exported {figures} figures and {len(written) - figures} tables to "
               f"{args.export} (index.md lists them)", file=sys.stderr)
@@ -211,6 +240,7 @@ def add_parsers(sub: Any) -> None:
     exp.add_argument("--system", required=True, help="system label or run id")
     exp.add_argument("--model", default=None, help="model label, when a system ran with several")
     exp.add_argument("--out", required=True)
+    add_force_flag(exp)
     _add_selection(exp)
     exp.set_defaults(handler=export)
 
@@ -221,6 +251,7 @@ def add_parsers(sub: Any) -> None:
     summ.add_argument("--cross-csv", default=None, metavar="FILE",
                       help="also write the cross-protocol table (methods x headline metrics, "
                            "with intervals, ranks and cost) as CSV")
+    add_force_flag(summ)
     _add_selection(summ)
     summ.set_defaults(handler=summary)
 
@@ -232,5 +263,6 @@ def add_parsers(sub: Any) -> None:
                      help="also write every figure (SVG, PDF) and table (LaTeX, CSV, "
                           "Markdown) of the report into folder OUT, listed in OUT/index.md")
     rep.add_argument("--prices", default=None)
+    add_force_flag(rep)
     _add_selection(rep)
     rep.set_defaults(handler=report)

@@ -51,6 +51,10 @@ class ResultsReader(Protocol):
         """Record counts per kind, first and last record time, wall time, snapshot count."""
         ...
 
+    def dataset_paths(self) -> list[str]:
+        """The paths the stored datasets were read from (outputs never replace them)."""
+        ...
+
     def get_dataset(self, sha256: str) -> tuple[str, dict[str, Any]]:
         """The stored view of a run's dataset: (path, content); StoreError when absent."""
         ...

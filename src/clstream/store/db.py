@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import StoreError
 from clstream.core.files import disk_cause, os_error_cause, sqlite_disk_cause
+from clstream.core.outputs import RESULTS_DB
 from clstream.core.records import Record, RunRow, RunStatus, StoredRecord
 from clstream.core.secrets import Scrubber, environment_secrets, registered_secrets
 from clstream.core.types import Usage
@@ -66,7 +67,7 @@ __all__ = [
     "RunRow", "RunStatus", "StoredRecord", "results_db_exists",
 ]
 
-DB_NAME = "results.sqlite"
+DB_NAME = RESULTS_DB
 LOCK_NAME = ".writer.lock"
 SCHEMA_VERSION = 3
 
@@ -435,6 +436,12 @@ class ResultsStore:
             "INSERT OR IGNORE INTO datasets VALUES (?,?,?)",
             (sha256, self._text(path), self._json(content)),
         )
+
+    def dataset_paths(self) -> list[str]:
+        """The paths datasets were read from when their runs were registered (commands that
+        write files refuse these: :mod:`clstream.core.outputs`)."""
+        return [str(r[0]) for r in self.conn.execute("SELECT path FROM datasets")
+                if r[0] and ":" not in str(r[0]).split("/", 1)[0]]
 
     def get_dataset(self, sha256: str) -> tuple[str, dict[str, Any]]:
         row = self.conn.execute(

@@ -19,6 +19,7 @@ from typing import Any
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import WriteError, os_error_cause, sqlite_disk_cause
+from clstream.core.outputs import claim_directory, note_written
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
@@ -161,6 +162,7 @@ def generate(args: argparse.Namespace) -> int:
     staging directory beside it, then renamed into place, so a full or read-only disk leaves
     no partial task directory (and no ``OUT`` this command created)."""
     out = Path(args.out)
+    claim_directory(out, role="dataset")  # a new or empty directory: never over a dataset
     created = not out.exists()
     for task in task_names(args.task):
         env = make_env(task, args.seed, args.schedule)
@@ -184,6 +186,7 @@ def generate(args: argparse.Namespace) -> int:
         finally:
             _close({task: env})
         print(f"{task}: {len(paths)} files in {out / task}", file=sys.stderr)
+    note_written(out, "dataset")
     print(out)
     return 0
 

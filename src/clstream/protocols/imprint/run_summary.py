@@ -20,6 +20,7 @@ from typing import Any
 
 from clstream.core.errors import StoreError
 from clstream.core.files import atomic_writer
+from clstream.core.outputs import claim_file, output_writer
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap
@@ -160,11 +161,13 @@ def export_imprint(store: ResultsReader, run: RunRow, out: Any) -> int:
     (``<out stem>.items.jsonl``), so ``score imprint ITEMS PREDICTIONS`` scores the export."""
     rows = export_rows(store, run)
     target = Path(out)
+    companion = target.with_name(target.stem + ".items.jsonl")
+    claim_file(companion, protected=store.dataset_paths())
     with atomic_writer(target) as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     items = stored_items(run_view(store, run))
-    with atomic_writer(target.with_name(target.stem + ".items.jsonl")) as handle:
+    with output_writer(companion) as handle:
         for item in items:
             handle.write(json.dumps(item.model_dump(exclude_defaults=True)
                                     | {"item_id": item.item_id, "gold": item.gold,

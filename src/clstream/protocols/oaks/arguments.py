@@ -25,6 +25,9 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--haystack", action="append", default=None, metavar="FILE",
                    help="text file(s) to use as distractor prose instead of generated prose")
     p.add_argument("--out", required=True)
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing file at --out (runs made from it keep their "
+                        "stored copy; results stores are never replaced)")
 
 
 def add_run_oaks_arguments(p: argparse.ArgumentParser) -> None:

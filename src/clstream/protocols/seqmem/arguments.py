@@ -56,4 +56,7 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", type=int, default=200, help="stream length T")
     p.add_argument("--holdout", type=int, default=40, help="hold-out tasks")
     p.add_argument("--out", required=True)
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing file at --out (runs made from it keep their "
+                        "stored copy; results stores are never replaced)")
 
