@@ -138,11 +138,12 @@ def test_a_full_disk_while_writing_leaves_nothing_partial(
         (tmp_path / name).write_text("old")
     monkeypatch.setattr(os, "fsync", full)
     commands = [
-        ["generate", "oaks-babi", "--seed", "3", "--out", str(tmp_path / "s.json")],
+        ["generate", "oaks-babi", "--seed", "3", "--out", str(tmp_path / "s.json"), "--force"],
         ["generate", "seqmem-synthetic", "--tasks", "12", "--holdout", "2",
-         "--out", str(tmp_path / "t.json")],
-        ["export", str(work / "res"), "--system", "full", "--out", str(tmp_path / "p.jsonl")],
-        ["report", str(work / "res"), "--out", str(tmp_path / "report.html")],
+         "--out", str(tmp_path / "t.json"), "--force"],
+        ["export", str(work / "res"), "--system", "full", "--out", str(tmp_path / "p.jsonl"),
+         "--force"],
+        ["report", str(work / "res"), "--out", str(tmp_path / "report.html"), "--force"],
     ]
     for argv in commands:
         _one_line(capsys, main(argv), str(tmp_path), "no space left on device")
@@ -217,8 +218,8 @@ def test_read_only_mount(work: Path, tmp_path: Path) -> None:
                      f"{ro}/res"), f"{ro}/res", cause)
     _check(_clstream(bind, "run", "oaks", str(work / "s.json"), "--system", "full", "--out",
                      f"{ro}/new"), f"{ro}/new", cause)
-    _check(_clstream(bind, "export", f"{ro}/res", "--system", "full", "--out", f"{ro}/p.jsonl"),
-           f"{ro}/p.jsonl", cause)
+    _check(_clstream(bind, "export", f"{ro}/res", "--system", "full", "--out", f"{ro}/p.jsonl",
+                     "--force"), f"{ro}/p.jsonl", cause)
     _check(_clstream(bind, "report", f"{ro}/res"), f"{ro}/res/report.html", cause)
     summary = _clstream(bind, "summary", f"{ro}/res", "--json")  # reading still works
     assert summary.returncode == 0, summary.stderr

@@ -103,7 +103,7 @@ def test_streamed_outputs_are_noted(tmp_path: Path) -> None:
     with output_writer(out) as fh:
         fh.write("x\n")
     ledger = json.loads((tmp_path / LEDGER).read_text())
-    assert ledger["rows.jsonl"]["role"] == "output"
+    assert set(ledger["rows.jsonl"]) == {"sha256"}
     with output_writer(out) as fh:
         fh.write("y\n")
     assert out.read_text() == "y\n"
@@ -116,23 +116,20 @@ def test_an_old_clstream_report_is_recognized(tmp_path: Path) -> None:
     assert page.read_text() == "new"
 
 
-def test_a_generated_dataset_is_never_an_output(tmp_path: Path) -> None:
+def test_a_dataset_is_replaced_by_a_generator_only_with_force(tmp_path: Path) -> None:
     data = tmp_path / "stream.json"
-    write_output(data, "{}", role="dataset")
-    with pytest.raises(OutputRefused, match="dataset clstream generated"):
-        claim_file(data, force=True)
+    data.write_text("{}")
     with pytest.raises(OutputRefused, match="runs may have been made from it"):
         claim_file(data, role="dataset")
     assert claim_file(data, role="dataset", force=True) == data.resolve()
+    with pytest.raises(OutputRefused, match="not written by clstream"):
+        claim_file(data)
 
 
-def test_inside_a_generated_dataset_directory_is_refused(tmp_path: Path) -> None:
+def test_a_generator_never_fills_a_non_empty_directory(tmp_path: Path) -> None:
     news = tmp_path / "news"
     news.mkdir()
     (news / "items.jsonl").write_text("{}\n")
-    note_written(news, "dataset")
-    with pytest.raises(OutputRefused, match="dataset clstream generated"):
-        claim_file(news / "report.html", force=True)
     with pytest.raises(OutputRefused, match="not empty"):
         claim_directory(news, role="dataset", force=True)
 

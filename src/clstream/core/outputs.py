@@ -4,19 +4,20 @@ Every command that writes a file or a directory the user names (``export``, ``re
 ``summary --cross-csv``, ``check --save``, ``merge``, every ``generate``) asks
 :func:`claim_file` or :func:`claim_directory` first, writes through :func:`write_output` /
 :func:`output_writer` (which call :mod:`clstream.core.files`' atomic writers), and so obeys
-three rules (docs/design.md §5.4):
+three rules (docs/design.md §7.1):
 
 1. **A results store is never a target.** A path that is, or lies inside, a store's own files
    (``results.sqlite`` and its journal files, the writer lock, ``artifacts/``) is refused, with
    or without ``--force``; so is any existing SQLite database. Files beside the store in its
    directory (``DIR/report.html``, ``DIR/preds.jsonl``) are ordinary outputs.
 2. **A dataset is never a target.** A path that is, or lies inside, a dataset that runs were
-   made from (a path the stores being read registered) or a dataset a ``generate`` wrote is
-   refused. Generators refuse an existing file without ``--force`` and a non-empty directory
-   always: merging a new dataset into an old one would silently change what earlier runs read.
-3. **A file clstream did not write is not replaced without ``--force``.** clstream notes what
-   it wrote in a small ledger beside the file (:data:`LEDGER`: name, role, SHA-256 of the
-   content); rewriting its own output (a report regenerated, an export refreshed) needs no flag,
+   made from (a path the stores being read registered) is refused. Generators refuse an
+   existing file without ``--force`` and a non-empty directory always: merging a new dataset
+   into an old one would silently change what earlier runs read.
+3. **A file clstream did not write is not replaced without ``--force``.** clstream notes the
+   outputs it wrote in a small ledger beside them (:data:`LEDGER`: name, SHA-256 of the
+   content; datasets are not noted, so a generated file needs ``--force`` like any other);
+   rewriting its own output (a report regenerated, an export refreshed) needs no flag,
    but a file that is not in the ledger, or was changed since, does (an HTML report that names
    clstream as its generator counts as clstream's, so reports made before the ledger existed
    are refreshed as before).
@@ -132,7 +133,7 @@ def _is_database(path: Path) -> bool:
         return False
 
 
-def _refuse_store_and_datasets(shown: str | Path, target: Path, role: Role,
+def _refuse_store_and_datasets(shown: str | Path, target: Path,
                                protected: Iterable[str | Path]) -> None:
     """Rules 1 and 2 for ``target`` (already resolved)."""
     root = store_root(target if target.is_dir() else target.parent)
@@ -154,11 +155,6 @@ def _refuse_store_and_datasets(shown: str | Path, target: Path, role: Role,
         if target == found or found in target.parents:
             raise OutputRefused(shown, f"is (or lies inside) the dataset {dataset} that the "
                                        "runs being read were made from; write it elsewhere")
-    for part in (target, *target.parents):
-        entry = _ledger(part.parent).get(part.name) if part.parent != part else None
-        if entry and entry.get("role") == "dataset" and (role != "dataset" or part != target):
-            raise OutputRefused(shown, f"is (or lies inside) the dataset clstream generated at "
-                                       f"{part}; write it elsewhere")
 
 
 def claim_file(path: str | Path, *, force: bool | None = None, role: Role = "output",
@@ -169,7 +165,7 @@ def claim_file(path: str | Path, *, force: bool | None = None, role: Role = "out
     as None is the command's ``--force`` (:func:`replacing`)."""
     force = _FORCE.get() if force is None else force
     target = Path(path).resolve()
-    _refuse_store_and_datasets(path, target, role, protected)
+    _refuse_store_and_datasets(path, target, protected)
     try:
         info = os.stat(target)
     except OSError:
@@ -178,13 +174,13 @@ def claim_file(path: str | Path, *, force: bool | None = None, role: Role = "out
         raise OutputRefused(path, "is a directory; name a file")
     if not stat.S_ISREG(info.st_mode) or force:
         return target
-    entry = _ledger(target.parent).get(target.name)
     if role == "dataset":
         raise OutputRefused(path, "exists, and runs may have been made from it; write the new "
                                   "dataset to a new path (or give --force to replace it)")
+    entry = _ledger(target.parent).get(target.name)
     if entry is None and _clstream_page(target):
         return target
-    if entry is None or entry.get("role") != "output":
+    if entry is None or "sha256" not in entry:
         raise OutputRefused(path, "exists and was not written by clstream; give --force to "
                                   "replace it")
     if entry.get("sha256") != _digest(target):
@@ -204,7 +200,7 @@ def claim_directory(path: str | Path, *, force: bool | None = None, role: Role =
     of its own (its model-reply caches), which do not make the directory non-empty."""
     force = _FORCE.get() if force is None else force
     target = Path(path).resolve()
-    _refuse_store_and_datasets(path, target, role, protected)
+    _refuse_store_and_datasets(path, target, protected)
     if not target.exists():
         return target
     if not target.is_dir():
@@ -217,14 +213,14 @@ def claim_directory(path: str | Path, *, force: bool | None = None, role: Role =
         raise OutputRefused(path, f"is not empty ({len(present)} entries, e.g. {present[0]}); "
                                   "write the new dataset into a new or empty directory")
     entry = _ledger(target.parent).get(target.name)
-    if not force and (entry is None or entry.get("role") != "output"):
+    if not force and (entry is None or entry.get("kind") != "directory"):
         raise OutputRefused(path, "is not empty and was not made by clstream; give --force "
                                   "to write into it")
     return target
 
 
-def note_written(path: str | Path, role: Role = "output") -> None:
-    """Add ``path`` (a file or directory clstream just wrote) to the ledger beside it.
+def note_written(path: str | Path) -> None:
+    """Add ``path`` (an output file or directory clstream just wrote) to the ledger beside it.
 
     Best effort: a directory where the ledger cannot be written only means that the next
     rewrite of this output asks for ``--force``."""
@@ -232,9 +228,7 @@ def note_written(path: str | Path, role: Role = "output") -> None:
     try:
         if not (target.is_file() or target.is_dir()):
             return
-        entry: dict[str, str] = {"role": role}
-        if target.is_file():
-            entry["sha256"] = _digest(target)
+        entry = {"sha256": _digest(target)} if target.is_file() else {"kind": "directory"}
         ledger = _ledger(target.parent)
         if ledger.get(target.name) == entry:
             return
@@ -245,21 +239,21 @@ def note_written(path: str | Path, role: Role = "output") -> None:
 
 
 def write_output(path: str | Path, data: bytes | str, *, force: bool | None = None,
-                 role: Role = "output", protected: Iterable[str | Path] = ()) -> Path:
+                 protected: Iterable[str | Path] = ()) -> Path:
     """:func:`claim_file`, write ``data`` atomically, :func:`note_written`."""
-    target = claim_file(path, force=force, role=role, protected=protected)
+    target = claim_file(path, force=force, protected=protected)
     write_atomic(path, data)
-    note_written(target, role)
+    note_written(target)
     return target
 
 
 @contextmanager
-def output_writer(path: str | Path, *, force: bool | None = None, role: Role = "output",
+def output_writer(path: str | Path, *, force: bool | None = None,
                   protected: Iterable[str | Path] = (), binary: bool = False
                   ) -> Iterator[IO[Any]]:
     """:func:`claim_file`, then an :func:`~clstream.core.files.atomic_writer` handle; the
     file is noted in the ledger once the block succeeds."""
-    target = claim_file(path, force=force, role=role, protected=protected)
+    target = claim_file(path, force=force, protected=protected)
     with atomic_writer(path, binary=binary) as handle:
         yield handle
-    note_written(target, role)
+    note_written(target)

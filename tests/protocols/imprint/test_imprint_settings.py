@@ -6,6 +6,7 @@ supports an answer."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,11 @@ def test_generate_with_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str
                          if i["family"] != "BoundAbs")
     report = json.loads((out / "filter_report.json").read_text())
     assert report["sent"] > 0 and report["kept"] == len(items)
-    assert main(argv) == 0  # the same filters again: every reply from the cache
-    again = json.loads((out / "filter_report.json").read_text())
+    assert main(argv) == 2  # never into a directory that holds a dataset
+    assert "not empty" in capsys.readouterr().err
+    again_dir = tmp_path / "again"  # an interrupted attempt left only its reply cache
+    again_dir.mkdir()
+    shutil.copy(out / "filter_cache.jsonl", again_dir / "filter_cache.jsonl")
+    assert main([*argv[:-1], str(again_dir)]) == 0  # the same filters: every reply cached
+    again = json.loads((again_dir / "filter_report.json").read_text())
     assert again["sent"] == 0 and again["kept"] == report["kept"]

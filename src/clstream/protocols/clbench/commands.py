@@ -19,7 +19,7 @@ from typing import Any
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import WriteError, os_error_cause, sqlite_disk_cause
-from clstream.core.outputs import claim_directory, note_written
+from clstream.core.outputs import claim_directory
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
@@ -186,7 +186,6 @@ def generate(args: argparse.Namespace) -> int:
         finally:
             _close({task: env})
         print(f"{task}: {len(paths)} files in {out / task}", file=sys.stderr)
-    note_written(out, "dataset")
     print(out)
     return 0
 

@@ -24,7 +24,7 @@ from clstream.core.contracts import System, supervision_of
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError
 from clstream.core.files import write_atomic
-from clstream.core.outputs import claim_directory, note_written
+from clstream.core.outputs import claim_directory
 from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.components import build_model, parse_components
@@ -258,7 +258,7 @@ _REPLY_CACHES = ("question_cache.json", "filter_cache.jsonl", "filter_report.jso
 
 
 def generate(args: argparse.Namespace) -> int:
-    target = claim_directory(args.out, role="dataset", reusable=_REPLY_CACHES)
+    claim_directory(args.out, role="dataset", reusable=_REPLY_CACHES)
     if args.articles or args.filter:  # their model replies are cached in the dataset directory
         Path(args.out).mkdir(parents=True, exist_ok=True)
     data = _build(args)
@@ -285,7 +285,6 @@ def generate(args: argparse.Namespace) -> int:
                            "counts above; a model that writes the asked-for JSON is needed)"
                            if args.articles else "(nothing to write)"))
     out = write_dataset(args.out, data)
-    note_written(target, "dataset")
     counts = ", ".join(f"{k} {v}" for k, v in sorted(
         {i.family: sum(1 for j in data.items if j.family == i.family)
          for i in data.items}.items()))

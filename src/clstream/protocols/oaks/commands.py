@@ -14,7 +14,7 @@ from typing import Any
 from clstream.core.contracts import System
 from clstream.core.data_kinds import load_checked
 from clstream.core.jsonio import gc_paused
-from clstream.core.outputs import claim_file, note_written
+from clstream.core.outputs import claim_file
 from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.flags import (
@@ -44,7 +44,7 @@ def generate(args: argparse.Namespace) -> int:
     for name, value, most in (("--docs", args.docs, 100_000), ("--chunks", args.chunks, 100_000),
                               ("--chunk-tokens", args.chunk_tokens, 1_000_000)):
         positive(name, value, most)
-    target = claim_file(args.out, role="dataset")  # before any work: never over a dataset
+    claim_file(args.out, role="dataset")  # before any work: never over a dataset
     kwargs: dict[str, Any] = {}
     if args.max_questions is not None:
         kwargs["max_questions"] = args.max_questions
@@ -53,7 +53,6 @@ def generate(args: argparse.Namespace) -> int:
         chunk_tokens=args.chunk_tokens,
         haystack_files=[Path(p) for p in args.haystack] if args.haystack else None, **kwargs,
     )
-    note_written(target, "dataset")
     print(args.out)
     return 0
 

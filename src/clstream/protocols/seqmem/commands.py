@@ -15,7 +15,7 @@ from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import write_jsonl
 from clstream.core.jsonio import gc_paused
-from clstream.core.outputs import claim_file, note_written
+from clstream.core.outputs import claim_file
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.assemble import plan_job, run_basics
@@ -152,10 +152,9 @@ def score(args: argparse.Namespace) -> int:
 
 # -- generate --------------------------------------------------------------------------------
 def generate(args: argparse.Namespace) -> int:
-    target = claim_file(args.out, role="dataset")  # before any work: never over a dataset
     data = generate_seqmem_synthetic(seed=args.seed, tasks=args.tasks, holdout=args.holdout)
+    claim_file(args.out, role="dataset")  # never over a dataset
     print(write_seqmem_synthetic(data, args.out))
-    note_written(target, "dataset")
     return 0
 
 
