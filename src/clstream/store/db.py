@@ -78,7 +78,7 @@ RECORD_COLUMNS = (
 )
 # The error a record is given when its stored payload cannot be decoded: it is then not done,
 # and a resume redoes it as it redoes any failed record (:meth:`ResultsStore.mark_unreadable`).
-UNREADABLE_ERROR = "its stored payload could not be read (not JSON); a resume redoes it"
+UNREADABLE_ERROR = "its stored payload could not be read (not JSON)"
 # What a retry of a stored error replaces (everything but the primary key).
 _RETRY_COLUMNS = [c for c in RECORD_COLUMNS if c not in ("run_id", "kind", "key")]
 
