@@ -85,7 +85,10 @@ def stopping_on_signals(resume: str | None = None) -> Iterator[Stopper | None]:
     that resumes the work). Only the main thread can take signals: elsewhere the block
     changes nothing and yields None."""
     global _current
-    if threading.current_thread() is not threading.main_thread() or _current is not None:
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    if _current is not None:  # a block inside an open one: the open one stops both
         yield _current
         return
     stopper = Stopper()
