@@ -21,13 +21,14 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from clstream import __version__
 from clstream.commands import check, listing, merge, plan, results, runs, specfile
-from clstream.core.errors import ClstreamError
+from clstream.core.errors import ClstreamError, Interrupted
 from clstream.core.outputs import replacing
 from clstream.core.protocol import Command, StreamProtocol
 from clstream.core.registry import names, resolve
@@ -169,9 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"clstream: error: {where}{cause}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("clstream: interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM during a run: exit 128 + signal
+        stop = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+        print("clstream: interrupted; " + (f"resume with: {stop.resume}" if stop.resume
+                                           else "rerun the same command to resume"),
+              file=sys.stderr)
+        return 128 + stop.signum
 
 
 if __name__ == "__main__":

@@ -1,11 +1,15 @@
 """``--executor ray`` (:mod:`clstream.driver.ray_executor`) on a local Ray cluster: the same
 run ids and byte-identical exports as a local run, a rerun that does nothing, a resume inside a
-cell, and a worker killed mid-cell whose cell is retried without storing anything twice."""
+cell, a worker killed mid-cell whose cell is retried without storing anything twice, and a
+run stopped by SIGTERM."""
 
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -143,3 +147,35 @@ def test_seqmem_on_ray_matches_a_local_run(cluster: tuple[str, Path],
     assert rows(tmp_path / "ray", "runs") == rows(tmp_path / "local", "runs")
     assert exports(tmp_path / "ray", systems, tmp_path) == exports(tmp_path / "local", systems,
                                                                    tmp_path)
+
+
+def test_sigterm_stops_a_run_on_ray_and_a_rerun_finishes_it(
+        cluster: tuple[str, Path], tmp_path: Path) -> None:
+    """SIGTERM once the first cell's rows are committed, while the driver waits on the other
+    Ray tasks: exit 143, those tasks cancelled, what came back kept; the rerun finishes the
+    run (docs/design.md §6)."""
+    address, _ = cluster
+    data, out = tmp_path / "stream.json", tmp_path / "ray"
+    assert cli(["generate", "oaks-babi", "--seed", "3", "--docs", "12", "--chunks", "8",
+                "--chunk-tokens", "300", "--out", str(data)]) == 0
+    argv = on_ray(["run", "oaks", str(data), "--model", "builtin", "--out", str(out),
+                   "--no-progress", "--system", "full"], address)
+
+    def terminate_after_first_cell() -> None:
+        while True:
+            try:
+                with sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True) as db:
+                    if db.execute("SELECT COUNT(*) FROM records").fetchone()[0]:
+                        break
+            except sqlite3.Error:
+                pass
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    watcher = threading.Thread(target=terminate_after_first_cell, daemon=True)
+    watcher.start()
+    assert cli(argv) == 143
+    watcher.join()
+    stored = len(rows(out, "records"))
+    assert cli(argv) == 0
+    assert 0 < stored < len(rows(out, "records"))

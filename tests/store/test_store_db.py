@@ -69,3 +69,23 @@ def test_wal_mode(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
     store.close()
+
+
+def test_records_whose_payload_does_not_decode_become_failed_records(tmp_path: Path) -> None:
+    store = _new(tmp_path)
+    store.put_records("r1", [Record("probe", f"q{i}", {"output": i, "score": float("nan")})
+                             for i in range(4)]
+                      + [Record("probe", "q9", {"output": ""}, error="timeout")])
+    store.conn.execute("UPDATE records SET payload='{broken' WHERE key IN ('q1', 'q3', 'q9')")
+    assert sorted(store.unreadable_records("r1")) == [("probe", "q1"), ("probe", "q3"),
+                                                      ("probe", "q9")]
+    assert store.mark_unreadable("r1") == 3
+    assert store.unreadable_records("r1") == [] and store.mark_unreadable("r1") == 0
+    assert store.done_keys("r1", "probe") == {"q0", "q2"}  # NaN decodes: it is no damage
+    assert store.count_unreadable("r1") == 2 and store.count_unreadable("r1", ["other"]) == 0
+    rows = {r.key: r for r in store.read_records("r1", "probe")}  # every payload decodes
+    assert rows["q1"].payload == {"unreadable_payload": "{broken"}
+    assert rows["q9"].error == "timeout"  # an error already stored is kept
+    store.put_records("r1", [Record("probe", "q1", {"output": 1})])  # a redo replaces it
+    assert store.count_unreadable("r1") == 1 and "q1" in store.done_keys("r1", "probe")
+    store.close()

@@ -38,3 +38,13 @@ class StreamStopped(ClstreamError):
     """A cell of a run stopped before its end because a step it depends on failed (an online
     answer of a task stream); the run goes on with its other cells and ends with exit status 3
     and the resume line."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A command stopped by SIGINT or SIGTERM (``signum``) after keeping its committed work;
+    ``resume`` is the command that resumes it (None: rerun the same command). The CLI exits
+    with 128 + ``signum``, as a shell reports a process the signal ended."""
+
+    def __init__(self, signum: int, resume: str | None = None) -> None:
+        super().__init__(signum, resume)
+        self.signum, self.resume = int(signum), resume

@@ -4,9 +4,11 @@ progress, transport log, wall time, the result lines, the failure line and the e
 A protocol's ``run`` command builds a :class:`~clstream.driver.plan.RunJob` from its flags and
 calls :func:`drive`; nothing else of a run is the protocol's own (docs/design.md
 §11.1). For each planned run, in order: the endpoint is checked before anything is written;
-then the dataset is stored, the run registered (a resume when its id is stored), and its
-cells handed to the executor; the wall time of the session and the transport's history are
-stored however the session ends.
+then the dataset is stored, the run registered (a resume when its id is stored; records whose
+stored payload cannot be read are then made failed records, so they are redone like any
+failed one), and its cells handed to the executor; the wall time of the session and the
+transport's history are stored as it goes and however it ends, so a run's stored wall time
+is the sum of its sessions' and a resume with nothing left to do adds next to nothing.
 
 Executors: :class:`LocalExecutor` runs a run's cells as asyncio tasks in this process, at most
 ``cells_at_once`` together. A cell that raises :class:`~clstream.core.errors.StreamStopped`
@@ -14,17 +16,17 @@ ends alone (its siblings go on); any other exception ends the run at once. A
 :class:`ShardExecutor` (``--executor ray``, :mod:`clstream.driver.ray_executor`) carries cells
 out elsewhere and hands back their rows, which this process commits: it stays the one writer.
 
-A run goes through :func:`run_interruptible`, where SIGTERM (``kill``, a scheduler's preemption,
-``timeout``) interrupts it as Ctrl-C does, so the driver's cleanup records the wall time spent
-so far before the process ends (SIGKILL leaves no chance to: that session's time is lost, its
-stored answers are not).
+A run goes through :func:`run_interruptible`, where SIGINT and SIGTERM (``kill``, a
+scheduler's preemption, ``timeout``) stop it within seconds (:mod:`clstream.driver.signals`),
+so the driver's cleanup records the wall time spent so far before the process ends (SIGKILL
+leaves no chance to: that session's last few seconds are lost, its stored answers are not).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
+import shlex
 import sqlite3
 import sys
 import time
@@ -38,7 +40,8 @@ from clstream.driver.failures import Failure, finish, first_error
 from clstream.driver.plan import Cell, CellRunner, PlannedRun, Progress, RunJob, RunResult
 from clstream.driver.preflight import check_endpoint
 from clstream.driver.progress import Notes, progress_bar
-from clstream.driver.transport import TRANSPORT_STREAM, TransportLog
+from clstream.driver.signals import stopping_on_signals
+from clstream.driver.transport import SAVE_EVERY_S, TRANSPORT_STREAM, TransportLog
 from clstream.store.db import ResultsStore
 
 T = TypeVar("T")
@@ -95,42 +98,63 @@ class _Silent:
 
 
 def run_interruptible(coro: Awaitable[T]) -> T:
-    """``asyncio.run(coro)``, except that SIGTERM cancels ``coro`` the way Ctrl-C does (its
-    cleanup runs: the driver records the wall time spent), then raises KeyboardInterrupt."""
-    interrupted = False
-
-    async def main() -> T | None:
-        nonlocal interrupted
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        stopped = False
-
-        def stop() -> None:
-            nonlocal stopped
-            stopped = True
-            if task is not None:
-                task.cancel()
+    """``asyncio.run(coro)`` inside :func:`~clstream.driver.signals.stopping_on_signals`:
+    SIGINT or SIGTERM cancels ``coro`` (its cleanup runs: the driver stores the wall time
+    spent), and the block raises :class:`~clstream.core.errors.Interrupted`."""
+    tasks: list[asyncio.Task[object]] = []
+    with stopping_on_signals() as stopper:
+        async def main() -> T:
+            tasks.append(cast("asyncio.Task[object]", asyncio.current_task()))
+            if stopper is not None:
+                stopper.attach(asyncio.get_running_loop(), tasks[0])
+            try:
+                return await coro
+            finally:
+                if stopper is not None:
+                    stopper.detach()
 
         try:
-            loop.add_signal_handler(signal.SIGTERM, stop)
-            installed = True
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
-            installed = False
-        try:
-            return await coro
+            return asyncio.run(main())
         except asyncio.CancelledError:
-            if not stopped:
+            if stopper is None or stopper.signum is None:
                 raise
-            interrupted = True
-            return None
-        finally:
-            if installed:
-                loop.remove_signal_handler(signal.SIGTERM)
+            raise KeyboardInterrupt from None
+        except KeyboardInterrupt:
+            # Forced out of a cell (signals.GRACE_S): the run's task ended with this very
+            # exception, which is taken here so asyncio does not report it as unretrieved.
+            for task in tasks:
+                if task.done() and not task.cancelled():
+                    task.exception()
+            raise
 
-    result = asyncio.run(main())
-    if interrupted:
-        raise KeyboardInterrupt
-    return cast(T, result)
+
+class WallClock:
+    """The wall time of one session of a run, added to the run's stored total as it goes
+    (every :data:`~clstream.driver.transport.SAVE_EVERY_S` seconds and when the session
+    ends), so the total sums every process's time, and one killed mid-run (even by SIGKILL)
+    loses only its last few seconds."""
+
+    def __init__(self, store: ResultsStore, run_id: str) -> None:
+        self._store, self._run_id = store, run_id
+        self.started = self._saved = time.perf_counter()
+
+    def save(self) -> None:
+        now = time.perf_counter()
+        self._store.add_wall_time(self._run_id, now - self._saved)
+        self._saved = now
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+
+async def _keep_saved(transport: TransportLog, clock: WallClock, store: ResultsStore,
+                      run_id: str) -> None:
+    """The transport log and the wall time saved every few seconds until cancelled."""
+    while True:
+        await asyncio.sleep(SAVE_EVERY_S)
+        clock.save()
+        transport.save(store, run_id)
 
 
 def _counts(store: ResultsStore, run_id: str, totals: dict[str, int]) -> dict[str, int]:
@@ -142,8 +166,8 @@ async def execute_run(plan: PlannedRun, runner: CellRunner, store: ResultsStore,
                       resumed: bool = False, notes: Notes | None = None) -> RunResult:
     """Run every cell of one registered run; the session's wall time and transport history
     are stored however it ends."""
-    start = time.perf_counter()
     run_id = plan.spec.run_id
+    clock = WallClock(store, run_id)
     cells = list(runner.cells())
     totals = {kind: int(runner.totals().get(kind, 0)) for kind in plan.units}
     before = _counts(store, run_id, totals)
@@ -151,7 +175,7 @@ async def execute_run(plan: PlannedRun, runner: CellRunner, store: ResultsStore,
            if show_progress else None)
     progress = bar if bar is not None else _Silent()
     transport = TransportLog(model)
-    saver = asyncio.create_task(transport.keep_saved(store, run_id))
+    saver = asyncio.create_task(_keep_saved(transport, clock, store, run_id))
     executor = executor or LocalExecutor()
     try:
         if isinstance(executor, ShardExecutor) and plan.recipe is not None:
@@ -164,16 +188,19 @@ async def execute_run(plan: PlannedRun, runner: CellRunner, store: ResultsStore,
         saver.cancel()
         if bar is not None:
             bar.close()
-        store.add_wall_time(run_id, time.perf_counter() - start)
+        clock.save()
         transport.save(store, run_id)
     after = _counts(store, run_id, totals)
     # Units that failed, and any other record the run needs that failed (an LLM verdict):
     # each leaves the run incomplete, to be retried by a rerun.
-    errors = sum(store.count(run_id, kind, errors=True)
-                 for kind in dict.fromkeys([*totals, *plan.error_kinds]))
+    counted = dict.fromkeys([*totals, *plan.error_kinds])
+    errors = sum(store.count(run_id, kind, errors=True) for kind in counted)
+    # A record whose stored payload could not be read is not done whatever its kind.
+    unreadable = store.count_unreadable(run_id)
+    errors += unreadable - store.count_unreadable(run_id, counted)
     return RunResult(run_id, plan.label, {k: (after[k], totals[k]) for k in totals},
-                     errors + len(stopped), time.perf_counter() - start, resumed,
-                     stopped[0] if stopped else None)
+                     errors + len(stopped), clock.elapsed, resumed,
+                     stopped[0] if stopped else None, unreadable)
 
 
 def result_line(result: RunResult, units: dict[str, str]) -> str:
@@ -187,6 +214,20 @@ def result_line(result: RunResult, units: dict[str, str]) -> str:
         counts = ", ".join(f"{units[k]} {d}/{t}" for k, (d, t) in result.counts.items())
     return (f"{state} {result.label} ({result.run_id}): {counts}, {result.errors} errors, "
             f"{result.wall_s:.1f}s")
+
+
+def unreadable_line(result: RunResult, out: str) -> str:
+    """What to do about records whose stored payload could not be read and that this session
+    did not redo. A session that ended with nothing else failed went through all its work, so
+    its runner does not redo them (a sequential stream's step, which later steps were built on):
+    only running the run again from the start does."""
+    n = result.unreadable
+    head = (f"clstream: {result.label} ({result.run_id}): {n} record{'s' if n != 1 else ''}"
+            f" whose stored payload could not be read {'were' if n != 1 else 'was'} not redone")
+    if result.stopped is not None or result.errors > n:
+        return f"{head}; the resume redoes {'them' if n != 1 else 'it'}"
+    return (f"{head}, and a resume does not redo {'them' if n != 1 else 'it'}; delete the run"
+            f" ({shlex.join(['clstream', 'runs', 'rm', out, result.run_id])}) and run it again")
 
 
 def _failure(store: ResultsStore, plan: PlannedRun, result: RunResult) -> Failure:
@@ -208,8 +249,18 @@ def register_planned(plan: PlannedRun, store: ResultsStore, model: Any) -> bool:
 def run_planned(plan: PlannedRun, store: ResultsStore, model: Any, *,
                 executor: Executor | None = None, show_progress: bool = True,
                 notes: Notes | None = None) -> RunResult:
-    """Register one planned run and run its cells into an open store."""
+    """Register one planned run and run its cells into an open store. On a resume, records
+    whose stored payload cannot be read become failed records first, so the runner redoes
+    them as it redoes any failed one (a note says how many)."""
     resumed = register_planned(plan, store, model)
+    unreadable = store.mark_unreadable(plan.spec.run_id) if resumed else 0
+    if unreadable:
+        line = (f"clstream: {plan.label} ({plan.spec.run_id}): {unreadable} stored record"
+                f"{'s' if unreadable != 1 else ''} could not be read; redoing them")
+        if notes is not None:
+            notes.lines.append(line)
+        else:
+            print(line, file=sys.stderr)
     try:
         return run_interruptible(execute_run(plan, plan.open(store), store, model,
                                              executor=executor, show_progress=show_progress,
@@ -273,6 +324,8 @@ def run_job(job: RunJob, store: ResultsStore, executor: Executor | None = None,
             continue
         notes.flush()
         print(result_line(result, dict(plan.units)), file=sys.stderr)
+        if result.unreadable:
+            print(unreadable_line(result, job.out), file=sys.stderr)
         if not result.complete:
             failures.append(_failure(store, plan, result))
     return failures
@@ -298,8 +351,16 @@ def drive(jobs: RunJob | Sequence[RunJob], executor: Executor | None = None,
     """Run ``jobs`` (one protocol's, or several from a spec file or a matrix) and end as every
     run ends: the results directory printed on stdout, exit status 0; or, when any run left
     work undone, :class:`~clstream.driver.failures.RunFailed` (exit 3) with the resume
-    command. ``keep_going``: a run that raises does not stop the others (:func:`run_job`)."""
+    command. ``keep_going``: a run that raises does not stop the others (:func:`run_job`).
+    SIGINT or SIGTERM stops it within seconds (:mod:`clstream.driver.signals`): committed
+    work kept, :class:`~clstream.core.errors.Interrupted` raised with the resume command."""
     jobs = [jobs] if isinstance(jobs, RunJob) else list(jobs)
+    with stopping_on_signals(resume or (jobs[0].resume if jobs else None)):
+        return _drive(jobs, executor, resume, keep_going)
+
+
+def _drive(jobs: list[RunJob], executor: Executor | None, resume: str | None,
+           keep_going: bool) -> int:
     # A dead endpoint, or a system too big for its context, fails here, before any writing.
     for job in jobs:
         check_endpoint(job.model, job.sampling, job.systems)

@@ -138,8 +138,9 @@ class RunJob:
 @dataclass
 class RunResult:
     """How one run ended: per counted kind (done, total), errors stored, wall seconds of this
-    session, whether it resumed a stored run, and the message of a failure that stopped a cell
-    early (not stored as a record)."""
+    session, whether it resumed a stored run, the message of a failure that stopped a cell
+    early (not stored as a record), and the records whose stored payload could not be read
+    that are still not redone (:meth:`~clstream.store.db.ResultsStore.mark_unreadable`)."""
 
     run_id: str
     label: str
@@ -148,6 +149,7 @@ class RunResult:
     wall_s: float
     resumed: bool
     stopped: str | None = None
+    unreadable: int = 0
 
     @property
     def done(self) -> int:

@@ -63,8 +63,8 @@ from clstream.core.types import Usage
 from clstream.store.snapshots import SnapshotChains
 
 __all__ = [
-    "DB_NAME", "LOCK_NAME", "RECORD_COLUMNS", "SCHEMA_VERSION", "Record", "ResultsStore",
-    "RunRow", "RunStatus", "StoredRecord", "results_db_exists",
+    "DB_NAME", "LOCK_NAME", "RECORD_COLUMNS", "SCHEMA_VERSION", "UNREADABLE_ERROR", "Record",
+    "ResultsStore", "RunRow", "RunStatus", "StoredRecord", "results_db_exists",
 ]
 
 DB_NAME = RESULTS_DB
@@ -77,6 +77,9 @@ RECORD_COLUMNS = (
     "error", "stage", "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens",
     "latency_s", "cache_hit", "created_at",
 )
+# The error a record is given when its stored payload cannot be decoded: it is then not done,
+# and a resume redoes it as it redoes any failed record (:meth:`ResultsStore.mark_unreadable`).
+UNREADABLE_ERROR = "its stored payload could not be read (not JSON)"
 # What a retry of a stored error replaces (everything but the primary key).
 _RETRY_COLUMNS = [c for c in RECORD_COLUMNS if c not in ("run_id", "kind", "key")]
 
@@ -667,6 +670,48 @@ class ResultsStore:
                                                  "arm": arm}, errors)
         return int(self.conn.execute("SELECT COUNT(*) FROM records" + where, args).fetchone()[0])
 
+    def unreadable_records(self, run_id: str) -> list[tuple[str, str]]:
+        """(kind, key) of the run's records whose payload does not decode: a damaged file, or
+        a row changed by hand. SQLite's ``json_valid`` picks the candidates (a payload holding
+        NaN is valid to Python's decoder but not to SQLite's), Python's decoder decides."""
+        try:
+            rows = self.conn.execute("SELECT kind, key, payload FROM records"
+                                     " WHERE run_id=? AND NOT json_valid(payload)", (run_id,))
+        except sqlite3.OperationalError:  # an SQLite without its JSON functions
+            rows = self.conn.execute("SELECT kind, key, payload FROM records WHERE run_id=?",
+                                     (run_id,))
+        return [(kind, key) for kind, key, payload in rows if not _decodes(payload)]
+
+    def mark_unreadable(self, run_id: str) -> int:
+        """Make every record of the run whose payload does not decode a failed record (error
+        :data:`UNREADABLE_ERROR`, unless it already held an error), so that it is not done and
+        a resume redoes it; its payload becomes ``{"unreadable_payload": <the stored text>}``,
+        so every reader can decode it and nothing stored is dropped. One transaction; returns
+        the number of records marked."""
+        self._require_writer("marking unreadable records")
+        broken = self.unreadable_records(run_id)
+        if not broken:
+            return 0
+        with self._transaction():
+            for kind, key in broken:
+                (text,) = self.conn.execute(
+                    "SELECT payload FROM records WHERE run_id=? AND kind=? AND key=?",
+                    (run_id, kind, key)).fetchone()
+                self.conn.execute(
+                    "UPDATE records SET payload=?, error=COALESCE(error, ?)"
+                    " WHERE run_id=? AND kind=? AND key=?",
+                    (json.dumps({"unreadable_payload": text}), UNREADABLE_ERROR,
+                     run_id, kind, key))
+        return len(broken)
+
+    def count_unreadable(self, run_id: str, kinds: Iterable[str] | None = None) -> int:
+        """Records of the run (of ``kinds``, None for all) marked by :meth:`mark_unreadable`
+        and not redone since."""
+        rows = self.conn.execute("SELECT kind, COUNT(*) FROM records WHERE run_id=? AND error=?"
+                                 " GROUP BY kind", (run_id, UNREADABLE_ERROR))
+        wanted = None if kinds is None else set(kinds)
+        return sum(int(n) for kind, n in rows if wanted is None or kind in wanted)
+
     def usage_by_stage(self, run_id: str) -> dict[str, dict[str, float]]:
         """Token totals and latency per stage (generate, observe, retrieve, update, ...)."""
         out: dict[str, dict[str, float]] = {}
@@ -743,6 +788,14 @@ class ResultsStore:
         return [int(r[0]) for r in self.conn.execute(
             "SELECT t FROM states WHERE run_id=? AND stream=? ORDER BY t", (run_id, stream)
         )]
+
+
+def _decodes(text: str | bytes) -> bool:
+    try:
+        json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _opt_int(value: int | None) -> int | None:
