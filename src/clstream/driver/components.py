@@ -107,10 +107,27 @@ def built_with(hooks: BuildHooks) -> Iterator[None]:
         _BUILD_HOOKS.reset(token)
 
 
-def build_model(spec: ComponentSpec, **options: Any) -> Model:
+BACKEND_FLAGS: Mapping[str, str] = {
+    "base_url": "--base-url", "api_key_env": "--api-key-env",
+    "max_concurrency": "--max-concurrency", "request_timeout": "--request-timeout",
+    "max_retries": "--max-retries",
+}
+"""The flag that gives each endpoint setting of a model backend, as errors name it."""
+
+
+def takes_endpoint(spec: ComponentSpec) -> bool:
+    """Whether the backend of ``spec`` is served by an endpoint (its class names ``base_url``,
+    as ``openai`` does; the builtin reader and the in-process ``hf:``/``vllm:`` do not)."""
+    return "base_url" in inspect.signature(resolve("model", spec.name)).parameters
+
+
+def build_model(spec: ComponentSpec, flags: Mapping[str, str] = BACKEND_FLAGS,
+                **options: Any) -> Model:
     """Instantiate a model backend; ``options`` are backend settings from CLI flags, and
     ``cache_path`` the response cache every backend answers through
-    (:func:`clstream.models.middleware.wrap`)."""
+    (:func:`clstream.models.middleware.wrap`). An endpoint setting (``flags``: each one's flag)
+    given to a backend without an endpoint is one line naming the flag, not the backend's
+    complaint about an argument the user never typed."""
     hooks = _BUILD_HOOKS.get()
     if hooks is not None:
         return hooks.model(spec)
@@ -120,7 +137,15 @@ def build_model(spec: ComponentSpec, **options: Any) -> Model:
     accepted = inspect.signature(cls).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
     for key, value in options.items():
-        if value is not None and (takes_any or key in accepted):
+        if value is None:
+            continue
+        if key in accepted:
+            kwargs[key] = value
+        elif key in flags:
+            raise SpecError(f"flag {flags[key]}: model {spec.label!r} is not served by an "
+                            f"endpoint; {flags[key]} applies to models served over HTTP "
+                            "(openai:NAME)")
+        elif takes_any:
             kwargs[key] = value
     try:
         return wrap(cls(**kwargs), cache_path=cache_path)
