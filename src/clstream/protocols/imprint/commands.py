@@ -25,6 +25,7 @@ from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError
 from clstream.core.files import write_atomic
 from clstream.core.specs import RunSpec
+from clstream.core.types import SamplingParams
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.components import build_model, parse_components, takes_endpoint
 from clstream.driver.flags import (
@@ -33,6 +34,7 @@ from clstream.driver.flags import (
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
+from clstream.driver.preflight import check_endpoint
 from clstream.driver.seeds import drive_seeds
 from clstream.protocols.imprint.arguments import (
     add_generate_arguments,
@@ -260,11 +262,20 @@ def _build(args: argparse.Namespace) -> Dataset:
 
 
 def _model(args: argparse.Namespace) -> Any:
-    spec, _ = parse_components(args.model, None, [])
-    return build_model(spec, **backend_options(args))
+    """The model that writes questions (``--articles``) or filters items (``--filter``), built
+    once, its endpoint checked before anything is written (as a run's are)."""
+    built = getattr(args, "built_model", None)
+    if built is None:
+        spec, _ = parse_components(args.model, None, [])
+        built = build_model(spec, **backend_options(args))
+        check_endpoint(built, SamplingParams(temperature=0.0, max_tokens=1))
+        args.built_model = built
+    return built
 
 
 def generate(args: argparse.Namespace) -> int:
+    if args.model is not None and (args.articles or args.filter):
+        _model(args)
     if args.articles or args.filter:  # their model replies are cached in the dataset directory
         Path(args.out).mkdir(parents=True, exist_ok=True)
     data = _build(args)
