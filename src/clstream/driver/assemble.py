@@ -29,6 +29,7 @@ from clstream.core.types import SamplingParams
 from clstream.driver.components import (
     ARTIFACTS,
     build_model,
+    helper_endpoints,
     parse_components,
     recorded_system,
     system_factory,
@@ -150,6 +151,8 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
                        model=basics.model_spec, sampling=basics.sampling, seed=args.seed,
                        params=params or {})
         make = system_factory(spec, basics.model, Path(args.out) / ARTIFACTS)  # checks the arguments
+        endpoints = [*(endpoints or ()), *((flag, helper, basics.sampling) for flag, helper
+                                           in helper_endpoints(spec, make, basics.model))]
         if check_system is not None:
             check_system(spec, make())
         runs.append(PlannedRun(

@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from pydantic import ValidationError
 
 import clstream
-from clstream.core.contracts import Model, System, give_artifact_folder
+from clstream.core.contracts import Model, Preflight, System, give_artifact_folder
 from clstream.core.errors import SpecError
 from clstream.core.registry import canonical_component, canonical_run_spec, resolve
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
@@ -185,6 +185,25 @@ def system_factory(run: RunSpec, model: Model, artifacts: str | Path | None = No
 
     make()  # fail early on bad system arguments, before anything is stored
     return make
+
+
+def helper_endpoints(run: RunSpec, make: Callable[[], System], model: Model
+                     ) -> list[tuple[str, Model]]:
+    """The models a system of ``run`` calls besides the run's own ``model`` (a summarizer or an
+    updater named by a model spec, its backend in ``<name>_options``), each with the setting
+    that gives its endpoint, so that the run checks them before it registers anything."""
+    params = getattr(resolve("system", run.system.name), "params", {}) or {}
+    helpers = [name for name in params if f"{name}_options" in params]
+    if not helpers:
+        return []
+    system = make()
+    found: list[tuple[str, Model]] = []
+    for name in helpers:
+        helper = getattr(system, name, None)
+        if helper is not None and helper is not model and isinstance(helper, Preflight):
+            found.append((f"--system {run.system.label} (its {name}_options)",
+                          cast(Model, helper)))
+    return found
 
 
 def run_info(model: Model, system: System, extra: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,8 @@ reported its context length, a system whose prompt budget and answer cap cannot 
 both numbers, instead of failing request by request.
 
 Every endpoint a run uses is checked so, before the run is registered: the answering model's
-(each replica of ``--base-url``) and each other model's (the judge's ``--judge-base-url``). A
+(each replica of ``--base-url``) and each other model's (the judge's ``--judge-base-url``, a
+system's summarizer or updater, :func:`~clstream.driver.components.helper_endpoints`). A
 failing check names the flag that gave the endpoint, so the line says what to change.
 """
 
