@@ -474,7 +474,7 @@ class StaticWebServer:
         (Path(directory) / "index.html").write_text("<html><body>a page</body></html>")
         self._server = ThreadingHTTPServer(
             ("127.0.0.1", 0),
-            lambda *args: _QuietStatic(*args, directory=str(directory)))  # type: ignore[arg-type]
+            lambda *args: _QuietStatic(*args, directory=str(directory)))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

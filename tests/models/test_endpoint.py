@@ -11,7 +11,7 @@ import pytest
 from clstream.models.endpoint import completion_problem, html_summary, looks_like_html
 from clstream.models.openai_compat import _reason
 
-PYTHON_ERROR_PAGE = http.server.DEFAULT_ERROR_MESSAGE % {
+PYTHON_ERROR_PAGE = http.server.BaseHTTPRequestHandler.error_message_format % {
     "code": 501, "message": "Unsupported method ('POST')",
     "explain": "Server does not support this operation."}
 NGINX_404 = ("<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 "
