@@ -63,6 +63,16 @@ class _Parser(argparse.ArgumentParser):
         self._complete()
         return super().format_help()
 
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:  # named after the verb that was given them, not the top-level parser
+            verb = [getattr(parsed, dest, None) for dest in ("command", "protocol", "benchmark")]
+            print(f"clstream: error: {' '.join([self.prog, *filter(None, verb)])}: "
+                  f"unrecognized arguments: {' '.join(unknown)}", file=sys.stderr)
+            raise SystemExit(2)
+        return parsed
+
     def error(self, message: str) -> NoReturn:
         print(f"clstream: error: {self.prog}: {usage_problem(message)}", file=sys.stderr)
         raise SystemExit(2)
@@ -172,12 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = sys.argv[1:]
     _escape_unprintable_text()
     parser = build_parser(argv)
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:  # named after the verb that was given them, not the top-level parser
-        verb = [getattr(args, dest, None) for dest in ("command", "protocol", "benchmark")]
-        print(f"clstream: error: {' '.join(['clstream', *filter(None, verb)])}: unrecognized "
-              f"arguments: {' '.join(unknown)}", file=sys.stderr)
-        raise SystemExit(2)
+    args = parser.parse_args(argv)
     if getattr(args, "protocol", None) is not None and getattr(args, "spec", None) is not None:
         parser.error("run: give a protocol with its flags, or --spec FILE, not both")
     try:
