@@ -108,3 +108,35 @@ def test_bad_input_leaves_store_untouched(stream: Path, tmp_path: Path) -> None:
                     "nope")
     assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
     assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["run", "oaks", "d.json", "--system", "full", "--out", "o", "--temperature", "warm"],
+     "clstream run oaks: --temperature: expected a number, got 'warm'"),
+    (["run", "oaks", "d.json", "--system", "full", "--out", "o", "--top-k", "1.5"],
+     "clstream run oaks: --top-k: expected an integer, got '1.5'"),
+    (["run", "oaks", "d.json", "--system", "full"],
+     "clstream run oaks: the following arguments are required: --out"),
+    (["export", "r"], "clstream export: the following arguments are required: --system, --out"),
+    (["run", "oaks", "d.json", "--system", "full", "--out", "o", "--bogus", "1"],
+     "clstream run oaks: unrecognized arguments: --bogus 1"),
+    (["generate", "oaks-babi", "--out", "x", "--docs"],
+     "clstream generate oaks-babi: --docs: expected one argument"),
+])
+def test_a_usage_error_is_one_line_naming_the_verb_and_the_flag(
+        argv: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli(argv)
+    assert info.value.code == 2
+    assert capsys.readouterr().err == f"clstream: error: {line}\n"  # no usage lines
+
+
+def test_endpoint_flags_with_a_model_served_by_no_endpoint_name_the_flag(
+        stream: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "o"
+    assert cli(["run", "oaks", str(stream), "--system", "full", "--max-concurrency", "4",
+                "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "clstream: error: flag --max-concurrency: model 'builtin' is not served by an endpoint; "
+        "--max-concurrency applies to models served over HTTP (openai:NAME)\n")
+    assert not out.exists()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -64,9 +65,41 @@ class _Parser(argparse.ArgumentParser):
         self._complete()
         return super().format_help()
 
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:  # named after the verb that was given them, not the top-level parser
+            verb = [getattr(parsed, dest, None) for dest in ("command", "protocol", "benchmark")]
+            print(f"clstream: error: {' '.join([self.prog, *filter(None, verb)])}: "
+                  f"unrecognized arguments: {' '.join(unknown)}", file=sys.stderr)
+            raise SystemExit(2)
+        return parsed
+
     def error(self, message: str) -> NoReturn:
-        print(f"clstream: error: {self.prog}: {message}", file=sys.stderr)
+        print(f"clstream: error: {self.prog}: {usage_problem(message)}", file=sys.stderr)
         raise SystemExit(2)
+
+
+_ARGUMENT = re.compile(r"argument (?P<flag>[^:]+): (?P<problem>.*)", re.DOTALL)
+_INVALID_VALUE = re.compile(r"invalid (?P<kind>\w+) value: (?P<value>.*)", re.DOTALL)
+_EXPECTED = {"float": "a number", "int": "an integer"}
+
+
+def usage_problem(message: str) -> str:
+    """argparse's complaint as the flag and what it expected, on one line
+    (``argument --temperature: invalid float value: 'x'`` -> ``--temperature: expected a
+    number, got 'x'``); its usage lines are never printed (docs/design.md §7)."""
+    message = " ".join(message.split())
+    found = _ARGUMENT.fullmatch(message)
+    if found is None:
+        return message
+    flag, problem = found["flag"], found["problem"]
+    invalid = _INVALID_VALUE.fullmatch(problem)
+    if invalid is not None:
+        expected = _EXPECTED.get(invalid["kind"])
+        problem = (f"expected {expected}, got {invalid['value']}" if expected
+                   else f"invalid value {invalid['value']}")
+    return f"{flag}: {problem}"
 
 
 def _add(group: Any, command: Command) -> None:
@@ -108,7 +141,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument("--out", default=None, metavar="DIR",
                      help="with --spec: the results directory (instead of the file's)")
     run.set_defaults(handler=specfile.run_spec)
-    rsub = run.add_subparsers(dest="protocol", required=False, parser_class=_Parser)
+    # Named here: argparse would name run's sub-commands after run's whole usage line.
+    rsub = run.add_subparsers(dest="protocol", required=False, parser_class=_Parser,
+                              prog="clstream run")
     score = sub.add_parser("score", help="score a predictions or records file")
     ssub = score.add_subparsers(dest="protocol", required=True, parser_class=_Parser)
     loaded = protocols(argv)

@@ -1,13 +1,14 @@
-"""``clstream check``: what an endpoint reports and does, in lines or JSON; a dead port or an
-unknown model is one line and exit 2."""
+"""``clstream check``: what an endpoint reports and does, in lines or JSON; a dead port, an
+unknown model or a static web server is one line naming the flag, and exit 2."""
 
 from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
 import pytest
-from fake_openai_server import FakeOpenAIServer
+from fake_openai_server import FakeOpenAIServer, StaticWebServer
 from loopback_engine import LoopbackEngine
 
 from clstream.cli import main
@@ -67,3 +68,14 @@ def test_a_dead_port_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) 
     assert main(["check", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Connection refused" in err
+
+
+def test_a_static_web_server_is_one_line_not_its_page(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    with StaticWebServer(tmp_path) as static:
+        assert main(["check", "--base-url", static.base_url, "--model", "m"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"clstream: error: flag --base-url: model openai:m at "
+                           f"{static.base_url}: the server does not answer POST "
+                           "/chat/completions (HTTP 501: HTML page: Error response; ")
+    assert "<" not in line

@@ -68,3 +68,19 @@ def test_summary_shows_datasets_and_filters_by_protocol_and_dataset(
     report = results / "seqmem.html"
     assert main(["report", res, "--protocol", "seqmem", "--out", str(report)]) == 0
     assert "SeqMem" in report.read_text() and "OAKS" not in report.read_text()
+
+
+@pytest.mark.parametrize(("original", "protocol"), [("oaks2.json", "oaks"), ("s.json", "seqmem")])
+def test_a_copy_of_a_dataset_elsewhere_selects_the_runs_over_its_content(
+    results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], original: str,
+    protocol: str,
+) -> None:
+    copy = tmp_path / "moved" / "renamed.json"
+    copy.parent.mkdir()
+    copy.write_bytes((results / original).read_bytes())
+    capsys.readouterr()
+    assert main(["summary", str(results / "res"), "--json", "--dataset", str(copy)]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["protocol"] == protocol and run["dataset"]["path"].endswith(original)
+    copy.write_bytes(copy.read_bytes() + b"\n")  # other content: no run is over it
+    assert main(["summary", str(results / "res"), "--json", "--dataset", str(copy)]) == 2

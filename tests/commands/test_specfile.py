@@ -218,7 +218,24 @@ def test_replicas_are_a_list_in_flags_and_spec_files_and_one_url_stays_a_string(
     assert run_flags(two, add_run_oaks_arguments)["base_url"] == ["http://a:1/v1",
                                                                   "http://b:2/v1"]
     spec = tmp_path / "spec.toml"
+    (tmp_path / "d.json").write_text("[]")  # the entry's data is there (not read here)
     spec.write_text('out = "res"\n[[run]]\nprotocol = "oaks"\ndata = "d.json"\n'
                     'systems = ["full"]\nbase_url = ["http://a:1/v1", "http://b:2/v1"]\n')
     ((_, args),) = load_spec(spec)
     assert args.base_url == ["http://a:1/v1", "http://b:2/v1"]
+
+
+def test_missing_data_says_what_a_relative_path_was_resolved_against(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "specs").mkdir()
+    spec = tmp_path / "specs" / "s.toml"
+    spec.write_text('out = "r"\n[[run]]\nprotocol = "oaks"\ndata = "gone.json"\n'
+                    'systems = ["full"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--spec", str(spec)]) == 2
+    assert capsys.readouterr().err == (
+        f"clstream: error: {spec}, record run 1 (oaks), field 'data': no such file or "
+        f"directory: gone.json (resolved against {spec.parent}, the spec file's directory, "
+        f"and then the working directory {tmp_path})\n")
+    assert not (tmp_path / "specs" / "r").exists()

@@ -38,6 +38,9 @@ Tool calls: ``tool_plan`` (a function of the body giving a list of ``(name, argu
 or None) scripts them: a request that offers ``tools`` and for which the plan gives calls is
 answered with those calls (``message.tool_calls``, null content, finish reason
 ``tool_calls``), as a tool-calling server answers; any other request gets the usual reply.
+
+:class:`StaticWebServer` is the opposite case: a plain static web server (Python's own, 404
+with an HTML page on ``/v1/models``, 501 on every POST), which is no OpenAI-compatible server.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ import struct
 import threading
 from collections import Counter
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from clstream.core.types import GenerationRequest, Message
@@ -227,8 +231,10 @@ class FakeOpenAIServer:
     def _admit(self, body: dict[str, Any], headers: dict[str, str]) -> str | None:
         with self._lock:
             if is_preflight(body):
+                attempt = sum(1 for sent in self.preflights if sent == body)
                 self.preflights.append(body)
-                return self.preflight_plan(body, 0) if self.preflight_plan is not None else None
+                return (self.preflight_plan(body, attempt) if self.preflight_plan is not None
+                        else None)
             self.requests.append(body)
             self.headers.append(headers)
             fp = fingerprint(body)
@@ -453,3 +459,33 @@ class PolicyServer(FakeOpenAIServer):
                 "completion_tokens_details": {"reasoning_tokens": 0},
             }
         return payload
+
+
+class _QuietStatic(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+class StaticWebServer:
+    """``python -m http.server`` over ``directory`` on 127.0.0.1; ``base_url`` is its /v1."""
+
+    def __init__(self, directory: str | Path) -> None:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        (Path(directory) / "index.html").write_text("<html><body>a page</body></html>")
+        self._server = ThreadingHTTPServer(
+            ("127.0.0.1", 0),
+            lambda *args: _QuietStatic(*args, directory=str(directory)))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> StaticWebServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()

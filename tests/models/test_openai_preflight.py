@@ -1,10 +1,12 @@
 """The endpoint check of the OpenAI-compatible backend, and secrets kept out of its errors.
 
 What is checked: each definite failure (closed port, refused credentials, a model the server
-does not serve, a rejected sampling parameter) raises one line quoting the server's reason
-within seconds; transient trouble (503, a stall) is a note, not a failure; the check sends the
-run's sampling parameters with max_tokens 1; a model without the optional part checks nothing;
-an error body echoing the Authorization header never carries the key into a result.
+does not serve, a rejected sampling parameter, a reply that is no chat completion, a static web
+server's HTML page, a 5xx that stays after the check's retries) raises one line quoting the
+server's reason within seconds; a busy server (429, a stall) is a note, not a failure, and a
+5xx that goes away on the retry is nothing; the check sends the run's sampling parameters with
+max_tokens 1; a model without the optional part checks nothing; an error body echoing the
+Authorization header never carries the key into a result.
 """
 
 from __future__ import annotations
@@ -12,15 +14,17 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai_server import FakeOpenAIServer, always
+from fake_openai_server import FakeOpenAIServer, StaticWebServer, always, first_attempts
 
 from clstream.core.contracts import Preflight, check_model
 from clstream.core.secrets import REDACTED
 from clstream.core.types import GenerationRequest, Message, SamplingParams
 from clstream.driver.flags import OPENAI_DEFAULT_BASE_URL
+from clstream.models import openai_compat
 from clstream.models.builtin import BuiltinReader
 from clstream.models.openai_compat import DEFAULT_BASE_URL, EndpointError, OpenAICompatModel
 
@@ -109,14 +113,52 @@ def test_refused_credentials_are_one_line_with_a_hint(monkeypatch: pytest.Monkey
         assert check(good)[0] == []
 
 
-def test_transient_trouble_is_a_note_not_a_failure() -> None:
-    with FakeOpenAIServer(model="m", preflight_plan=always("503")) as srv:
+@pytest.fixture
+def no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(openai_compat, "PREFLIGHT_RETRY_WAITS", (0.0, 0.0))
+
+
+def test_a_busy_server_is_a_note_not_a_failure() -> None:
+    with FakeOpenAIServer(model="m", preflight_plan=always("429")) as srv:
         notes, _ = check(OpenAICompatModel("m", base_url=srv.base_url))
-    assert len(notes) == 1 and "HTTP 503: injected 503" in notes[0]
+    assert len(notes) == 1 and "HTTP 429" in notes[0] and "going on" in notes[0]
     with FakeOpenAIServer(model="m", preflight_plan=always("stall"), stall_s=3.0) as srv:
         notes, seconds = check(OpenAICompatModel("m", base_url=srv.base_url, request_timeout=1))
     assert len(notes) == 1 and "no answer to a 1-token request within 1s" in notes[0]
     assert seconds < 3
+
+
+@pytest.mark.usefixtures("no_retry_waits")
+def test_a_5xx_that_goes_away_on_a_retry_passes() -> None:
+    with FakeOpenAIServer(model="m", preflight_plan=first_attempts(2, "503")) as srv:
+        notes, _ = check(OpenAICompatModel("m", base_url=srv.base_url))
+        assert notes == [] and len(srv.preflights) == 3
+
+
+@pytest.mark.usefixtures("no_retry_waits")
+@pytest.mark.parametrize("fault", ["500", "503"])
+def test_a_5xx_that_stays_fails_after_the_retries(fault: str) -> None:
+    with FakeOpenAIServer(model="m", preflight_plan=always(fault)) as srv:
+        message = failure(OpenAICompatModel("m", base_url=srv.base_url))
+        assert len(srv.preflights) == 3
+    assert message.endswith(f"a 1-token chat request failed 3 times (HTTP {fault}: "
+                            f"injected {fault})")
+
+
+@pytest.mark.parametrize(("fault", "problem"), [
+    ("malformed", "a body that is not JSON"), ("missing_choices", "JSON without choices")])
+def test_a_reply_that_is_no_chat_completion_fails(fault: str, problem: str) -> None:
+    with FakeOpenAIServer(model="m", preflight_plan=always(fault)) as srv:
+        message = failure(OpenAICompatModel("m", base_url=srv.base_url))
+    assert f"got HTTP 200 with {problem}, not a chat completion" in message
+
+
+def test_a_static_web_server_fails_in_one_line_summarizing_its_page(tmp_path: Path) -> None:
+    with StaticWebServer(tmp_path) as static:
+        message = failure(OpenAICompatModel("m", base_url=static.base_url))
+    assert "does not answer POST /chat/completions (HTTP 501: HTML page: Error response; " \
+           "Error code: 501; Message: Unsupported method ('POST')" in message
+    assert "<" not in message and len(message) < 400
 
 
 def test_other_models_check_nothing() -> None:

@@ -65,7 +65,7 @@ def _body(model: str, prompt: str, stream: bool) -> dict[str, Any]:
 async def _ask(client: httpx.AsyncClient, model: OpenAICompatModel, prompt: str,
                stream: bool) -> dict[str, Any]:
     """One tiny request: text, usage as reported (or None), latency, time to first token."""
-    from clstream.models.openai_compat import EndpointError
+    from clstream.models.openai_compat import EndpointError, _server_reason
     from clstream.models.wire import StreamAssembler, dumps_body, loads_reply
 
     headers = model._headers()
@@ -77,8 +77,8 @@ async def _ask(client: httpx.AsyncClient, model: OpenAICompatModel, prompt: str,
                              headers=headers) as response:
         if not response.is_success:
             await response.aread()
-            raise EndpointError(f"model {model.name}: a tiny request got HTTP "
-                                f"{response.status_code}: {response.text[:200]}")
+            raise EndpointError(f"model {model.name}: a tiny request got "
+                                f"{_server_reason(response, model._secrets())}")
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             assembler = StreamAssembler()
             async for line in response.aiter_lines():
@@ -248,6 +248,7 @@ def handler(args: argparse.Namespace) -> int:
 
     import httpx
 
+    from clstream.core.errors import ClstreamError
     from clstream.core.secrets import redacted_url
     from clstream.models.openai_compat import EndpointError, OpenAICompatModel
     from clstream.models.wire import MalformedResponse
@@ -270,8 +271,12 @@ def handler(args: argparse.Namespace) -> int:
         try:
             found, prefill_tps = asyncio.run(measure())
         except (httpx.HTTPError, MalformedResponse) as exc:
-            raise EndpointError(f"model {model.name} at {redacted_url(model.base_url)}: a tiny "
-                                f"request failed ({type(exc).__name__}: {exc})") from None
+            raise EndpointError(f"flag --base-url: model {model.name} at "
+                                f"{redacted_url(model.base_url)}: a tiny request failed "
+                                f"({type(exc).__name__}: {exc})") from None
+        except ClstreamError as exc:
+            exc.args = (f"flag --base-url: {exc}",)  # one line naming the flag to change
+            raise
         reports.append(found)
         speeds.append(prefill_tps)
     if args.save is not None:

@@ -230,7 +230,8 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protocol", default=None, help="only runs of this protocol")
     p.add_argument("--dataset", default=None, metavar="PATH|SHA256",
                    help="only runs over this dataset: the path it was read from, its file "
-                        "name, or the first 6+ hex digits of its hash")
+                        "name, a file of the same content, or the first 6+ hex digits of its "
+                        "hash")
 
 
 def add_parsers(sub: Any) -> None:

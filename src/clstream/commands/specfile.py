@@ -20,7 +20,8 @@ into one results directory::
     systems = ["full", "rag:k=4"]
     docs_in_flight = 2         # any flag of `clstream run oaks`, by its name (- or _)
 
-A relative path that names a file or directory beside the spec file is taken from there. A
+A relative path that names a file or directory beside the spec file is taken from there, else
+from the working directory; an entry's data that is in neither says so, naming both. A
 malformed file is one line naming the file, the entry and the field (exit 2) before anything
 runs.
 
@@ -77,6 +78,19 @@ def _absolute(value: Any, base: Path) -> Any:
             and (base / value).exists():
         return str(base / value)
     return value
+
+
+def _check_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser, path: Path,
+                  where: str, base: Path) -> None:
+    """Each positional argument (the data an entry reads) is there; a relative one that is not
+    says where it was looked for, as the rule of :func:`_absolute` goes."""
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        if action.option_strings or not isinstance(value, str) or Path(value).exists():
+            continue
+        looked = (f" (resolved against {base}, the spec file's directory, and then the working "
+                  f"directory {Path.cwd()})" if not Path(value).is_absolute() else "")
+        raise DataError(path, where, action.dest, f"no such file or directory: {value}{looked}")
 
 
 def _words(entry: dict[str, Any], parser: argparse.ArgumentParser, path: Path, where: str,
@@ -191,6 +205,7 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
                 field = _field_of(str(exc), parser)
                 message = str(exc).partition(": ")[2] if field else str(exc)
                 raise DataError(path, where, field, message) from None
+            _check_inputs(args, parser, path, where, base)
             planned.append((protocol, args))
     return planned
 

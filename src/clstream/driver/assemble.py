@@ -29,6 +29,7 @@ from clstream.core.types import SamplingParams
 from clstream.driver.components import (
     ARTIFACTS,
     build_model,
+    helper_endpoints,
     parse_components,
     recorded_system,
     system_factory,
@@ -134,10 +135,12 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
              params: dict[str, Any] | None = None,
              cells_at_once: int | Callable[[RunSpec, Callable[[], System]], int] = 1,
              before_register: Callable[[RunSpec], Callable[[ResultsStore], None]] | None = None,
-             check_system: Callable[[RunSpec, System], None] | None = None) -> RunJob:
+             check_system: Callable[[RunSpec, System], None] | None = None,
+             endpoints: list[tuple[str, Model, SamplingParams]] | None = None) -> RunJob:
     """One planned run per ``--system`` of ``protocol`` over ``dataset`` (see the module
     docstring). ``cells_at_once`` may depend on the system (OAKS's cache budget);
-    ``check_system`` refuses a system the protocol cannot run, before anything is written."""
+    ``check_system`` refuses a system the protocol cannot run, before anything is written;
+    ``endpoints`` are the run's other models (:attr:`~clstream.driver.plan.RunJob.endpoints`)."""
     executor = executor_from_args(args)
     info = {**info, "run_flags": run_flags(args, add_arguments)}
     recipe = RunRecipe(protocol, argparse.Namespace(**vars(args)), os.getcwd())
@@ -148,6 +151,8 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
                        model=basics.model_spec, sampling=basics.sampling, seed=args.seed,
                        params=params or {})
         make = system_factory(spec, basics.model, Path(args.out) / ARTIFACTS)  # checks the arguments
+        endpoints = [*(endpoints or ()), *((flag, helper, basics.sampling) for flag, helper
+                                           in helper_endpoints(spec, make, basics.model))]
         if check_system is not None:
             check_system(spec, make())
         runs.append(PlannedRun(
@@ -160,4 +165,4 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
     return RunJob(protocol, unit, args.out, basics.model, basics.sampling, basics.systems, runs,
                   resume_command(protocol, add_arguments, args),
                   show_progress=not args.no_progress, notes=list(basics.notes),
-                  executor=executor)
+                  executor=executor, endpoints=list(endpoints or ()))

@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from pydantic import ValidationError
 
 import clstream
-from clstream.core.contracts import Model, System, give_artifact_folder
+from clstream.core.contracts import Model, Preflight, System, give_artifact_folder
 from clstream.core.errors import SpecError
 from clstream.core.registry import canonical_component, canonical_run_spec, resolve
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
@@ -107,10 +107,27 @@ def built_with(hooks: BuildHooks) -> Iterator[None]:
         _BUILD_HOOKS.reset(token)
 
 
-def build_model(spec: ComponentSpec, **options: Any) -> Model:
+BACKEND_FLAGS: Mapping[str, str] = {
+    "base_url": "--base-url", "api_key_env": "--api-key-env",
+    "max_concurrency": "--max-concurrency", "request_timeout": "--request-timeout",
+    "max_retries": "--max-retries",
+}
+"""The flag that gives each endpoint setting of a model backend, as errors name it."""
+
+
+def takes_endpoint(spec: ComponentSpec) -> bool:
+    """Whether the backend of ``spec`` is served by an endpoint (its class names ``base_url``,
+    as ``openai`` does; the builtin reader and the in-process ``hf:``/``vllm:`` do not)."""
+    return "base_url" in inspect.signature(resolve("model", spec.name)).parameters
+
+
+def build_model(spec: ComponentSpec, flags: Mapping[str, str] = BACKEND_FLAGS,
+                **options: Any) -> Model:
     """Instantiate a model backend; ``options`` are backend settings from CLI flags, and
     ``cache_path`` the response cache every backend answers through
-    (:func:`clstream.models.middleware.wrap`)."""
+    (:func:`clstream.models.middleware.wrap`). An endpoint setting (``flags``: each one's flag)
+    given to a backend without an endpoint is one line naming the flag, not the backend's
+    complaint about an argument the user never typed."""
     hooks = _BUILD_HOOKS.get()
     if hooks is not None:
         return hooks.model(spec)
@@ -120,7 +137,15 @@ def build_model(spec: ComponentSpec, **options: Any) -> Model:
     accepted = inspect.signature(cls).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
     for key, value in options.items():
-        if value is not None and (takes_any or key in accepted):
+        if value is None:
+            continue
+        if key in accepted:
+            kwargs[key] = value
+        elif key in flags:
+            raise SpecError(f"flag {flags[key]}: model {spec.label!r} is not served by an "
+                            f"endpoint; {flags[key]} applies to models served over HTTP "
+                            "(openai:NAME)")
+        elif takes_any:
             kwargs[key] = value
     try:
         return wrap(cls(**kwargs), cache_path=cache_path)
@@ -160,6 +185,25 @@ def system_factory(run: RunSpec, model: Model, artifacts: str | Path | None = No
 
     make()  # fail early on bad system arguments, before anything is stored
     return make
+
+
+def helper_endpoints(run: RunSpec, make: Callable[[], System], model: Model
+                     ) -> list[tuple[str, Model]]:
+    """The models a system of ``run`` calls besides the run's own ``model`` (a summarizer or an
+    updater named by a model spec, its backend in ``<name>_options``), each with the setting
+    that gives its endpoint, so that the run checks them before it registers anything."""
+    params = getattr(resolve("system", run.system.name), "params", {}) or {}
+    helpers = [name for name in params if f"{name}_options" in params]
+    if not helpers:
+        return []
+    system = make()
+    found: list[tuple[str, Model]] = []
+    for name in helpers:
+        helper = getattr(system, name, None)
+        if helper is not None and helper is not model and isinstance(helper, Preflight):
+            found.append((f"--system {run.system.label} (its {name}_options)",
+                          cast(Model, helper)))
+    return found
 
 
 def run_info(model: Model, system: System, extra: dict[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from clstream.core.errors import StreamStopped
 from clstream.driver.components import register_run, run_info
 from clstream.driver.failures import Failure, finish, first_error
 from clstream.driver.plan import Cell, CellRunner, PlannedRun, Progress, RunJob, RunResult
-from clstream.driver.preflight import check_endpoint
+from clstream.driver.preflight import check_context, check_endpoint
 from clstream.driver.progress import Notes, progress_bar
 from clstream.driver.signals import stopping_on_signals
 from clstream.driver.transport import SAVE_EVERY_S, TRANSPORT_STREAM, TransportLog
@@ -362,8 +362,14 @@ def drive(jobs: RunJob | Sequence[RunJob], executor: Executor | None = None,
 def _drive(jobs: list[RunJob], executor: Executor | None, resume: str | None,
            keep_going: bool) -> int:
     # A dead endpoint, or a system too big for its context, fails here, before any writing.
+    checked: set[tuple[int, str, str]] = set()  # a model shared by several jobs is asked once
     for job in jobs:
-        check_endpoint(job.model, job.sampling, job.systems)
+        for flag, model, sampling in [("--base-url", job.model, job.sampling), *job.endpoints]:
+            key = (id(model), flag, sampling.model_dump_json())
+            if key not in checked:
+                checked.add(key)
+                check_endpoint(model, sampling, (), flag)
+        check_context(job.model, job.sampling, job.systems)
     failures: list[tuple[RunJob, list[Failure]]] = []
     said: set[str] = set()  # notes shared by several jobs are printed once
     with chosen_executor(jobs, executor) as chosen:

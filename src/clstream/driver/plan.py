@@ -120,7 +120,9 @@ class PlannedRun:
 class RunJob:
     """Everything one protocol's ``run`` asks for: its planned runs (one per system) into one
     results directory, with one model. ``unit`` names a unit of work in the failure line
-    (singular); ``resume`` is the command that resumes the job."""
+    (singular); ``resume`` is the command that resumes the job. ``endpoints``: the other
+    models the runs call (a judge), each with the flag that gives its server and the sampling
+    it is asked with, checked with the answering model before anything is registered."""
 
     protocol: str
     unit: str
@@ -133,6 +135,7 @@ class RunJob:
     show_progress: bool = True
     notes: list[str] = field(default_factory=list)
     executor: ExecutorChoice = field(default_factory=ExecutorChoice)
+    endpoints: list[tuple[str, Model, SamplingParams]] = field(default_factory=list)
 
 
 @dataclass

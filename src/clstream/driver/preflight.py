@@ -6,6 +6,11 @@ in seconds, with the server's reason, and leaves no results directory behind. Wh
 reported its context length, a system whose prompt budget and answer cap cannot fit it
 (``full:budget=120000`` against an 8,192-token server) is refused there too, in one line naming
 both numbers, instead of failing request by request.
+
+Every endpoint a run uses is checked so, before the run is registered: the answering model's
+(each replica of ``--base-url``) and each other model's (the judge's ``--judge-base-url``, a
+system's summarizer or updater, :func:`~clstream.driver.components.helper_endpoints`). A
+failing check names the flag that gave the endpoint, so the line says what to change.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from clstream.core.contracts import Model, check_model
-from clstream.core.errors import SpecError
+from clstream.core.errors import ClstreamError, SpecError
 from clstream.core.registry import resolve
 from clstream.core.specs import ComponentSpec
 from clstream.core.types import SamplingParams
@@ -56,9 +61,15 @@ def check_context(model: Model, sampling: SamplingParams, systems: Sequence[Comp
 
 
 def check_endpoint(model: Model, sampling: SamplingParams,
-                   systems: Sequence[ComponentSpec] = ()) -> None:
-    """The model's endpoint check (raises a one-line error); its notes go to stderr. With
-    ``systems``, also :func:`check_context`."""
-    for note in asyncio.run(check_model(model, sampling)):
+                   systems: Sequence[ComponentSpec] = (), flag: str = "--base-url") -> None:
+    """The model's endpoint check (raises a one-line error opening with ``flag``, the flag
+    that gave the endpoint); its notes go to stderr. With ``systems``, also
+    :func:`check_context`."""
+    try:
+        notes = asyncio.run(check_model(model, sampling))
+    except ClstreamError as exc:
+        exc.args = (f"flag {flag}: {exc}",)  # the same error, one line opening with the flag
+        raise
+    for note in notes:
         print(f"clstream: warning: {note}", file=sys.stderr)
     check_context(model, sampling, systems)

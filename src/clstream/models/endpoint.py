@@ -12,11 +12,16 @@ optional and a server that reports nothing is served as before:
 The slot count is where the adaptive concurrency limit starts
 (:mod:`clstream.models.concurrency`); the context length lets a run refuse, before anything is
 sent, a system whose prompts cannot fit (``clstream check`` prints both).
+
+A URL that is not such a server at all (a static web server, a proxy's error page) answers with
+HTML; :func:`html_summary` makes that page one short line (its title and first words), so an
+error quoting the server stays one line (docs/design.md §7).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -118,3 +123,63 @@ def merge_replicas(infos: list[ServerInfo]) -> ServerInfo:
                       context_source=source,
                       slots_source=(f"total_slots in /props, over {len(infos)} replicas"
                                     if total is not None else None))
+
+
+HTML_SUMMARY_CHARS = 100
+_HTML_READ_CHARS = 20_000  # of a page read for its summary; the head comes first
+_HTML_MARKERS = ("<!doctype html", "<html", "<head", "<body", "<title")
+
+
+class _PageText(HTMLParser):
+    """The title and the visible text blocks of an HTML page (no scripts or styles)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style"):
+            self._hidden += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style") and self._hidden:
+            self._hidden -= 1
+
+    def handle_data(self, data: str) -> None:
+        text = " ".join(data.split())
+        if text and not self._hidden:
+            self.blocks.append(text)
+
+
+def completion_problem(content: bytes) -> str | None:
+    """What keeps a 2xx body from being a chat completion (None: it is one): a body that is
+    not JSON (an HTML page summarized), or JSON without a ``choices`` list."""
+    try:
+        payload = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        text = content.decode("utf-8", "replace")
+        if looks_like_html(text):
+            return f"an HTML page ({html_summary(text)})"
+        return "a body that is not JSON"
+    if not isinstance(payload, dict) or not isinstance(payload.get("choices"), list) \
+            or not payload["choices"]:
+        return "JSON without choices"
+    return None
+
+
+def looks_like_html(body: str) -> bool:
+    """Whether a response body is an HTML page (its opening names an HTML element)."""
+    opening = body.lstrip()[:512].lower()
+    return opening.startswith("<") and any(marker in opening for marker in _HTML_MARKERS)
+
+
+def html_summary(body: str, limit: int = HTML_SUMMARY_CHARS) -> str:
+    """One line for an HTML page: its title and text blocks, each once, joined by ``; `` and
+    cut to ``limit`` characters (``Error response; Error code: 501; Message: ...``)."""
+    parser = _PageText()
+    parser.feed(body[:_HTML_READ_CHARS])
+    text = "; ".join(dict.fromkeys(parser.blocks))
+    if not text:
+        return "an HTML page"
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."

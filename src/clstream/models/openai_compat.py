@@ -48,9 +48,11 @@ Before a run, :meth:`OpenAICompatModel.preflight` checks the endpoint in seconds
 letting every request of the run retry into the same wall: ``GET /models`` (the server is
 reachable, the credentials are accepted, the model is listed) and one chat request of one token
 with the run's sampling parameters (the model is served and the parameters are accepted). A
-definite failure (unreachable, refused credentials, unknown model, rejected parameter) raises
-:class:`EndpointError`, one line quoting the server's reason; a transient one (429, 5xx, a slow
-answer) is returned as a note and the run goes on, since its requests are retried anyway.
+definite failure (unreachable, refused credentials, unknown model, rejected parameter, an
+answer that is not a chat completion: a static web server's page, JSON without choices, a 5xx
+still there after two more tries) raises :class:`EndpointError`, one line quoting the server's
+reason (an HTML page by its title and first words); a busy server (429, no answer within the
+check's few seconds) is returned as a note and the run goes on, since its requests are retried.
 
 Tool calling: requests with ``tools`` are sent with them and the calls come back on the
 samples (:mod:`clstream.models.wire`), so ``describe()["tools"]`` is True: the backend can carry
@@ -91,7 +93,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 from urllib.parse import urlsplit
 
 import httpx
@@ -114,7 +116,11 @@ from clstream.models.breaker import CircuitBreaker
 from clstream.models.cache import ResponseCache
 from clstream.models.concurrency import DEFAULT_CEILING, DEFAULT_START, ConcurrencyLimit, Turn
 from clstream.models.endpoint import (
+    HTML_SUMMARY_CHARS,
     ServerInfo,
+    completion_problem,
+    html_summary,
+    looks_like_html,
     merge,
     merge_replicas,
     parse_model_listing,
@@ -160,6 +166,9 @@ _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 # The endpoint check: seconds per call at most, and the one prompt it sends (one token back).
 PREFLIGHT_TIMEOUT = 5.0
 PREFLIGHT_PROMPT = "Reply with the word OK."
+# Waits before the endpoint check asks again after a 5xx; a server still failing then fails it.
+PREFLIGHT_RETRY_WAITS = (1.0, 2.0)
+PREFLIGHT_RETRY_AFTER_MAX = 10.0  # seconds of a server's Retry-After the check waits at most
 _REASON_CHARS = 240  # of a server's reason quoted in one line
 _SNIPPET_CHARS = 300  # of an error body kept in a stored error
 FREE_RESENDS = 16  # sends of one request after congestion that spend no retry, at most
@@ -273,8 +282,10 @@ def _server_reason(response: httpx.Response, secrets: list[str], limit: int = _R
 def _reason(status: int, body: str, secrets: list[str], limit: int = _REASON_CHARS) -> str:
     """The server's own words on a failed response, scrubbed of secrets, on one short line:
     the message of an OpenAI-style error body (``{"error": {"message"}}``, ``{"message"}``,
-    ``{"detail"}``), else the body text."""
+    ``{"detail"}``), an HTML page's title and first words, else the body text."""
     text = scrub(body, secrets)
+    if looks_like_html(text):
+        return f"HTTP {status}: HTML page: {html_summary(text, min(limit, HTML_SUMMARY_CHARS))}"
     message: Any = None
     try:
         payload = json.loads(text)
@@ -807,33 +818,57 @@ class OpenAICompatModel:
         )
         body = build_body(self.target, request, self.extra_body)
         unlisted = served is not None and self.target not in served
-        try:
-            response = await self._check_call(
-                client.post(f"{base_url}/chat/completions", json=body,
-                            headers=self._headers()), timeout)
-        except (TimeoutError, httpx.TimeoutException):
-            outcome = f"no answer to a 1-token request within {timeout:g}s"
-        except httpx.TransportError as exc:
-            outcome = f"connection failed ({os_reason(exc)})"
-        else:
-            if response.is_success:
-                return []  # served, whatever the listing says
-            outcome = _server_reason(response, self._secrets())
+        waits = iter(PREFLIGHT_RETRY_WAITS)
+        while True:
+            try:
+                response = await self._check_call(
+                    client.post(f"{base_url}/chat/completions", json=body,
+                                headers=self._headers()), timeout)
+            except (TimeoutError, httpx.TimeoutException):
+                if unlisted:
+                    self._unlisted(where, served, f"no answer within {timeout:g}s")
+                # Slow is not wrong: a busy server is answered by the run's retries.
+                return [f"{where}: no answer to a 1-token request within {timeout:g}s; going "
+                        "on (requests are retried)"]
+            except httpx.TransportError as exc:
+                raise EndpointError(f"{where}: a 1-token chat request got no answer "
+                                    f"({os_reason(exc)})") from None
             status = response.status_code
-            if unlisted:
-                pass
-            elif status in (401, 403):
-                raise self._refused(where, response)
-            elif status == 404:
-                raise EndpointError(f"{where}: the server does not serve model "
-                                    f"{self.target!r} ({outcome})")
-            elif not is_retryable_status(status):
-                raise EndpointError(f"{where}: the server rejected a 1-token request with "
-                                    f"the run's sampling parameters ({outcome})")
+            wait = next(waits, None) if status >= 500 and status != 501 else None
+            if wait is None:
+                break
+            after = parse_retry_after(response.headers.get("retry-after"))
+            await asyncio.sleep(wait if after is None else min(after, PREFLIGHT_RETRY_AFTER_MAX))
+        if response.is_success:
+            problem = completion_problem(response.content)
+            if problem is None:
+                return []  # served, whatever the listing says
+            raise EndpointError(f"{where}: a 1-token chat request got HTTP {status} with "
+                                f"{problem}, not a chat completion; is this the /v1 URL of an "
+                                "OpenAI-compatible server?")
+        outcome = _server_reason(response, self._secrets())
         if unlisted:
-            listed = ", ".join(repr(m) for m in (served or [])[:8])
-            more = ", ..." if len(served or []) > 8 else ""
-            raise EndpointError(f"{where}: the server does not list model {self.target!r} "
-                                f"(it serves {listed}{more}) and answered {outcome}")
-        return [f"{where}: the endpoint check got {outcome}; going on (requests are retried)"]
+            self._unlisted(where, served, outcome)
+        if status in (401, 403):
+            raise self._refused(where, response)
+        if status == 429:  # the server works and is busy; the run's requests wait their turn
+            return [f"{where}: the endpoint check got {outcome}; going on (requests are "
+                    "retried)"]
+        if status == 404 and not looks_like_html(response.text):
+            raise EndpointError(f"{where}: the server does not serve model "
+                                f"{self.target!r} ({outcome})")
+        if status in (404, 405, 501):
+            raise EndpointError(f"{where}: the server does not answer POST /chat/completions "
+                                f"({outcome}); is this the /v1 URL of an OpenAI-compatible "
+                                "server?")
+        if status >= 500:
+            raise EndpointError(f"{where}: a 1-token chat request failed "
+                                f"{len(PREFLIGHT_RETRY_WAITS) + 1} times ({outcome})")
+        raise EndpointError(f"{where}: the server rejected a 1-token request with the run's "
+                            f"sampling parameters ({outcome})")
 
+    def _unlisted(self, where: str, served: list[str] | None, outcome: str) -> NoReturn:
+        listed = ", ".join(repr(m) for m in (served or [])[:8])
+        more = ", ..." if len(served or []) > 8 else ""
+        raise EndpointError(f"{where}: the server does not list model {self.target!r} "
+                            f"(it serves {listed}{more}) and answered {outcome}")

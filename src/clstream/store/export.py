@@ -8,7 +8,7 @@ from typing import Any
 from clstream.core.errors import ClstreamError, StoreError
 from clstream.core.reader import ResultsReader
 from clstream.core.registry import canonical_component
-from clstream.core.specs import ComponentSpec, parse_model_spec
+from clstream.core.specs import ComponentSpec, parse_model_spec, sha256_file
 from clstream.store.db import RunRow
 
 
@@ -44,16 +44,33 @@ def _stored_labels(kind: str, label: str, spec: Any) -> set[str]:
     return labels
 
 
-def dataset_matches(store: ResultsReader, run: RunRow, dataset: str) -> bool:
+def dataset_file_sha256(dataset: str) -> str | None:
+    """The SHA-256 of the file ``dataset`` names, where it names one (else None)."""
+    try:
+        return sha256_file(dataset) if Path(dataset).is_file() else None
+    except OSError:
+        return None
+
+
+def dataset_matches(store: ResultsReader, run: RunRow, dataset: str,
+                    file_sha256: str | None = None) -> bool:
     """Whether ``dataset`` names the run's dataset: its SHA-256 or a prefix of at least 6
-    hex digits, or the path it was read from (as stored, resolved, or its file name)."""
+    hex digits, the path it was read from (as stored, resolved, or its file name), or, with
+    ``file_sha256`` (:func:`dataset_file_sha256` of ``dataset``), a file of the same content
+    read from another path (the dataset's hash is that of its file, or the stored view keeps
+    the file's hash as ``file_sha256``)."""
     text = dataset.strip()
     if len(text) >= 6 and run.dataset_sha256.startswith(text.lower()):
         return True
+    if file_sha256 is not None and file_sha256 == run.dataset_sha256:
+        return True
     try:
-        stored = store.get_dataset(run.dataset_sha256)[0]
+        stored, content = store.get_dataset(run.dataset_sha256)
     except ClstreamError:
         return False
+    if file_sha256 is not None and isinstance(content, dict) \
+            and content.get("file_sha256") == file_sha256:
+        return True
     if not stored:
         return False
     candidates = {stored, Path(stored).name}
@@ -67,9 +84,10 @@ def dataset_matches(store: ResultsReader, run: RunRow, dataset: str) -> bool:
 def select_runs(store: ResultsReader, protocol: str | None = None,
                 dataset: str | None = None) -> list[RunRow]:
     """The runs of ``store`` of ``protocol`` over ``dataset`` (either may be None: any)."""
+    file_sha256 = dataset_file_sha256(dataset) if dataset is not None else None
     return [r for r in store.runs()
             if (protocol is None or r.protocol == protocol)
-            and (dataset is None or dataset_matches(store, r, dataset))]
+            and (dataset is None or dataset_matches(store, r, dataset, file_sha256))]
 
 
 def _describe(store: ResultsReader, run: RunRow) -> str:

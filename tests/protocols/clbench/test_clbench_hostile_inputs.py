@@ -44,7 +44,7 @@ RUN_FLAGS: dict[str, tuple[list[str], str]] = {
     "parallel huge": (["--parallel", HUGE], "--parallel"),
     "samples huge": (["--samples", HUGE], "--samples"),
     "max tokens huge": (["--max-tokens", HUGE], "--max-tokens"),
-    "max concurrency for a local model": (["--max-concurrency", "0"], "max_concurrency"),
+    "max concurrency for a local model": (["--max-concurrency", "0"], "--max-concurrency"),
     "temperature negative": (["--temperature", "-0.5"], "--temperature"),
     "top-p above one": (["--top-p", "1.5"], "--top-p"),
     "schedule unknown": (["--schedule", "long"], "--schedule"),

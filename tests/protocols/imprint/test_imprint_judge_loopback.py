@@ -16,7 +16,7 @@ from clstream.cli import main
 from clstream.store.db import ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
-from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from fake_openai_server import FakeOpenAIServer, StaticWebServer, is_preflight  # noqa: E402
 
 LLM_FAMILIES = {"news": {"TempUpd": "yn", "CompRel": "yn", "ImpRel": "yn"},
                 "code": {"DirAcq": "rubric", "RefRes": "identifier+fallback",
@@ -46,6 +46,8 @@ class JudgeServer(FakeOpenAIServer):
 
     def completion(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
         payload = super().completion(body, fault)
+        if is_preflight(body):
+            return payload
         kind = judge_kind(body)
         self.kinds.append(kind)
         answer = body["messages"][-1]["content"].split("Answer to check:\n", 1)[1]
@@ -69,6 +71,34 @@ def run_argv(data: Path, out: Path, url: str) -> list[str]:
     return ["run", "imprint", str(data), "--model", "builtin", "--system", "memory-free",
             "--samples", "2", "--out", str(out), "--no-progress",
             "--judge", "openai:judge", "--judge-base-url", url]
+
+
+def test_a_judge_endpoint_that_is_no_chat_server_is_refused_before_anything_is_registered(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = generate(tmp_path, "news")
+    out = tmp_path / "results"
+    capsys.readouterr()
+    with StaticWebServer(tmp_path / "site") as static:
+        assert main(run_argv(data, out, static.base_url)) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"clstream: error: flag --judge-base-url: model openai:judge at "
+                           f"{static.base_url}: the server does not answer POST "
+                           "/chat/completions (HTTP 501: HTML page: ")
+    assert not out.exists()
+
+
+def test_an_endpoint_flag_given_to_the_builtin_model_names_the_judge_flag(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = generate(tmp_path, "news")
+    out = tmp_path / "results"
+    argv = run_argv(data, out, "http://127.0.0.1:9/v1")
+    argv[argv.index("--judge-base-url")] = "--base-url"
+    capsys.readouterr()
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == ("clstream: error: flag --base-url: the answering model 'builtin' is served "
+                    "by no endpoint; give the judge's server with --judge-base-url")
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("setting", ["news", "code", "persona"])

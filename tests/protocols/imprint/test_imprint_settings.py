@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from clstream.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
+from fake_openai_server import StaticWebServer  # noqa: E402
 
 
 @pytest.mark.parametrize("setting", ["news", "code", "persona"])
@@ -47,6 +51,20 @@ def test_oracle_beats_base(setting: str, tmp_path: Path,
     sha = runs["oracle"]["meta"]["spec"]["dataset_hash"]
     assert f"imprint {setting} setting" in page and f"sha256 {sha}" in page
     assert "sha256 ?" not in page
+
+
+def test_a_filter_model_endpoint_is_checked_before_anything_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "data"
+    capsys.readouterr()
+    with StaticWebServer(tmp_path / "site") as static:
+        assert main(["generate", "imprint", "--setting", "news", "--size", "small", "--filter",
+                     "--model", "openai:w", "--base-url", static.base_url,
+                     "--out", str(out)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"clstream: error: flag --base-url: model openai:w at "
+                           f"{static.base_url}: the server does not answer POST")
+    assert not out.exists()
 
 
 def test_generate_with_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -40,7 +40,7 @@ from clstream.protocols.oaks.runner import probe_key
 from clstream.store.db import Record, ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
-from fake_openai_server import FakeOpenAIServer, always  # noqa: E402
+from fake_openai_server import FakeOpenAIServer, StaticWebServer, always  # noqa: E402
 
 KEY = "sk-oaks-failures-0123456789abcdef"
 SYSTEM = "window:w=1"  # the builtin reader gets some answers wrong with it (accuracy ~0.78)
@@ -90,9 +90,29 @@ def test_a_dead_endpoint_fails_in_seconds_and_writes_nothing(data: Path, tmp_pat
     seconds = time.perf_counter() - start
     assert proc.returncode == 2 and seconds < 10
     line = one_error_line(proc.stderr)
-    assert line == (f"clstream: error: model openai:x at http://127.0.0.1:{port}/v1: "
+    assert line == (f"clstream: error: flag --base-url: model openai:x at "
+                    f"http://127.0.0.1:{port}/v1: "
                     "cannot connect (Connection refused)")
     assert proc.stdout == "" and not out.exists()
+
+
+@pytest.mark.parametrize("replica", [False, True])
+def test_a_static_web_server_is_refused_before_anything_is_registered(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], replica: bool
+) -> None:
+    out = tmp_path / "out"
+    with FakeOpenAIServer(model="m") as good, StaticWebServer(tmp_path / "site") as static:
+        urls = [good.base_url, static.base_url] if replica else [static.base_url]
+        flags = [word for url in urls for word in ("--base-url", url)]
+        assert cli(["run", "oaks", str(data), "--system", "window", "--model", "openai:m",
+                    *flags, "--out", str(out)]) == 2
+        assert good.requests == []
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"clstream: error: flag --base-url: model openai:m at "
+                           f"{static.base_url}: the server does not answer POST "
+                           "/chat/completions (HTTP 501: HTML page: Error response; ")
+    assert "going on" not in line and "<" not in line
+    assert not out.exists()  # no results directory, so no run row
 
 
 def test_a_wrong_model_name_quotes_the_server(

@@ -73,8 +73,8 @@ def test_a_dead_endpoint_fails_before_anything_is_written(
                 "--base-url", f"http://127.0.0.1:{port}/v1", "--out", str(out)]) == 2
     assert time.perf_counter() - start < 10
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"clstream: error: model openai:m at http://127.0.0.1:{port}/v1: cannot "
-                   "connect (Connection refused)"]
+    assert err == [f"clstream: error: flag --base-url: model openai:m at "
+                   f"http://127.0.0.1:{port}/v1: cannot connect (Connection refused)"]
     assert not out.exists()
 
 

@@ -26,14 +26,16 @@ from clstream.core.errors import SpecError
 from clstream.core.files import write_atomic
 from clstream.core.outputs import claim_directory
 from clstream.core.specs import RunSpec
+from clstream.core.types import SamplingParams
 from clstream.driver.assemble import plan_job, run_basics
-from clstream.driver.components import build_model, parse_components
+from clstream.driver.components import build_model, parse_components, takes_endpoint
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
     backend_options,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
+from clstream.driver.preflight import check_endpoint
 from clstream.driver.seeds import drive_seeds
 from clstream.protocols.imprint.arguments import (
     add_generate_arguments,
@@ -104,8 +106,14 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     if llm_items and args.judge is None:
         raise SpecError(f"{args.data}: item {llm_items[0]!r} is judged 'llm'; give --judge "
                         "MODEL (the model that judges its answers)")
+    if args.judge is not None and args.base_url is not None and args.judge_base_url is None \
+            and not takes_endpoint(parse_components(args.model or "builtin", None, [])[0]):
+        raise SpecError("flag --base-url: the answering model "
+                        f"{args.model or 'builtin'!r} is served by no endpoint; give the "
+                        "judge's server with --judge-base-url")
     basics = run_basics(args)
     judge = None
+    endpoints = []
     params: dict[str, Any] = {"supervision": args.supervision, "setting": data.setting,
                               "prompt": args.prompt}
     view = dataset_view(data)
@@ -114,11 +122,18 @@ def plan_run(args: argparse.Namespace) -> RunJob:
                             "supervision": args.supervision, "setting": data.setting}
     if args.judge is not None:
         from clstream.protocols.imprint.judge_plan import judge_mapping
-        from clstream.protocols.imprint.llm_judges import PROMPT_HASHES, LLMJudge
+        from clstream.protocols.imprint.llm_judges import (
+            LLM_JUDGE_PARAMS,
+            PROMPT_HASHES,
+            LLMJudge,
+        )
         judge_spec, _ = parse_components(args.judge, None, [])
-        judge_model = build_model(judge_spec, base_url=args.judge_base_url,
+        judge_model = build_model(judge_spec, {"base_url": "--judge-base-url",
+                                               "api_key_env": "--judge-api-key-env"},
+                                  base_url=args.judge_base_url,
                                   api_key_env=args.judge_api_key_env)
         judge = LLMJudge(judge_model, Path(args.out) / "judge_cache.jsonl")
+        endpoints.append(("--judge-base-url", judge_model, LLM_JUDGE_PARAMS))
         # The judge decides the run's numbers, so it is part of the run spec (and its id).
         params["judge"] = {"model": judge_model.name, "spec": judge_spec.label,
                            "families": judge_mapping(data.setting, judge_model.name)}
@@ -137,7 +152,7 @@ def plan_run(args: argparse.Namespace) -> RunJob:
         dataset=StoredDataset(dataset_hash(data), str(Path(args.data).resolve()), view),
         params=params, info=info,
         units={"item": "items"}, error_kinds=("item", "call", "judgment"),
-        check_system=takes_supervision,
+        check_system=takes_supervision, endpoints=endpoints,
         open_runner=lambda spec, make: partial(
             ImprintRunner, spec, make_system=make, data=data, supervision=args.supervision,
             model=basics.model, batch=args.batch, parallel=args.parallel, judge=judge,
@@ -248,8 +263,15 @@ def _build(args: argparse.Namespace) -> Dataset:
 
 
 def _model(args: argparse.Namespace) -> Any:
-    spec, _ = parse_components(args.model, None, [])
-    return build_model(spec, **backend_options(args))
+    """The model that writes questions (``--articles``) or filters items (``--filter``), built
+    once, its endpoint checked before anything is written (as a run's are)."""
+    built = getattr(args, "built_model", None)
+    if built is None:
+        spec, _ = parse_components(args.model, None, [])
+        built = build_model(spec, **backend_options(args))
+        check_endpoint(built, SamplingParams(temperature=0.0, max_tokens=1))
+        args.built_model = built
+    return built
 
 
 # What an interrupted generation of the same dataset leaves in its directory and a rerun reuses.
@@ -259,6 +281,8 @@ _REPLY_CACHES = ("question_cache.json", "filter_cache.jsonl", "filter_report.jso
 
 def generate(args: argparse.Namespace) -> int:
     claim_directory(args.out, role="dataset", reusable=_REPLY_CACHES)
+    if args.model is not None and (args.articles or args.filter):
+        _model(args)
     if args.articles or args.filter:  # their model replies are cached in the dataset directory
         Path(args.out).mkdir(parents=True, exist_ok=True)
     data = _build(args)
