@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from clstream.protocols.imprint.run_summary import run_label
 from clstream.protocols.imprint.schema import FAMILIES
 from clstream.render import figures
 from clstream.render.base import Cell, Column, Figure, Section, Table, display_labels
@@ -195,17 +196,6 @@ def _axis_table(setting: str, runs: list[RunView]) -> Table | None:
         cells += [Cell(_pct(r.num(f"details.stale.{fam}.stale_rate")), True) for fam in stale]
         rows.append((Cell(_label(r)), *cells))
     return Table(f"{setting}: Pass@1 by sub-axis (%) and stale answers", columns, rows)
-
-
-def run_label(run: dict[str, Any]) -> str:
-    """The system, tagged with what else in its spec changes its numbers: the coached prompt,
-    strict abstention, an LLM judge (docs/imprint.md §2, §6), so rows never look alike."""
-    params = ((run.get("meta") or {}).get("spec") or {}).get("params") or {}
-    tags = [tag for tag, on in (("coached", params.get("prompt") == "coached"),
-                                ("strict", bool(params.get("strict_abstention"))),
-                                ("judge", bool(params.get("judge")))) if on]
-    system = str(run.get("system", "?"))
-    return f"{system} [{','.join(tags)}]" if tags else system
 
 
 def render_imprint_section(runs: list[dict[str, Any]], labels: list[str], source: object

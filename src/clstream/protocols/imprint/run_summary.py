@@ -26,7 +26,6 @@ from clstream.driver.record_fields import cut_by_cap
 from clstream.metrics.exact import exact_mean
 from clstream.protocols.imprint.judge_plan import paper_judge
 from clstream.protocols.imprint.judging import Verdict, judge_deterministic
-from clstream.protocols.imprint.report import run_label
 from clstream.protocols.imprint.schema import FAMILIES, Item
 from clstream.render.runs import coverage_note
 
@@ -170,6 +169,17 @@ def export_imprint(store: ResultsReader, run: RunRow, out: Any) -> int:
                                     | {"item_id": item.item_id, "gold": item.gold,
                                        "judge": item.judge}, ensure_ascii=False) + "\n")
     return len(rows)
+
+
+def run_label(run: dict[str, Any]) -> str:
+    """The system, tagged with what else in its spec changes its numbers: the coached prompt,
+    strict abstention, an LLM judge (docs/imprint.md §2, §6), so rows never look alike."""
+    params = ((run.get("meta") or {}).get("spec") or {}).get("params") or {}
+    tags = [tag for tag, on in (("coached", params.get("prompt") == "coached"),
+                                ("strict", bool(params.get("strict_abstention"))),
+                                ("judge", bool(params.get("judge")))) if on]
+    system = str(run.get("system", "?"))
+    return f"{system} [{','.join(tags)}]" if tags else system
 
 
 # -- text -----------------------------------------------------------------------------------
