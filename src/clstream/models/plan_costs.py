@@ -25,10 +25,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clstream.models.planning import BLOCK_SIZE, PlannedRequest
+from clstream.models import planning
+from clstream.models.planning import PlannedRequest
 from clstream.models.prefix_cache_sim import UNBOUNDED, PrefixCacheSim
 from clstream.models.pricing import cost_usd as priced
 
+BLOCK_SIZE = planning.BLOCK_SIZE
+"""Tokens per cached block (vLLM's default), the block size the planning model hashes in."""
 UNBOUNDED_BLOCKS = UNBOUNDED
 
 

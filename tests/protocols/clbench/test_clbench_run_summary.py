@@ -97,7 +97,7 @@ def _text_run(task_metrics: dict[str, Any], aggregate: dict[str, Any]) -> dict[s
             "metrics": {"tasks": {"a": task_metrics}, "aggregate": aggregate}}
 
 
-def _columns(lines: list[str], header: str, row: int) -> dict[str, str]:
+def _columns(lines: list[str], header: int, row: int) -> dict[str, str]:
     """The cells of line ``row`` under the header at line ``header``, by column name (the
     columns are separated by two spaces at least)."""
     import re
