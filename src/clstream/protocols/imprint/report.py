@@ -73,7 +73,9 @@ def _family_table(setting: str, runs: list[RunView]) -> Table:
     fams = _families(runs)
     columns = [Column("System"), Column("Supervision"), Column("Tokens in context", True),
                Column("Compression", True)]
-    columns += [Column(f, True, "Pass@1 \u00b1 SE / AllCorrect@n (%)") for f in fams]
+    columns += [Column(f"{f} (\u00b1 SE of Pass@1)", True,
+                       "Pass@1 / AllCorrect@n (%), then \u00b1 one standard error of Pass@1")
+                for f in fams]
     columns += [Column("Avg", True, "Pass@1 / AllCorrect@n (%)"), Column("Items", True)]
     # Parametric methods put nothing in context; what they cost is their training.
     trained = any(isinstance(r.raw.get("training"), dict) for r in runs)
@@ -106,7 +108,8 @@ def _family_table(setting: str, runs: list[RunView]) -> Table:
         if trained:
             row.append(Cell(_training_text(r), True))
         rows.append(tuple(row))
-    return Table(f"{setting}: Pass@1 / AllCorrect@n by family (%)", tuple(columns), rows)
+    return Table(f"{setting}: Pass@1 / AllCorrect@n by family (%; \u00b1 one standard error of "
+                 "Pass@1 over items)", tuple(columns), rows)
 
 
 def _judge_table(setting: str, runs: list[RunView]) -> Table:
