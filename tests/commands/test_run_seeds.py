@@ -60,6 +60,12 @@ def test_seeds_run_each_seed_aggregate_and_pair(stream: Path, tmp_path: Path,
     assert main(["summary", str(results)]) == 0
     text = capsys.readouterr().out
     assert "Over seeds" in text and "Paired differences" in text
+    assert "adjusted for multiple comparisons" in text
+    # The table tells apart runs that differ only in seed.
+    header = next(line for line in text.splitlines() if line.startswith("system "))
+    assert header.split()[:3] == ["system", "model", "seed"]
+    rows = [line.split()[:3] for line in text.splitlines() if line.startswith("memory-free ")]
+    assert rows == [["memory-free", "builtin", "0"], ["memory-free", "builtin", "1"]]
 
     # A rerun does nothing; --seed 1 alone is the same run as --seeds' seed 1.
     assert main(argv) == 0

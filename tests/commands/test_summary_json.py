@@ -408,6 +408,7 @@ class Pair(Strict):
     difference: float
     interval: list[float]
     p_value: float
+    p_holm: float
     exact: bool
 
 
@@ -416,6 +417,7 @@ class Paired(Strict):
     resamples: int
     permutations: int
     exact_up_to: int
+    adjustment: str
     pairs: list[Pair]
 
 
@@ -551,7 +553,7 @@ def test_summary_json_of_every_protocol_follows_the_schema(
     assert {(p.protocol, p.metric) for p in summary.paired.pairs} == {
         ("oaks", "accuracy"), ("seqmem", "online_acc"), ("imprint", "boundabs_pass_at_1"),
         ("clbench", "instance_gain")}
-    assert all(p.items > 0 and 0.0 < p.p_value <= 1.0 for p in summary.paired.pairs)
+    assert all(p.items > 0 and 0.0 < p.p_value <= p.p_holm <= 1.0 for p in summary.paired.pairs)
     assert summary.seeds is None  # one seed per run here
 
 

@@ -7,7 +7,12 @@ import random
 
 import pytest
 
-from clstream.metrics.paired import EXACT_ITEMS, paired_difference, sign_flip_p_value
+from clstream.metrics.paired import (
+    EXACT_ITEMS,
+    holm_adjusted,
+    paired_difference,
+    sign_flip_p_value,
+)
 
 
 def test_exact_p_value_by_hand() -> None:
@@ -70,3 +75,15 @@ def test_mismatched_or_empty_scores_are_refused() -> None:
         paired_difference([1.0, 0.0], [1.0])
     with pytest.raises(ValueError, match="no items"):
         paired_difference([], [])
+
+
+def test_holm_adjustment_by_hand() -> None:
+    # m = 4, sorted 0.01 0.02 0.03 0.04: 4 x 0.01 = 0.04, 3 x 0.02 = 0.06, 2 x 0.03 = 0.06
+    # (max with 0.06), 1 x 0.04 = 0.04 -> 0.06 (never below an earlier one); input order kept.
+    assert holm_adjusted([0.03, 0.01, 0.04, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    # Capped at 1; a single test is left as it is; no tests, no values.
+    assert holm_adjusted([0.5, 0.4]) == pytest.approx([0.8, 0.8])
+    assert holm_adjusted([0.3, 0.9]) == pytest.approx([0.6, 0.9])
+    assert holm_adjusted([0.7, 0.6, 0.5]) == [1.0, 1.0, 1.0]
+    assert holm_adjusted([0.02]) == [0.02]
+    assert holm_adjusted([]) == []

@@ -11,10 +11,12 @@ import pytest
 from clstream.core.types import GenerationRequest, Message, SamplingParams
 from clstream.models.planning import (
     APPROX_TOKENS_PER_MESSAGE,
+    BLOCK_SIZE,
     PlanningModel,
     RequestLog,
     planning_tokens,
 )
+from clstream.models.prefix_cache_sim import PrefixCacheSim
 from clstream.models.tokenizers import approx_tokenizer
 
 MESSAGES = (Message(role="system", content="You answer briefly."),
@@ -55,6 +57,7 @@ def test_a_local_tokenizer_counts_its_chat_template(tmp_path: Path) -> None:
     assert tokens.describe()["chat_template"] == "the model's own"
     plain = 4 + 7  # words and punctuation: "You answer briefly ." and "Where ... now ?"
     assert len(tokens(MESSAGES)) == plain + 2 * 2 + 2  # <s> role per message, <s> assistant
+    assert len(tokens.blocked(MESSAGES)) == len(tokens(MESSAGES))
     bare = planning_tokens("hf", str(_word_tokenizer(tmp_path / "bare", None)), None)
     assert len(bare(MESSAGES)) == plain
 
@@ -72,3 +75,14 @@ def test_requests_are_answered_as_the_builtin_does_and_logged_in_order() -> None
     assert "## Answer:" in text
     assert log.requests[0].expected_completion_tokens == 2 * approx_tokenizer().count(text)
     assert results[0].usage.prompt_tokens == log.requests[0].prompt_tokens
+
+
+def test_blocked_prompts_hash_the_tokens_of_the_whole_prompt() -> None:
+    tokens = planning_tokens("openai", "m", None)
+    context = "".join(f"[chunk index {i}]\nMary went to room {i}.\n\n" for i in range(40))
+    for question in ("Question: where is Mary?", "\n\nQuestion: who?\n\nAnswer briefly."):
+        messages = (MESSAGES[0], Message(role="user", content=context + question))
+        whole = tokens(messages)
+        blocked = tokens.blocked(messages)
+        assert len(blocked) == len(whole)
+        assert blocked.blocks() == PrefixCacheSim(1, BLOCK_SIZE).block_hashes(whole)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Hashable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clstream.models.prefix_cache_sim import (
+    UNBOUNDED,
+    BlockedPrompt,
+    BlockHasher,
     PrefixCacheSim,
     approx_tokens,
     render_chat,
@@ -124,3 +128,45 @@ def test_bounds_hold_for_any_order(prompts: list[list[int]], capacity: int, bloc
     # a cache that can hold everything computes exactly the lower bound
     big = replay(prompts, 10_000, block)
     assert big.computed_tokens == big.lower_bound_tokens == stats.lower_bound_tokens
+
+
+def _blocked(tokens: list[int], block: int, cuts: list[int]) -> BlockedPrompt:
+    """``tokens`` hashed as segments cut at ``cuts``, through one hasher's memo."""
+    hasher, pieces = BlockHasher(block), []
+    state: tuple[int, tuple[Hashable, ...]] = (0, ())
+    bounds = sorted({0, len(tokens), *(c % (len(tokens) + 1) for c in cuts)})
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        blocks, state = hasher.fold(state, tokens[start:end])
+        pieces.append(blocks)
+    return BlockedPrompt(tuple(pieces), len(tokens))
+
+
+@settings(max_examples=200, deadline=None)
+@given(prompts=prompt_lists, capacity=st.integers(1, 6), block=st.integers(1, 3),
+       cuts=st.lists(st.integers(0, 20), max_size=4))
+def test_blocked_prompts_cost_what_their_tokens_cost(
+        prompts: list[list[int]], capacity: int, block: int, cuts: list[int]) -> None:
+    blocked = [_blocked(p, block, cuts) for p in prompts]
+    for p, b in zip(prompts, blocked, strict=True):
+        assert b.blocks() == PrefixCacheSim(1, block).block_hashes(p)
+    for size in (capacity, UNBOUNDED):
+        tokens_sim, blocked_sim = PrefixCacheSim(size, block), PrefixCacheSim(size, block)
+        assert costs(tokens_sim, prompts) == [blocked_sim.add(b) for b in blocked]
+        assert tokens_sim.stats() == blocked_sim.stats()
+
+
+def test_a_segment_met_again_in_the_same_state_is_looked_up() -> None:
+    hasher = BlockHasher(4)
+    context = "passage " * 100
+    calls: list[str] = []
+
+    def tokenize(text: str) -> list[str]:
+        calls.append(text)
+        return approx_tokens(text)
+
+    first = hasher.segment((0, ()), context, tokenize)
+    again = hasher.segment((0, ()), context, tokenize)
+    assert first == again and len(calls) == 1
+    assert first[1] == len(approx_tokens(context))
+    hasher.segment((1, ()), context, tokenize)  # another state: hashed anew
+    assert len(calls) == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from clstream.protocols.imprint.report import run_label
+from clstream.protocols.imprint.run_summary import run_label
 from clstream.render.labels import display_labels
 
 

@@ -63,7 +63,7 @@ def test_ranks_share_ties_and_follow_each_metric_direction() -> None:
     assert cells["window"]["seqmem.online_acc"] is None
     lines = text_lines(view)
     assert any("window" in line and "not run" in line for line in lines)
-    assert "OAKS DS, SeqMem forgetting (lower is better)" in lines[0]
+    assert "OAKS DS, SeqMem forgetting (mean over horizons) (lower is better)" in lines[0]
     cost = {m["label"]: m["cost"] for m in view["methods"]}
     assert cost["full"] == {"runs": 2, "tokens": 220, "training_tokens": None,
                             "training_s": None, "wall_s": 3.0, "cost_usd": None}

@@ -17,7 +17,7 @@ PAIRED = {"confidence": 0.95, "resamples": 2000, "permutations": 10000, "exact_u
                      "better": "higher", "dataset_sha256": "d", "seed": 0, "model": "builtin",
                      "a": "full", "b": "rag:k=2", "run_a": "r1", "run_b": "r2", "items": 12,
                      "difference": 0.25, "interval": [0.05, 0.4], "p_value": 0.03125,
-                     "exact": True}]}
+                     "p_holm": 0.0625, "exact": True}]}
 
 
 def _texts(summary: dict[str, Any]) -> list[list[str]]:
@@ -37,7 +37,10 @@ def test_tables_per_protocol_in_the_registry_order() -> None:
                                                    "seqmem: headline metrics over seeds"]
     rows = _texts({"seeds": SEEDS, "paired": PAIRED})
     assert rows[0] == ["OAKS accuracy", "0", "full", "rag:k=2", "+0.250", "[+0.050, +0.400]",
-                       "0.0312", "12"]
+                       "0.0625", "12"]
+    pairs = section.tables[0]
+    assert "p (Holm)" in [c.header for c in pairs.columns]
+    assert pairs.rows[0][6].title == "unadjusted 0.0312, exact"
     assert rows[1] == ["rag", "builtin", "0, 1", "SeqMem online acc", "0.500", "0.100",
                        "[0.100, 0.900]"]
 

@@ -15,8 +15,9 @@ from clstream.store.db import ResultsStore
 def _results(tmp_path: Path) -> Path:
     res = tmp_path / "res"
     with ResultsStore(res, writer=True) as store:
-        for run_id, system in (("run-one", "full"), ("run-two", "rag:k=2")):
-            store.ensure_run(run_id, "oaks", system, "builtin", "sha", {}, {})
+        for run_id, system, spec in (("run-one", "full", {}),
+                                     ("run-two", "rag:k=2", {"seed": 3})):
+            store.ensure_run(run_id, "oaks", system, "builtin", "sha", spec, {})
             store.add_wall_time(run_id, 1.5)
             store.put_records(run_id, [Record("probe", "q@1", {}, t=1),
                                        Record("probe", "q@2", {}, t=2, error="timeout")])
@@ -27,14 +28,15 @@ def test_runs_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     res = _results(tmp_path)
     assert main(["runs", str(res)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:4] == ["run", "id", "protocol", "system"]
-    assert lines[1].split()[:7] == ["run-one", "oaks", "full", "builtin", "1", "1", "1.5"]
-    assert lines[2].split()[:3] == ["run-two", "oaks", "rag:k=2"]
+    assert lines[0].split()[:6] == ["run", "id", "protocol", "system", "model", "seed"]
+    assert lines[1].split()[:8] == ["run-one", "oaks", "full", "builtin", "-", "1", "1", "1.5"]
+    assert lines[2].split()[:5] == ["run-two", "oaks", "rag:k=2", "builtin", "3"]
     assert main(["runs", str(res), "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert [r["run_id"] for r in listing["runs"]] == ["run-one", "run-two"]
     first = listing["runs"][0]
     assert (first["ok"], first["errors"], first["wall_s"]) == (1, 1, 1.5)
+    assert [r["seed"] for r in listing["runs"]] == [None, 3]
     assert first["records"] == {"probe": {"ok": 1, "errors": 1}}
     assert first["created"].endswith("Z")
 

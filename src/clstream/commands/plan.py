@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import DataError, SpecError
 from clstream.core.registry import names, resolve
+from clstream.render.text_columns import aligned_lines
 
 if TYPE_CHECKING:
     from clstream.core.protocol import StreamProtocol
@@ -205,18 +206,15 @@ def _duration(seconds: float) -> str:
 def lines(plan: dict[str, Any]) -> list[str]:
     """The human-readable plan."""
     cache = plan["cache"]["tokens"]
-    head = (f"{'run':<28}{'requests':>9}{'prompt':>13}{'prefill':>13}{'prefill lb':>13}"
-            f"{'compl. max':>13}{'compl. exp':>12}")
-    out = [head]
     rows = [(f"{r['protocol']} {r['system']}", r) for r in plan["runs"]]
     if len(rows) > 1:
         rows.append(("total", plan["total"]))
-    for label, r in rows:
-        out.append(f"{label[:27]:<28}{r['requests']:>9,}{r['prompt_tokens']:>13,}"
-                   f"{r['prefill_tokens']['computed']:>13,}"
-                   f"{r['prefill_tokens']['lower_bound']:>13,}"
-                   f"{r['completion_tokens']['max']:>13,}"
-                   f"{r['completion_tokens']['expected']:>12,}")
+    header = ("run", "requests", "prompt", "prefill", "prefill lb", "compl. max", "compl. exp")
+    out = aligned_lines(header, [
+        (label, f"{r['requests']:,}", f"{r['prompt_tokens']:,}",
+         f"{r['prefill_tokens']['computed']:,}", f"{r['prefill_tokens']['lower_bound']:,}",
+         f"{r['completion_tokens']['max']:,}", f"{r['completion_tokens']['expected']:,}")
+        for label, r in rows], [False] + [True] * 6)
     total = plan["total"]
     out.append("requests by stage: " + ", ".join(
         f"{stage} {n:,}" for stage, n in total["requests_by_stage"].items()))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import SpecError, StoreError
+from clstream.render.text_columns import aligned_lines
 
 if TYPE_CHECKING:
     from clstream.store.db import ResultsStore
@@ -75,7 +76,7 @@ def _listing(store: ResultsStore) -> list[dict[str, Any]]:
         status = store.run_status(run.run_id)
         out.append({
             "run_id": run.run_id, "protocol": run.protocol, "system": run.system,
-            "model": run.model, "ok": status.total_ok, "errors": status.total_errors,
+            "model": run.model, "seed": run.spec.get("seed"), "ok": status.total_ok, "errors": status.total_errors,
             "records": {k: {"ok": status.ok[k], "errors": status.errors[k]} for k in status.ok},
             "states": status.states, "wall_s": round(run.wall_s, 3),
             "created": _iso(run.created_at), "first_record": _iso(status.first_record_at),
@@ -103,15 +104,13 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     if not runs:
         print(f"{args.dir}: no runs", file=sys.stderr)
         return 0
-    header = ("run id", "protocol", "system", "model", "ok", "errors", "wall s", "created")
-    rows = [(r["run_id"], r["protocol"], r["system"], r["model"], str(r["ok"]),
-             str(r["errors"]), f"{r['wall_s']:.1f}", str(r["created"])) for r in runs]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    numeric = {4, 5, 6}
-    for row in [header, *rows]:
-        cells = [c.rjust(w) if i in numeric else c.ljust(w)
-                 for i, (c, w) in enumerate(zip(row, widths, strict=True))]
-        print("  ".join(cells).rstrip())
+    # The seed tells apart runs that differ only in it (same protocol, system and model).
+    header = ("run id", "protocol", "system", "model", "seed", "ok", "errors", "wall s",
+              "created")
+    rows = [(r["run_id"], r["protocol"], r["system"], r["model"],
+             "-" if r["seed"] is None else str(r["seed"]), str(r["ok"]), str(r["errors"]),
+             f"{r['wall_s']:.1f}", str(r["created"])) for r in runs]
+    print("\n".join(aligned_lines(header, rows, [False] * 4 + [True] * 4 + [False])))
     return 0
 
 

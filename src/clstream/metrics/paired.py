@@ -34,7 +34,8 @@ import numpy as np
 
 from clstream.metrics.bootstrap import bootstrap_ci
 
-__all__ = ["EXACT_ITEMS", "PairedDifference", "paired_difference", "sign_flip_p_value"]
+__all__ = ["EXACT_ITEMS", "PairedDifference", "holm_adjusted", "paired_difference",
+           "sign_flip_p_value"]
 
 EXACT_ITEMS = 16
 """Up to this many items the sign-flip test enumerates all 2^n sign vectors (65,536)."""
@@ -120,3 +121,26 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *,
     interval = bootstrap_ci(floats, n_boot=resamples, alpha=1.0 - confidence, seed=seed)
     p_value, exact = sign_flip_p_value(differences, permutations=permutations, seed=seed)
     return PairedDifference(n, mean, interval, p_value, exact, confidence)
+
+
+def holm_adjusted(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of ``p_values``, one family of tests, in the given order.
+
+    Comparing every pair of k systems makes k(k-1)/2 tests, and at a 5% level some of them
+    come out "significant" by chance alone. Holm's method (S. Holm, "A simple sequentially
+    rejective multiple test procedure", Scand. J. Statist. 6(2), 1979) keeps the chance of
+    any false rejection in the family at most the level, under any dependence between the
+    tests, and is uniformly more powerful than Bonferroni. With the m p-values sorted,
+    p_(1) <= ... <= p_(m), the adjusted value of the i-th is
+    ``max over j <= i of min(1, (m - j + 1) p_(j))``: rejecting where the adjusted value is
+    at most the level is Holm's procedure. Ties keep their order of input; the result is in
+    the order of the input.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

@@ -25,13 +25,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from clstream.models import planning
 from clstream.models.planning import PlannedRequest
-from clstream.models.prefix_cache_sim import PrefixCacheSim
+from clstream.models.prefix_cache_sim import UNBOUNDED, PrefixCacheSim
 from clstream.models.pricing import cost_usd as priced
 
-BLOCK_SIZE = 16
-"""Tokens per cached block (vLLM's default)."""
-UNBOUNDED_BLOCKS = 1 << 62
+BLOCK_SIZE = planning.BLOCK_SIZE
+"""Tokens per cached block (vLLM's default), the block size the planning model hashes in."""
+UNBOUNDED_BLOCKS = UNBOUNDED
 
 
 def capacity_blocks(cache_tokens: int | None, block_size: int = BLOCK_SIZE) -> int:
@@ -59,7 +60,9 @@ def _totals(requests: Sequence[PlannedRequest], computed: int, lower_bound: int
 
 def figures(runs: Sequence[Sequence[PlannedRequest]], cache_tokens: int | None = None,
             block_size: int = BLOCK_SIZE) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The totals of each run (in order) and of them all (module docstring)."""
+    """The totals of each run (in order) and of them all (module docstring). The planning
+    model hashes prompts in blocks of :data:`~clstream.models.planning.BLOCK_SIZE`, the only
+    ``block_size`` its requests can be replayed with; a prompt given as tokens takes any."""
     sim = PrefixCacheSim(capacity_blocks(cache_tokens, block_size), block_size)
     per_run = []
     for requests in runs:

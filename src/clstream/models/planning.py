@@ -25,9 +25,11 @@ from typing import Any
 from clstream.core.contracts import Tokenizer
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Usage
 from clstream.models.builtin import BuiltinReader
-from clstream.models.prefix_cache_sim import approx_tokens
+from clstream.models.prefix_cache_sim import BlockedPrompt, BlockHasher, approx_tokens
 from clstream.models.tokenizers import HFTokenizer, approx_tokenizer
 
+BLOCK_SIZE = 16
+"""Tokens per cached block of the simulated prefix cache (vLLM's default)."""
 APPROX_TOKENS_PER_MESSAGE = 3
 """Tokens a chat template adds per message (role and delimiters) where the model's own template
 is not at hand: the usual figure for chat formats of the ChatML family."""
@@ -39,7 +41,7 @@ class PlannedRequest:
 
     model: str
     stage: str
-    prompt: tuple[Hashable, ...]
+    prompt: tuple[Hashable, ...] | BlockedPrompt
     max_completion_tokens: int
     expected_completion_tokens: int
 
@@ -62,6 +64,7 @@ class ChatTokens:
         self.tokenizer = tokenizer
         self.overhead_per_message = overhead_per_message
         self.templated = isinstance(tokenizer, HFTokenizer) and tokenizer.has_chat_template
+        self._hasher = BlockHasher(BLOCK_SIZE)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.tokenizer.name, "exact": self.tokenizer.exact,
@@ -79,6 +82,39 @@ class ChatTokens:
                 out += [marker, *["<|sep|>"] * (self.overhead_per_message - 1)]
             out += approx_tokens(message.content)
         return tuple(out)
+
+    def blocked(self, messages: Sequence[Message]) -> BlockedPrompt:
+        """The prompt of :meth:`__call__` as the prefix cache sees it, in blocks of
+        :data:`BLOCK_SIZE`, without keeping its tokens.
+
+        A run's prompts repeat long contexts (every question of an OAKS interval after the same
+        passages), so keeping each prompt's tokens made a plan's memory and time grow with the
+        square of the stream. A message's text is cut at its last paragraph break: the head
+        (the context) is tokenized and hashed once per state it follows
+        (:class:`~clstream.models.prefix_cache_sim.BlockHasher`), the rest (the question)
+        each time. The cut falls on whitespace, so the tokens are those of the whole text.
+        """
+        if isinstance(self.tokenizer, HFTokenizer):
+            ids = self.tokenizer.chat_ids(messages)
+            blocks, _ = self._hasher.fold((0, ()), ids)
+            return BlockedPrompt((blocks,), len(ids))
+        state: tuple[int, tuple[Hashable, ...]] = (0, ())
+        pieces: list[tuple[int, ...]] = []
+        count = 0
+        for message in messages:
+            if self.overhead_per_message:
+                marker = [f"<|{message.role}|>",
+                          *["<|sep|>"] * (self.overhead_per_message - 1)]
+                blocks, state = self._hasher.fold(state, marker)
+                pieces.append(blocks)
+                count += len(marker)
+            text = message.content
+            cut = text.rfind("\n\n")
+            for part in (text[:cut], text[cut:]) if cut > 0 else (text,):
+                blocks, n, state = self._hasher.segment(state, part, approx_tokens)
+                pieces.append(blocks)
+                count += n
+        return BlockedPrompt(tuple(p for p in pieces if p), count)
 
 
 class PlanningModel:
@@ -107,7 +143,7 @@ class PlanningModel:
         answered = await self._reader.generate(plain)
         results = []
         for request, result in zip(requests, answered, strict=True):
-            prompt = self.tokens(request.messages)
+            prompt = self.tokens.blocked(request.messages)
             n = request.params.n
             text = result.samples[0].text if result.samples else ""
             completion = n * self.tokenizer.count(text)

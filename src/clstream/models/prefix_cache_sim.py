@@ -50,7 +50,25 @@ _PARAGRAPHS = re.compile(r"(\n\s*\n)")
 _WORD_PIECE = 5
 _SPACE = "\u2581"  # marks a piece preceded by whitespace, so "a.b" and "a . b" differ
 
-Prompt = str | Sequence[Hashable]
+
+
+@dataclass(frozen=True)
+class BlockedPrompt:
+    """A prompt as the cache sees it, without its tokens: the chained hashes of its full blocks
+    (in ``pieces``, runs of consecutive blocks that other prompts may share as objects, so a
+    long context recurring in many prompts is held once) and its length in tokens."""
+
+    pieces: tuple[tuple[int, ...], ...]
+    n_tokens: int
+
+    def __len__(self) -> int:
+        return self.n_tokens
+
+    def blocks(self) -> list[int]:
+        return [block for piece in self.pieces for block in piece]
+
+
+Prompt = str | Sequence[Hashable] | BlockedPrompt
 
 
 @lru_cache(maxsize=1 << 16)
@@ -127,6 +145,11 @@ class ReplayStats:
         return self.computed_tokens / self.lower_bound_tokens
 
 
+UNBOUNDED = 1 << 62
+"""A capacity in blocks no run reaches: a cache this large never evicts, and serves a
+:class:`BlockedPrompt` without keeping an LRU order (:meth:`PrefixCacheSim.add`)."""
+
+
 class PrefixCacheSim:
     """An LRU block prefix cache; feed prompts in arrival order with :meth:`replay`."""
 
@@ -158,13 +181,20 @@ class PrefixCacheSim:
         return out
 
     def __contains__(self, block: int) -> bool:
-        return block in self._lru
+        return block in (self._seen if self.capacity_blocks >= UNBOUNDED else self._lru)
 
     def add(self, prompt: Prompt) -> int:
         """Serve one prompt; returns the prefill tokens it cost."""
-        tokens = self.tokenize(prompt) if isinstance(prompt, str) else prompt
-        blocks = self.block_hashes(tokens)
-        tail = len(tokens) - len(blocks) * self.block_size
+        if isinstance(prompt, BlockedPrompt):
+            if self.capacity_blocks >= UNBOUNDED:
+                return self._add_unbounded(prompt)
+            blocks = prompt.blocks()
+            n_tokens = prompt.n_tokens
+        else:
+            tokens = self.tokenize(prompt) if isinstance(prompt, str) else prompt
+            blocks = self.block_hashes(tokens)
+            n_tokens = len(tokens)
+        tail = n_tokens - len(blocks) * self.block_size
         hit = 0
         while hit < len(blocks) and blocks[hit] in self._lru:
             hit += 1
@@ -181,7 +211,41 @@ class PrefixCacheSim:
             self._lru.popitem(last=False)
         self._seen.update(blocks)
         self.requests += 1
-        self.prompt_tokens += len(tokens)
+        self.prompt_tokens += n_tokens
+        self.computed_tokens += computed
+        self.tail_tokens += tail
+        return computed
+
+    def _add_unbounded(self, prompt: BlockedPrompt) -> int:
+        """:meth:`add` for a cache that never fills: nothing is evicted, so the cached blocks
+        are the blocks seen, and since a block's hash is chained on its parent's, the blocks
+        seen of a prompt are a prefix of it. The first block not seen is found run by run
+        (a run whose last block was seen was seen whole), and only new blocks are stored, so
+        a prompt costs its runs and its new blocks, not its length."""
+        seen, hit, n_blocks, missed = self._seen, 0, 0, False
+        for piece in prompt.pieces:
+            n_blocks += len(piece)
+            if not piece:
+                continue
+            if missed:
+                seen.update(piece)
+            elif piece[-1] in seen:
+                hit += len(piece)
+            else:
+                lo, hi = 0, len(piece) - 1  # piece[hi] is not seen; find the first not seen
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if piece[mid] in seen:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                hit += lo
+                seen.update(piece[lo:])
+                missed = True
+        tail = prompt.n_tokens - n_blocks * self.block_size
+        computed = (n_blocks - hit) * self.block_size + tail
+        self.requests += 1
+        self.prompt_tokens += prompt.n_tokens
         self.computed_tokens += computed
         self.tail_tokens += tail
         return computed
@@ -201,6 +265,60 @@ class PrefixCacheSim:
         for prompt in prompts:
             self.add(prompt)
         return self.stats()
+
+
+class BlockHasher:
+    """Chained block hashes of prompts given as segments of tokens, memoized by segment.
+
+    A prompt is a sequence of segments (a message's template markers, the paragraphs before
+    its last paragraph break, the rest); the state after a segment is the last full block's
+    hash and the tokens of the partial block after it. The new blocks of a segment depend only
+    on that state and the segment, so a segment met again in the same state (the same context
+    before another question) is looked up, not tokenized and hashed again. The hashes are
+    those of :meth:`PrefixCacheSim.block_hashes` on the joined tokens.
+    """
+
+    MEMO_MIN_CHARS = 256
+    """Segments shorter than this are hashed each time: a lookup would cost about as much."""
+    MEMO_MAX = 4096
+    """Segments remembered at most; past that the memo starts afresh, which only costs time."""
+
+    def __init__(self, block_size: int):
+        self.block_size = block_size
+        self._memo: dict[tuple[int, tuple[Hashable, ...], str],
+                         tuple[tuple[int, ...], int, tuple[Hashable, ...]]] = {}
+
+    def fold(self, state: tuple[int, tuple[Hashable, ...]], tokens: Sequence[Hashable]
+             ) -> tuple[tuple[int, ...], tuple[int, tuple[Hashable, ...]]]:
+        """The full blocks ``tokens`` complete after ``state``, and the state after them."""
+        parent, carry = state
+        joined = (*carry, *tokens) if carry else tokens
+        size, out = self.block_size, []
+        end = len(joined) - len(joined) % size
+        for start in range(0, end, size):
+            parent = hash((parent, tuple(joined[start : start + size])))
+            out.append(parent)
+        return tuple(out), (parent, tuple(joined[end:]))
+
+    def segment(self, state: tuple[int, tuple[Hashable, ...]], text: str,
+                tokenize: Callable[[str], Sequence[Hashable]]
+                ) -> tuple[tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]:
+        """:meth:`fold` of ``tokenize(text)``, memoized; also the segment's token count."""
+        if len(text) < self.MEMO_MIN_CHARS:
+            tokens = tokenize(text)
+            blocks, after = self.fold(state, tokens)
+            return blocks, len(tokens), after
+        key = (state[0], state[1], text)
+        hit = self._memo.get(key)
+        if hit is None:
+            tokens = tokenize(text)
+            blocks, after = self.fold(state, tokens)
+            if len(self._memo) >= self.MEMO_MAX:
+                self._memo.clear()
+            hit = self._memo[key] = (blocks, len(tokens), after[1])
+            return blocks, len(tokens), after
+        blocks, count, carry = hit
+        return blocks, count, (blocks[-1] if blocks else state[0], carry)
 
 
 def replay(

@@ -9,6 +9,7 @@ from typing import Any
 
 from clstream.core.registry import names
 from clstream.render.base import Cell, Column, Section, Table
+from clstream.report.paired import adjusted_p
 
 
 def _num(value: float | None, sign: str = "") -> str:
@@ -43,7 +44,8 @@ def _pair_table(protocol: str, pairs: list[dict[str, Any]], confidence: float) -
     header = (Column("Metric"), Column("Seed", True), Column("A"), Column("B"),
               Column("A \u2212 B", True, "mean over the items of A's score minus B's"),
               Column(f"{confidence:.0%} interval", True, "paired bootstrap over items"),
-              Column("p", True, "two-sided paired sign-flip test"),
+              Column("p (Holm)", True, "two-sided paired sign-flip test, Holm-adjusted over "
+                                       "the pairs of the metric"),
               Column("Items", True, "items both runs scored"))
     rows: list[tuple[Cell, ...]] = []
     for pair in pairs:
@@ -52,8 +54,9 @@ def _pair_table(protocol: str, pairs: list[dict[str, Any]], confidence: float) -
                      Cell(str(pair["seed"]), numeric=True), Cell(str(pair["a"])),
                      Cell(str(pair["b"])), Cell(_num(pair["difference"], "+"), numeric=True),
                      Cell(f"[{_num(low, '+')}, {_num(high, '+')}]", numeric=True),
-                     Cell(f"{pair['p_value']:.4f}", numeric=True,
-                          title="exact" if pair["exact"] else "Monte Carlo estimate"),
+                     Cell(f"{adjusted_p(pair):.4f}", numeric=True,
+                          title=f"unadjusted {pair['p_value']:.4f}, "
+                          + ("exact" if pair["exact"] else "Monte Carlo estimate")),
                      Cell(f"{pair['items']:,}", numeric=True)))
     return Table(f"{protocol}: paired differences", header, rows)
 
@@ -84,6 +87,8 @@ def render_paired_section(summary: dict[str, Any]) -> Section | None:
         f"({paired.get('resamples', 0):,} resamples of the items) and the two-sided p-value "
         "of a paired sign-flip test (exact up to "
         f"{paired.get('exact_up_to', 0)} items, else {paired.get('permutations', 0):,} "
-        "random sign flips)."]
+        "random sign flips). Every pair of systems is tested, so the p-values are adjusted "
+        "for multiple comparisons by Holm's step-down method over the pairs of one metric in "
+        "one group; the unadjusted p-value is in each cell's tooltip."]
     return Section("seeds-and-pairs", "Seeds and paired differences", intro=intro,
                    tables=tables)

@@ -97,23 +97,32 @@ def _text_run(task_metrics: dict[str, Any], aggregate: dict[str, Any]) -> dict[s
             "metrics": {"tasks": {"a": task_metrics}, "aggregate": aggregate}}
 
 
-def test_the_text_table_shows_the_normalized_reward_when_there_is_a_reference() -> None:
-    header_cols = text_rows([])[0]
-    assert "norm reward" in header_cols
-    start = header_cols.index("norm gain") + len("norm gain")
-    end = header_cols.index("norm reward") + len("norm reward")
+def _columns(lines: list[str], header: int, row: int) -> dict[str, str]:
+    """The cells of line ``row`` under the header at line ``header``, by column name (the
+    columns are separated by two spaces at least)."""
+    import re
+
+    names = re.split(r"\s{2,}", lines[header].strip())
+    cells = re.split(r"\s{2,}", lines[row].strip())
+    return dict(zip(names, cells, strict=True))
+
+
+def test_the_text_tables_name_one_meaning_of_plus_minus_each() -> None:
     m = {"normalized_gain": {"mean": 0.5, "se": None}, "reward": {"mean": 1.5},
          "stateless_reward": 1.0, "stability": {"mean": 0.2}, "plasticity": {"mean": 0.3}}
     with_ref = text_rows([_text_run({**m, "normalized_reward": {"mean": 0.25, "se": 0.01}},
                                     {"normalized_gain": {"mean": 0.5, "ci95": None},
                                      "normalized_reward": {"mean": 0.25, "ci95": 0.02}})])
     without = text_rows([_text_run(m, {"normalized_gain": {"mean": 0.5, "ci95": None}})])
-    # the column after plasticity: the normalized reward, '-' when absent
-    assert with_ref[1][start + 21:end].strip() == "0.250 ± 0.010"
-    assert with_ref[2][start + 21:end].strip() == "0.250 ± 0.020"
-    assert without[1][start + 21:end].strip() == "-"
-    assert without[2][start + 21:end].strip() == "-"
-    assert len(with_ref[1]) == len(without[1]) == len(header_cols)
+    # Per task: ± is a standard error; over tasks, a table of its own: the 95% half-width.
+    assert _columns(with_ref, 0, 1)["norm reward ± SE"] == "0.250 ± 0.010"
+    assert with_ref[2] == ""
+    over = _columns(with_ref, 3, 4)
+    assert over["norm reward ± 95% CI half-width"] == "0.250 ± 0.020"
+    assert over["over tasks"] == "(all tasks)" and over["seed"] == "-"
+    # The normalized reward is '-' without a reference.
+    assert _columns(without, 0, 1)["norm reward ± SE"] == "-"
+    assert _columns(without, 3, 4)["norm reward ± 95% CI half-width"] == "-"
 
 
 def test_summary_and_report_show_the_per_stage_means(

@@ -90,7 +90,8 @@ def test_summary_text_table_is_grouped_by_protocol(
     assert sorted(body) == sorted(METHODS)
     runs = {r["system"]: r for r in summary_json(results, capsys)["runs"]}
     rag = body["exp-rag"]
-    assert rag[2] == f"{runs['exp-rag']['metrics']['online_acc']:.3f}"
-    assert rag[7] == f"{T}/{T}"
+    assert rag[2] == str(runs["exp-rag"]["meta"]["seed"])  # the seed column
+    assert rag[3] == f"{runs['exp-rag']['metrics']['online_acc']:.3f}"
+    assert rag[8] == f"{T}/{T}"
     update = runs["dc-rs"]["efficiency"]["tokens_by_stage"]["update"]
-    assert body["dc-rs"][10] == str(update["prompt"] + update["completion"] + update["reasoning"])
+    assert body["dc-rs"][11] == str(update["prompt"] + update["completion"] + update["reasoning"])

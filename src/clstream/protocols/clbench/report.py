@@ -75,14 +75,14 @@ def _tasks(runs: list[RunView]) -> list[str]:
 
 def _task_table(runs: list[RunView]) -> Table:
     columns = (Column("Task"), Column("System"),
-               Column("Normalized gain", True, "mean \u00b1 SE over rollouts"),
-               Column("Stability", True), Column("Plasticity", True),
-               Column("Reward", True, "cumulative, mean \u00b1 SE over rollouts"),
+               Column("Normalized gain (\u00b1 SE)", True, "mean \u00b1 SE over rollouts"),
+               Column("Stability (\u00b1 SE)", True), Column("Plasticity (\u00b1 SE)", True),
+               Column("Reward (\u00b1 SE)", True, "cumulative, mean \u00b1 SE over rollouts"),
                Column("Stateless", True, "cumulative reward of the stateless arm"),
-               Column("Gain", True, "cumulative, mean \u00b1 SE"),
+               Column("Gain (\u00b1 SE)", True, "cumulative, mean \u00b1 SE over rollouts"),
                Column("Rollouts", True, "scored / planned"),
                Column("Instances", True, "done / planned, both arms"),
-               Column("Errors", True), Column("Tokens / rollout", True))
+               Column("Errors", True), Column("Tokens / rollout (\u00b1 SE)", True))
     rows: list[tuple[Cell, ...]] = []
     for task in _tasks(runs):
         for r in runs:
@@ -144,7 +144,8 @@ def _aggregate_table(runs: list[RunView]) -> Table:
     usage = UsageColumns([(r.f, r.raw) for r in runs])
     models = {r.f.text(r.raw, "model", MISSING) for r in runs}
     columns = [Column("System")] + ([Column("Model")] if len(models) > 1 else [])
-    columns += [Column("Normalized gain", True, "mean over tasks \u00b1 95% interval"),
+    columns += [Column("Normalized gain (\u00b1 95% CI half-width)", True,
+                       "mean over tasks \u00b1 the half-width of its 95% interval"),
                 Column("Stability", True), Column("Plasticity", True),
                 Column("Tasks scored", True),
                 Column("Cost (tokens)", True, "sum over tasks of the mean rollout cost"),
@@ -164,7 +165,7 @@ def _aggregate_table(runs: list[RunView]) -> Table:
                 Cell(fmt_int(r.f.integer(r.raw, "status.errors")), True),
                 *usage.cells(r.f, r.raw)]
         rows.append(tuple(row))
-    caption = "Over tasks (equal weight)"
+    caption = "Over tasks (equal weight; \u00b1 the half-width of the 95% interval)"
     if len(models) == 1:
         caption += f"; every run uses the model \u201c{models.pop()}\u201d"
     return Table(caption, tuple(columns), rows)

@@ -36,6 +36,7 @@ from clstream.metrics.exact import exact_mean, exact_sum, scaled_integers
 from clstream.protocols.clbench.metrics import score_clbench, stage_means
 from clstream.protocols.clbench.runner import STATEFUL, STATELESS
 from clstream.render.runs import coverage_note
+from clstream.render.text_columns import aligned_lines, seed_text
 
 Row = dict[str, Any]
 
@@ -269,60 +270,68 @@ def summarize_clbench_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
 
 # --- the text table of ``clstream summary`` ---------------------------------------------------
 
-TEXT_HEADER = (f"{'task':<27}{'system':<16}{'model':<12}{'norm gain':>17}{'stability':>10}"
-               f"{'plasticity':>11}{'norm reward':>17}{'reward':>9}{'stateless':>10}{'instances':>11}"
-               f"{'errors':>7}{'tokens':>11}")
+TASK_HEADER = ("task", "system", "model", "seed", "norm gain ± SE", "stability", "plasticity",
+               "norm reward ± SE", "reward", "stateless", "instances", "errors", "tokens")
+"""Per task: ± is the standard error over rollouts."""
+AGGREGATE_HEADER = ("over tasks", "system", "model", "seed", "norm gain ± 95% CI half-width",
+                    "stability", "plasticity", "norm reward ± 95% CI half-width", "instances",
+                    "errors", "tokens")
+"""Over tasks: ± is the half-width of the 95% interval of the mean over tasks."""
 
 
-def _num(value: Any, width: int, digits: int = 3) -> str:
+def _num(value: Any, digits: int = 3) -> str:
     ok = isinstance(value, int | float) and math.isfinite(value)
-    return f"{round(value, digits) + 0.0:>{width}.{digits}f}" if ok else f"{'-':>{width}}"
+    return f"{round(value, digits) + 0.0:.{digits}f}" if ok else "-"
 
 
-def _mean_se(stat: Any, width: int) -> str:
+def _mean_pm(stat: Any, spread: str) -> str:
+    """``mean ± spread`` of a statistic, ``spread`` the key of the one meaning of ± the
+    table's header names (``se`` or ``ci95``)."""
     if not isinstance(stat, dict) or not isinstance(stat.get("mean"), int | float):
-        return f"{'-':>{width}}"
+        return "-"
     text = f"{round(stat['mean'], 3) + 0.0:.3f}"
-    spread = stat.get("se", stat.get("ci95"))
-    if isinstance(spread, int | float):
-        text += f" ± {spread:.3f}"
-    return f"{text:>{width}}"
+    value = stat.get(spread)
+    return text + (f" ± {value:.3f}" if isinstance(value, int | float) else "")
 
 
-def _lines_of(run: dict[str, Any]) -> Iterable[str]:
-    metrics = run.get("metrics") or {}
-    per_task = metrics.get("tasks") or {}
-    system, model = str(run.get("system", "?"))[:15], str(run.get("model", "?"))[:11]
+def _task_rows(run: dict[str, Any]) -> Iterable[list[str]]:
+    per_task = (run.get("metrics") or {}).get("tasks") or {}
+    system, model, seed = str(run.get("system", "?")), str(run.get("model", "?")), seed_text(run)
     for task, info in (run.get("tasks") or {}).items():
         m = per_task.get(task) or {}
         done = info.get("stateless_done", 0) + sum((info.get("stateful_done") or {}).values())
-        count = f"{done}/{info.get('instances_total', 0)}"
-        yield (f"{task[:26]:<27}{system:<16}{model:<12}{_mean_se(m.get('normalized_gain'), 17)}"
-               f"{_num((m.get('stability') or {}).get('mean'), 10)}"
-               f"{_num((m.get('plasticity') or {}).get('mean'), 11)}"
-               f"{_mean_se(m.get('normalized_reward'), 17)}"
-               f"{_num((m.get('reward') or {}).get('mean'), 9, 2)}"
-               f"{_num(m.get('stateless_reward'), 10, 2)}"
-               f"{count:>11}"
-               f"{info.get('errors', 0):>7}{info.get('tokens', 0):>11}")
-    agg = metrics.get("aggregate")
-    if agg:
-        status = run.get("status") or {}
-        done = f"{status.get('instances_done', 0)}/{status.get('instances_total', 0)}"
-        yield (f"{'(all tasks)':<27}{system:<16}{model:<12}"
-               f"{_mean_se(agg.get('normalized_gain'), 17)}{_num(agg.get('stability'), 10)}"
-               f"{_num(agg.get('plasticity'), 11)}{_mean_se(agg.get('normalized_reward'), 17)}"
-               f"{'':>9}{'':>10}{done:>11}"
-               f"{status.get('errors', 0):>7}{status.get('tokens', 0):>11}")
+        yield [task, system, model, seed, _mean_pm(m.get("normalized_gain"), "se"),
+               _num((m.get("stability") or {}).get("mean")),
+               _num((m.get("plasticity") or {}).get("mean")),
+               _mean_pm(m.get("normalized_reward"), "se"),
+               _num((m.get("reward") or {}).get("mean"), 2),
+               _num(m.get("stateless_reward"), 2), f"{done}/{info.get('instances_total', 0)}",
+               str(info.get("errors", 0)), str(info.get("tokens", 0))]
+
+
+def _aggregate_row(run: dict[str, Any]) -> list[str] | None:
+    agg = (run.get("metrics") or {}).get("aggregate")
+    if not agg:
+        return None
+    status = run.get("status") or {}
+    return ["(all tasks)", str(run.get("system", "?")), str(run.get("model", "?")),
+            seed_text(run), _mean_pm(agg.get("normalized_gain"), "ci95"),
+            _num(agg.get("stability")), _num(agg.get("plasticity")),
+            _mean_pm(agg.get("normalized_reward"), "ci95"),
+            f"{status.get('instances_done', 0)}/{status.get('instances_total', 0)}",
+            str(status.get("errors", 0)), str(status.get("tokens", 0))]
 
 
 def text_rows(runs: list[dict[str, Any]]) -> list[str]:
-    """``clstream summary`` lines for CL-Bench runs: a line per task and run (normalized gain
-    ± SE over rollouts, stability, plasticity, normalized reward ± SE when the run has a
-    reference ('-' otherwise), cumulative reward of both arms, instances done, errors, tokens), an aggregate line per run (± 95% CI), and a coverage note under the table
-    for each incomplete run."""
-    lines = [TEXT_HEADER]
-    for run in runs:
-        lines += list(_lines_of(run))
+    """``clstream summary`` lines for CL-Bench runs, two tables, each with one meaning of ±
+    named in its header: per task and run (normalized gain ± SE over rollouts, stability,
+    plasticity, normalized reward ± SE when the run has a reference ('-' otherwise),
+    cumulative reward of both arms, instances done, errors, tokens), then over tasks per run
+    (± the 95% interval's half-width); a coverage note under them for each incomplete run."""
+    tasks = [row for run in runs for row in _task_rows(run)]
+    lines = aligned_lines(TASK_HEADER, tasks, [False] * 3 + [True] * 10)
+    aggregates = [row for row in map(_aggregate_row, runs) if row is not None]
+    if aggregates:
+        lines += [""] + aligned_lines(AGGREGATE_HEADER, aggregates, [False] * 3 + [True] * 8)
     notes = [(run.get("system", "?"), coverage_note(run)) for run in runs]
     return lines + [f"  {system}: {note}" for system, note in notes if note]

@@ -199,7 +199,8 @@ def score(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
         return 0
     left = result["left_out"]
-    print(f"{result['n_items']} items scored, {result['n_samples']} samples each"
+    print(f"{result['n_items']} items scored, {result['n_samples']} samples each; "
+          "pass@1 ± one standard error over items"
           + (f" ({left['missing']} without a prediction and {left['judge_errors']} without "
              "a verdict left out)" if left["missing"] or left["judge_errors"] else ""))
     for family, row in result["by_family"].items():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from clstream.protocols.imprint.run_summary import run_label
 from clstream.protocols.imprint.schema import FAMILIES
 from clstream.render import figures
 from clstream.render.base import Cell, Column, Figure, Section, Table, display_labels
@@ -72,7 +73,9 @@ def _family_table(setting: str, runs: list[RunView]) -> Table:
     fams = _families(runs)
     columns = [Column("System"), Column("Supervision"), Column("Tokens in context", True),
                Column("Compression", True)]
-    columns += [Column(f, True, "Pass@1 \u00b1 SE / AllCorrect@n (%)") for f in fams]
+    columns += [Column(f"{f} (\u00b1 SE of Pass@1)", True,
+                       "Pass@1 / AllCorrect@n (%), then \u00b1 one standard error of Pass@1")
+                for f in fams]
     columns += [Column("Avg", True, "Pass@1 / AllCorrect@n (%)"), Column("Items", True)]
     # Parametric methods put nothing in context; what they cost is their training.
     trained = any(isinstance(r.raw.get("training"), dict) for r in runs)
@@ -105,7 +108,8 @@ def _family_table(setting: str, runs: list[RunView]) -> Table:
         if trained:
             row.append(Cell(_training_text(r), True))
         rows.append(tuple(row))
-    return Table(f"{setting}: Pass@1 / AllCorrect@n by family (%)", tuple(columns), rows)
+    return Table(f"{setting}: Pass@1 / AllCorrect@n by family (%; \u00b1 one standard error of "
+                 "Pass@1 over items)", tuple(columns), rows)
 
 
 def _judge_table(setting: str, runs: list[RunView]) -> Table:
@@ -195,17 +199,6 @@ def _axis_table(setting: str, runs: list[RunView]) -> Table | None:
         cells += [Cell(_pct(r.num(f"details.stale.{fam}.stale_rate")), True) for fam in stale]
         rows.append((Cell(_label(r)), *cells))
     return Table(f"{setting}: Pass@1 by sub-axis (%) and stale answers", columns, rows)
-
-
-def run_label(run: dict[str, Any]) -> str:
-    """The system, tagged with what else in its spec changes its numbers: the coached prompt,
-    strict abstention, an LLM judge (docs/imprint.md §2, §6), so rows never look alike."""
-    params = ((run.get("meta") or {}).get("spec") or {}).get("params") or {}
-    tags = [tag for tag, on in (("coached", params.get("prompt") == "coached"),
-                                ("strict", bool(params.get("strict_abstention"))),
-                                ("judge", bool(params.get("judge")))) if on]
-    system = str(run.get("system", "?"))
-    return f"{system} [{','.join(tags)}]" if tags else system
 
 
 def render_imprint_section(runs: list[dict[str, Any]], labels: list[str], source: object

@@ -27,9 +27,9 @@ from clstream.driver.record_fields import cut_by_cap
 from clstream.metrics.exact import exact_mean
 from clstream.protocols.imprint.judge_plan import paper_judge
 from clstream.protocols.imprint.judging import Verdict, judge_deterministic
-from clstream.protocols.imprint.report import run_label
 from clstream.protocols.imprint.schema import FAMILIES, Item
 from clstream.render.runs import coverage_note
+from clstream.render.text_columns import aligned_lines, seed_text
 
 
 def run_view(store: ResultsReader, run: RunRow) -> dict[str, Any]:
@@ -175,32 +175,47 @@ def export_imprint(store: ResultsReader, run: RunRow, out: Any) -> int:
     return len(rows)
 
 
+def run_label(run: dict[str, Any]) -> str:
+    """The system, tagged with what else in its spec changes its numbers: the coached prompt,
+    strict abstention, an LLM judge (docs/imprint.md §2, §6), so rows never look alike."""
+    params = ((run.get("meta") or {}).get("spec") or {}).get("params") or {}
+    tags = [tag for tag, on in (("coached", params.get("prompt") == "coached"),
+                                ("strict", bool(params.get("strict_abstention"))),
+                                ("judge", bool(params.get("judge")))) if on]
+    system = str(run.get("system", "?"))
+    return f"{system} [{','.join(tags)}]" if tags else system
+
+
 # -- text -----------------------------------------------------------------------------------
 def _pct(value: Any) -> str:
-    return "   -  " if not isinstance(value, int | float) else f"{100 * value:5.1f}"
+    return "-" if not isinstance(value, int | float) else f"{100 * value:.1f}"
 
 
 def text_rows(runs: list[dict[str, Any]]) -> list[str]:
-    """Pass@1 (%) by family and Avg per run, with tokens in context and compression."""
+    """Pass@1 (%) by family and Avg per run, with tokens in context and compression; the seed
+    column tells apart runs that differ only in seed."""
     present = {fam for run in runs for fam in (run.get("metrics") or {}).get("by_family", {})}
     families = [f for f in FAMILIES if f in present]
-    head = f"{'system':<24}{'setting':<9}{'sup':<5}" + "".join(f"{f:>9}" for f in families)
-    lines = [head + f"{'Avg':>8}{'AC@n':>7}{'ctx tok':>9}{'compr':>8}  coverage"]
+    header = ["system", "setting", "sup", "seed", *families, "Avg", "AC@n", "ctx tok", "compr",
+              "coverage"]
+    rows = []
     for run in runs:
         metrics = run.get("metrics") or {}
         by = metrics.get("by_family", {})
         ctx = run.get("context") or {}
         tokens = ctx.get("tokens_in_context")
         ratio = ctx.get("compression_ratio")
-        cells = "".join(f"{_pct((by.get(f) or {}).get('pass_at_1')):>9}" for f in families)
         avg = metrics.get("avg") or {}
-        lines.append(
-            f"{run_label(run)[:23]:<24}"
-            f"{str((run.get('dataset') or {}).get('setting')):<9}"
-            f"{str(run.get('supervision')):<5}{cells}{_pct(avg.get('pass_at_1')):>8}"
-            f"{_pct(avg.get('all_correct_at_n')):>7}"
-            f"{'-' if tokens is None else f'{tokens:.0f}':>9}"
-            f"{'-' if ratio is None else f'{ratio:.1f}x':>8}  {coverage_note(run) or 'complete'}")
+        rows.append([
+            run_label(run), str((run.get("dataset") or {}).get("setting")),
+            str(run.get("supervision")), seed_text(run),
+            *(_pct((by.get(f) or {}).get("pass_at_1")) for f in families),
+            _pct(avg.get("pass_at_1")), _pct(avg.get("all_correct_at_n")),
+            "-" if tokens is None else f"{tokens:.0f}",
+            "-" if ratio is None else f"{ratio:.1f}x", coverage_note(run) or "complete"])
+    numeric = [False, False, False, True, *[True] * len(families), True, True, True, True,
+               False]
+    lines = aligned_lines(header, rows, numeric)
     said: dict[str, list[str]] = {}  # the judges line -> the runs it holds for
     for run in runs:
         by = (run.get("metrics") or {}).get("by_family", {})

@@ -24,6 +24,7 @@ from clstream.protocols.oaks.data import OaksDataset, from_gold_view
 from clstream.protocols.oaks.export import oaks_predictions
 from clstream.protocols.oaks.metrics import score_oaks_with_rows
 from clstream.render.runs import coverage_note
+from clstream.render.text_columns import aligned_lines, seed_text
 
 _CI_KEYS = ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss")
 
@@ -94,23 +95,25 @@ def summarize_oaks_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
 
 def text_rows(runs: list[dict[str, Any]]) -> list[str]:
     """``clstream summary`` lines for OAKS runs: accuracy and its decomposition, progress; a
-    dollar column when ``--prices`` priced any run (``-`` for a model without a price)."""
+    dollar column when ``--prices`` priced any run (``-`` for a model without a price). The
+    seed column tells apart runs that differ only in seed."""
     priced = any(isinstance(run.get("cost_usd"), int | float) for run in runs)
-    lines = [f"{'system':<22}{'model':<16}{'acc':>8}{'AL':>8}{'DS':>8}{'PM':>8}{'probes':>12}"
-             f"{'errors':>8}{'tokens':>12}{'wall s':>9}" + (f"{'cost $':>11}" if priced else "")]
+    header = ["system", "model", "seed", "acc", "AL", "DS", "PM", "probes", "errors", "tokens",
+              "wall s"] + (["cost $"] if priced else [])
+    rows = []
     for run in runs:
         m = run.get("metrics") or {}
         status = run.get("status", {})
-        cells = [m.get(k) for k in _CI_KEYS]
-        nums = "".join(f"{c:>8.3f}" if c is not None else f"{'-':>8}" for c in cells)
-        nums += f"{status.get('probes_done', 0)}/{status.get('probes_total', 0)}".rjust(12)
         tokens = run["tokens"]["prompt"] + run["tokens"]["completion"]
         cost = run.get("cost_usd")
-        dollars = "" if not priced else (
-            f"{cost:>11.4f}" if isinstance(cost, int | float) else f"{'-':>11}")
-        lines.append(f"{run['system']:<22}{run['model']:<16}{nums}"
-                     f"{status.get('errors', 0):>8}{tokens:>12}{run['wall_s']:>9.1f}{dollars}")
-    return lines + coverage_lines(runs)
+        rows.append([str(run["system"]), str(run["model"]), seed_text(run),
+                     *(f"{m[k]:.3f}" if m.get(k) is not None else "-" for k in _CI_KEYS),
+                     f"{status.get('probes_done', 0)}/{status.get('probes_total', 0)}",
+                     str(status.get("errors", 0)), str(tokens), f"{run['wall_s']:.1f}"]
+                    + ([f"{cost:.4f}" if isinstance(cost, int | float) else "-"]
+                       if priced else []))
+    return aligned_lines(header, rows, [False, False, True] + [True] * (len(header) - 3)) \
+        + coverage_lines(runs)
 
 
 def coverage_lines(runs: list[dict[str, Any]]) -> list[str]:

@@ -1,7 +1,9 @@
 """SeqMem-Eval's headline numbers for the cross-protocol view (docs/summary-json.md,
 "Cross-protocol view"): online accuracy, and BWT and forgetting each as the mean over the
 run's horizons of BWT(t) and F(t) (docs/seqmem.md §4; the radar's backward transfer and
-forgetting average them the same way). The protocol gives no interval for them."""
+forgetting average them the same way). The protocol gives no interval for them. The labels
+say "mean over horizons": the SeqMem table beside the view shows BWT(1) and F(1), a different
+number, and the two must not read as the same one."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def headline_metrics(run: dict[str, Any]) -> list[HeadlineMetric]:
     return [
         HeadlineMetric("online_acc", "SeqMem online acc", "higher",
                        _number(metrics.get("online_acc"))),
-        HeadlineMetric("bwt", "SeqMem BWT", "higher", _mean_over_horizons(metrics.get("bwt"))),
-        HeadlineMetric("forgetting", "SeqMem forgetting", "lower",
+        HeadlineMetric("bwt", "SeqMem BWT (mean over horizons)", "higher", _mean_over_horizons(metrics.get("bwt"))),
+        HeadlineMetric("forgetting", "SeqMem forgetting (mean over horizons)", "lower",
                        _mean_over_horizons(metrics.get("forgetting"))),
     ]

@@ -128,7 +128,7 @@ def _score_table(runs: list[RunView]) -> Table:
                 Cell(MISSING if per_task is None else f"{per_task:,.0f}", True),
                 Cell(fmt_int(r.f.integer(r.raw, "status.errors")), True), *usage.cells(r.f, r.raw)]
         rows.append(tuple(row))
-    caption = "Scores per memory method"
+    caption = "Scores per memory method (95% Wilson intervals in brackets, where a score has one)"
     if len(models) == 1:
         caption += f"; every run uses the model \u201c{models.pop()}\u201d"
     return Table(caption, tuple(columns), rows)

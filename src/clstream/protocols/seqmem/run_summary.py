@@ -55,6 +55,7 @@ from clstream.metrics.proportions import running_wilson
 from clstream.protocols.seqmem.metrics import online_curve, records_from_rows, score_seqmem
 from clstream.protocols.seqmem.plan import SeqMemPlan
 from clstream.render.runs import coverage_note
+from clstream.render.text_columns import aligned_lines, seed_text
 
 STAGES = ("retrieve", "generate", "update")
 TOKEN_KEYS = ("prompt", "cached", "completion", "reasoning")
@@ -261,13 +262,12 @@ def summarize_seqmem_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
 
 # --- the text table of ``clstream summary`` ---------------------------------------------------
 
-TEXT_HEADER = (f"{'system':<22}{'model':<16}{'online':>8}{'holdout':>8}{'IV':>8}{'BWT(1)':>8}"
-               f"{'F(1)':>8}{'tasks':>9}{'errors':>7}{'ret tok':>9}{'upd tok':>9}"
-               f"{'ret s':>8}{'upd s':>8}{'tokens':>11}{'wall s':>9}")
+TEXT_HEADER = ("system", "model", "seed", "online", "holdout", "IV", "BWT(1)", "F(1)", "tasks",
+               "errors", "ret tok", "upd tok", "ret s", "upd s", "tokens", "wall s")
 
 
-def _cell(value: Any, width: int = 8, digits: int = 3) -> str:
-    return f"{value:>{width}.{digits}f}" if isinstance(value, int | float) else f"{'-':>{width}}"
+def _cell(value: Any, digits: int = 3) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, int | float) else "-"
 
 
 def _stage_tokens(efficiency: dict[str, Any], stage: str) -> int:
@@ -278,9 +278,12 @@ def _stage_tokens(efficiency: dict[str, Any], stage: str) -> int:
 def text_rows(runs: list[dict[str, Any]]) -> list[str]:
     """``clstream summary`` lines for SeqMem runs: the header, then one line per run with the
     main metrics, online progress, and the retrieve / update cost of the sequential run; a
-    dollar column when ``--prices`` priced any run (``-`` for a model without a price)."""
+    dollar column when ``--prices`` priced any run (``-`` for a model without a price). BWT(1)
+    and F(1) are at horizon 1, as the report's table shows them; the seed column tells apart
+    runs that differ only in seed."""
     priced = any(isinstance(run.get("cost_usd"), int | float) for run in runs)
-    lines = [TEXT_HEADER + (f"{'cost $':>11}" if priced else "")]
+    header = [*TEXT_HEADER, *(["cost $"] if priced else [])]
+    rows = []
     for run in runs:
         m = run.get("metrics") or {}
         status = run.get("status") or {}
@@ -288,18 +291,18 @@ def text_rows(runs: list[dict[str, Any]]) -> list[str]:
         seconds = eff.get("time_s_by_stage") or {}
         scores = [m.get("online_acc"), m.get("holdout_acc"), m.get("iv"),
                   (m.get("bwt") or {}).get("1"), (m.get("forgetting") or {}).get("1")]
-        tasks = f"{status.get('online_done', 0)}/{status.get('online_total', 0)}"
         total = run.get("tokens") or {}
-        lines.append(
-            f"{run['system']:<22}{run['model']:<16}{''.join(_cell(s) for s in scores)}"
-            f"{tasks:>9}{status.get('errors', 0):>7}"
-            f"{_stage_tokens(eff, 'retrieve'):>9}{_stage_tokens(eff, 'update'):>9}"
-            f"{_cell(seconds.get('retrieve'))}{_cell(seconds.get('update'))}"
-            f"{total.get('prompt', 0) + total.get('completion', 0):>11}"
-            f"{run.get('wall_s', 0.0):>9.1f}"
-            + (_cell(run.get("cost_usd"), 11, 4) if priced else "")
-        )
-    return lines + coverage_lines(runs)
+        rows.append([
+            str(run["system"]), str(run["model"]), seed_text(run), *map(_cell, scores),
+            f"{status.get('online_done', 0)}/{status.get('online_total', 0)}",
+            str(status.get("errors", 0)), str(_stage_tokens(eff, "retrieve")),
+            str(_stage_tokens(eff, "update")), _cell(seconds.get("retrieve")),
+            _cell(seconds.get("update")),
+            str(total.get("prompt", 0) + total.get("completion", 0)),
+            f"{run.get('wall_s', 0.0):.1f}",
+            *([_cell(run.get("cost_usd"), 4)] if priced else [])])
+    numeric = [False, False, True] + [True] * (len(header) - 3)
+    return aligned_lines(header, rows, numeric) + coverage_lines(runs)
 
 
 def coverage_lines(runs: list[dict[str, Any]]) -> list[str]:

@@ -1,0 +1,86 @@
+"""CPU of ``clstream plan`` against the run it plans, and of ``summary`` and ``report`` on the
+small results directory that run leaves.
+
+The README's two-system OAKS plan (``--system full --system rag:k=4``, an ``openai:`` model so
+prompts are counted with the per-message template tokens) on a generated bAbI stream, against
+``clstream run`` of the same systems with the builtin model; then ``clstream summary`` and
+``clstream report`` of the run's directory (two runs, a paired comparison). Every command runs
+as a process, ``--repeats`` times; the figures are medians of CPU seconds (user + system of the
+child), and "start-up" is ``clstream --version``, a floor no command goes below.
+
+A plan is the run itself with a model that answers as the builtin reader does and records
+every request (docs/plan.md §2), so its CPU cannot fall below the run's by much; what it adds
+is counting the prompts and replaying them through the prefix cache. Target: that addition at
+most a tenth of the run's CPU (plan / run <= 1.1), and ``summary`` and ``report`` of a small
+directory under one second of CPU each, start-up included.
+
+    .venv/bin/python benchmarks/bench_plan_summary.py [--docs 3] [--chunks 40] [--repeats 3] [--readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+
+from cli_timing import machine, markdown_table, run_cli, startup, write_section
+
+SYSTEMS = ["--system", "full", "--system", "rag:k=4"]
+PLAN_TARGET = 1.1
+READ_TARGET_S = 1.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=3)
+    parser.add_argument("--chunks", type=int, default=40)
+    parser.add_argument("--chunk-tokens", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--readme", action="store_true", help="rewrite the README table")
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    with tempfile.TemporaryDirectory(prefix="bench-plan-") as scratch:
+        data = Path(scratch) / "oaks.json"
+        run_cli(["generate", "oaks-babi", "--seed", "7", "--docs", str(args.docs), "--chunks",
+                 str(args.chunks), "--chunk-tokens", str(args.chunk_tokens), "--out",
+                 str(data)])
+        results = Path(scratch) / "results"
+        runs = []
+        for _ in range(args.repeats):  # a fresh directory each time: a rerun would resume
+            shutil.rmtree(results, ignore_errors=True)
+            runs.append(run_cli(["run", "oaks", str(data), *SYSTEMS, "--model", "builtin",
+                                 "--out", str(results), "--no-progress"]))
+        run = sorted(runs, key=lambda t: t.cpu_s)[len(runs) // 2]
+        plan = run_cli(["plan", "oaks", str(data), *SYSTEMS, "--model", "openai:qwen"],
+                       repeats=args.repeats)
+        summary = run_cli(["summary", str(results)], repeats=args.repeats)
+        report = run_cli(["report", str(results), "--out", str(Path(scratch) / "r.html")],
+                         repeats=args.repeats)
+    base = startup(args.repeats)
+    ratio = plan.cpu_s / run.cpu_s
+    rows = [
+        ["run (builtin model)", f"{run.cpu_s:.2f}", f"{run.wall_s:.2f}", f"{run.peak_mib:.0f}",
+         "-"],
+        ["plan (openai:qwen)", f"{plan.cpu_s:.2f}", f"{plan.wall_s:.2f}",
+         f"{plan.peak_mib:.0f}",
+         f"{ratio:.2f} x run ({'met' if ratio <= PLAN_TARGET else 'NOT met'})"],
+        ["summary DIR", f"{summary.cpu_s:.2f}", f"{summary.wall_s:.2f}",
+         f"{summary.peak_mib:.0f}", "met" if summary.cpu_s < READ_TARGET_S else "NOT met"],
+        ["report DIR", f"{report.cpu_s:.2f}", f"{report.wall_s:.2f}", f"{report.peak_mib:.0f}",
+         "met" if report.cpu_s < READ_TARGET_S else "NOT met"],
+        ["start-up (--version)", f"{base.cpu_s:.2f}", f"{base.wall_s:.2f}",
+         f"{base.peak_mib:.0f}", "-"],
+    ]
+    for row in rows:
+        print("  ".join(row), flush=True)
+    table = markdown_table(["command", "CPU s", "wall s", "peak MiB", "target"], rows, "lrrrl")
+    print(table)
+    if args.readme:
+        write_section("plan-summary", f"Machine: {machine()}. OAKS bAbI stream of {args.docs} "
+                      f"documents x {args.chunks} chunks x {args.chunk_tokens} tokens, "
+                      f"`{' '.join(SYSTEMS)}`; medians of {args.repeats}.\n\n{table}")
+
+
+if __name__ == "__main__":
+    main()
