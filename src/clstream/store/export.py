@@ -44,6 +44,21 @@ def _stored_labels(kind: str, label: str, spec: Any) -> set[str]:
     return labels
 
 
+def _as_typed(kind: str, text: str, spec: Any) -> bool:
+    """Whether the stored run spec ``spec`` is what ``text``, as given to ``run``, ran as: the
+    same name, and every argument typed there stored with that value. A run is labelled with
+    its resolved parameters (``mem0`` runs as ``mem0:retriever=dense`` where an embedder is
+    installed), so the name the user gave finds it too."""
+    try:
+        typed = ComponentSpec.parse(text, kind)
+        stored = ComponentSpec.model_validate(spec)
+    except (ClstreamError, ValueError):
+        return False
+    return typed.name == stored.name and all(
+        key in stored.args and str(stored.args[key]) == str(value)
+        for key, value in typed.args.items())
+
+
 def dataset_file_sha256(dataset: str) -> str | None:
     """The SHA-256 of the file ``dataset`` names, where it names one (else None)."""
     try:
@@ -105,13 +120,17 @@ def select_run(store: ResultsReader, system: str, model: str | None = None, *,
     ``protocol`` and ``dataset`` (:func:`dataset_matches`).
 
     Labels match as typed or canonically: ``rag:k=8`` finds the run labelled ``rag`` when 8 is
-    the declared default, and a run stored under a pre-canonical label is found by either."""
+    the declared default, and a run stored under a pre-canonical label is found by either.
+    Failing that, the system as it was given to ``run`` finds the run it resolved to
+    (:func:`_as_typed`); two such runs are the usual one-line refusal naming both."""
     systems = _typed_labels("system", system)
     models = None if model is None else _typed_labels("model", model)
     candidates = select_runs(store, protocol, dataset)
     runs = [r for r in candidates
             if r.run_id == system
             or systems & _stored_labels("system", r.system, r.spec.get("system"))]
+    if not runs:  # the system as given to `run`, before its parameters were resolved
+        runs = [r for r in candidates if _as_typed("system", system, r.spec.get("system"))]
     if models is not None:
         runs = [r for r in runs if models & _stored_labels("model", r.model, r.spec.get("model"))]
     if not runs:

@@ -1,0 +1,41 @@
+"""Choosing a run by the system as it was given to ``run`` (store/export.py :func:`select_run`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clstream.core.errors import StoreError
+from clstream.core.records import Record
+from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
+from clstream.store.db import ResultsStore
+from clstream.store.export import select_run
+
+
+def _store_run(store: ResultsStore, label: str, args: dict[str, object]) -> str:
+    """A run labelled with its resolved parameters, its spec holding every argument."""
+    spec = RunSpec(protocol="oaks", dataset_hash="d" * 8,
+                   system=ComponentSpec(name="mem0", args=args),
+                   model=parse_model_spec("builtin"))
+    store.ensure_run(spec.run_id, "oaks", label, "builtin", "d" * 8,
+                     spec.model_dump(mode="json"), {})
+    store.put_records(spec.run_id, [Record(kind="probe", key="q@1", payload={"output": "x"})])
+    return spec.run_id
+
+
+def test_the_name_given_to_run_finds_the_run_it_resolved_to(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path, writer=True) as store:
+        dense = _store_run(store, "mem0:retriever=dense", {"retriever": "dense", "top_k": 10})
+    with ResultsStore(tmp_path) as store:
+        assert select_run(store, "mem0").run_id == dense
+        assert select_run(store, "mem0:top_k=10").run_id == dense
+        with pytest.raises(StoreError, match="no run of system 'mem0:retriever=bm25'"):
+            select_run(store, "mem0:retriever=bm25")
+    with ResultsStore(tmp_path, writer=True) as store:
+        five = _store_run(store, "mem0:retriever=dense,top_k=5", {"retriever": "dense",
+                                                                  "top_k": 5})
+    with ResultsStore(tmp_path) as store:
+        assert select_run(store, "mem0:top_k=5").run_id == five
+        with pytest.raises(StoreError, match="has several runs"):
+            select_run(store, "mem0")
