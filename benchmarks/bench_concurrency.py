@@ -73,14 +73,17 @@ def engine_32() -> Iterator[str]:
 
 
 def compare(url: str, requests: Sequence[GenerationRequest], slots: int, repeats: int,
-            **options: float) -> tuple[float, float, int]:
+            request_timeout: float = 120.0) -> tuple[float, float, int]:
     """Median wall seconds with the fixed limit and with the adaptive one, and the adaptive
     limit's peak (the highest over the repeats)."""
-    fixed, adaptive, peak = [], [], 0
+    fixed: list[float] = []
+    adaptive: list[float] = []
+    peak = 0
     for _ in range(repeats):
         fixed.append(timed(OpenAICompatModel("loop", base_url=url, max_concurrency=slots,
-                                             **options), requests)[0])
-        seconds, top = timed(OpenAICompatModel("loop", base_url=url, **options), requests)
+                                             request_timeout=request_timeout), requests)[0])
+        seconds, top = timed(OpenAICompatModel("loop", base_url=url,
+                                               request_timeout=request_timeout), requests)
         adaptive.append(seconds)
         peak = max(peak, top)
     return statistics.median(fixed), statistics.median(adaptive), peak

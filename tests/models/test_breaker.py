@@ -6,6 +6,7 @@ import asyncio
 import socket
 from typing import Any
 
+import pytest
 from fake_openai_server import FakeOpenAIServer, always
 
 from clstream.core.types import GenerationRequest, Message, SamplingParams
@@ -73,7 +74,9 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_dead_server_fails_every_request_after_a_few_attempts() -> None:
+def test_a_dead_server_fails_every_request_after_a_few_attempts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Without the breaker 40 requests would make 7 attempts each (280), waiting out minutes
     of backoff; with it the attempts stop soon after the window. The attempts are counted,
     not timed: backoff sleeps set how many fit in the window, however busy the machine."""
@@ -87,7 +90,7 @@ def test_a_dead_server_fails_every_request_after_a_few_attempts() -> None:
         attempts += 1
         return await attempt(*args)
 
-    model._attempt = counted  # type: ignore[method-assign]
+    monkeypatch.setattr(model, "_attempt", counted)
 
     async def go() -> list[Any]:
         async with model:
