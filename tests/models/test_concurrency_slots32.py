@@ -1,6 +1,7 @@
-"""The adaptive in-flight limit against a 32-slot loopback engine: with defaults, at least 0.8x
-the throughput of ``--max-concurrency 32`` over a thousand requests (the slot count is not
-reported, so the limit has to find it)."""
+"""The adaptive in-flight limit against a 32-slot loopback engine: with defaults, a thousand
+requests all answered and the limit reaching the 32 slots (the slot count is not reported, so
+the limit has to find it). Its throughput against ``--max-concurrency 32`` is measured by
+``benchmarks/bench_concurrency.py``, not asserted here."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_concurrency_adaptive import req, timed
+from test_concurrency_adaptive import generated, req
 
 from clstream.models.openai_compat import OpenAICompatModel
 
@@ -31,14 +32,13 @@ def engine_32() -> Iterator[str]:
         proc.wait()
 
 
-def test_thirty_two_slots_reach_most_of_the_fixed_throughput(engine_32: str) -> None:
+def test_thirty_two_slots_answer_everything_and_the_limit_reaches_them(engine_32: str) -> None:
     requests = [req(f"p{i}") for i in range(1000)]
-    _, fixed_s = timed(OpenAICompatModel("loop", base_url=engine_32, max_concurrency=32),
-                       requests)
     model = OpenAICompatModel("loop", base_url=engine_32)
-    results, adaptive_s = timed(model, requests)
-    assert all(r.ok for r in results)
-    assert fixed_s / adaptive_s >= 0.8, (fixed_s, adaptive_s, model.transport()["history"])
-    assert max(limit for _, limit, _ in model.transport()["history"]) >= 32
+    results = generated(model, requests)
+    assert all(r.ok for r in results), next(r.error for r in results if not r.ok)
+    assert [r.key for r in results] == [r.key for r in requests]
+    history = model.transport()["history"]
+    assert max(limit for _, limit, _ in history) >= 32, history
 
 

