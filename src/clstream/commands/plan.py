@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import DataError, SpecError
 from clstream.core.registry import names, resolve
-from clstream.render.text_columns import aligned_lines
 
 if TYPE_CHECKING:
     from clstream.core.protocol import StreamProtocol
@@ -210,6 +209,8 @@ def lines(plan: dict[str, Any]) -> list[str]:
     if len(rows) > 1:
         rows.append(("total", plan["total"]))
     header = ("run", "requests", "prompt", "prefill", "prefill lb", "compl. max", "compl. exp")
+    from clstream.render.text_columns import aligned_lines
+
     out = aligned_lines(header, [
         (label, f"{r['requests']:,}", f"{r['prompt_tokens']:,}",
          f"{r['prefill_tokens']['computed']:,}", f"{r['prefill_tokens']['lower_bound']:,}",

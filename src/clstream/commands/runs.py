@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import SpecError, StoreError
-from clstream.render.text_columns import aligned_lines
 
 if TYPE_CHECKING:
     from clstream.store.db import ResultsStore
@@ -110,6 +109,8 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     rows = [(r["run_id"], r["protocol"], r["system"], r["model"],
              "-" if r["seed"] is None else str(r["seed"]), str(r["ok"]), str(r["errors"]),
              f"{r['wall_s']:.1f}", str(r["created"])) for r in runs]
+    from clstream.render.text_columns import aligned_lines
+
     print("\n".join(aligned_lines(header, rows, [False] * 4 + [True] * 4 + [False])))
     return 0
 
