@@ -43,7 +43,7 @@ def reference_score(items: list[dict[str, Any]], samples: dict[str, list[str]],
         if items[0]["setting"] != "persona":
             return sum(v for _, v in values) / len(values)
         personas = sorted({p for p, _ in values}, key=str)
-        means = [sum(v for q, v in values if q == p) / sum(q == p for q, _ in values)
+        means: list[float] = [sum(v for q, v in values if q == p) / sum(q == p for q, _ in values)
                  for p in personas]
         return sum(means) / len(means)
 
