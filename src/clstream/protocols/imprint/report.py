@@ -37,7 +37,8 @@ LEGEND = [
      "project's reading: the paper gives numbers without a formula). Methods that show nothing "
      "have none."),
     ("Judge", "deterministic: the project's rule-based judges; llm:<model> (yn | rubric | "
-     "identifier+fallback): the paper's LLM judge of that family, run with --judge."),
+     "identifier | identifier+fallback | list): the paper's LLM judge of that family, run "
+     "with --judge."),
     ("Stale", "Share of samples that give the value from before an update instead of after "
      "it (items with an update only)."),
     ("Constant answers", "Pass@1 of answering every item with the same text (Yes., No., I "
