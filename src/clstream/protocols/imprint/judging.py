@@ -22,14 +22,18 @@ family to the paper's LLM judge under ``--judge``):
   or a first yes/no token "no" (a denial, which E.1's regex accepts; ``strict=True`` follows
   D.1 and drops that rule, and personalization never takes it: a "No, <claim>" there is a
   claim about the user, App. D.3). An affirmation before the phrase ("Yes. Its length is
-  unknown.") is a claim, never an abstention.
+  unknown.") is a claim, never an abstention, and so is an abstention beside a clause that
+  affirms what the question asks ("Investigators questioned him; there is no record of
+  charges."; :mod:`~clstream.protocols.imprint.hedges`).
 * ``identifier`` (code RefRes/CompRel, App. D.2/E.2): one identifier equal to the gold or
   with the same trailing dotted component; in free text exactly one distinct leaf asserted
   (negated names, "not `foo`", are not asserted). Family ImpRel takes the list-contains rule.
-* ``choice`` (persona CompRel/ImpRel): the option letter; a hedge ("A or B") is wrong.
+* ``choice`` (persona CompRel/ImpRel): the option letter; a negated letter or option ("not
+  B") is not chosen; a hedge ("A or B", "Probably B") is wrong.
 * ``exact``: some gold asserted, no ``gold_before`` value asserted, no hedge. A value is not
   asserted where it is negated ("not X") or, for an old value, named as the past ("down from
-  X", "who replaced X"); a gold with "or" and another value beside it is a hedge.
+  X", "who replaced X"); a gold with "or" and another value beside it, a gold under a modal
+  ("you might be X") and a gold in an answer that says it is unsure are hedges.
 
 The judges take any object with the item fields they read (:class:`ImprintItem`), not the
 dataset schema's class, so they can be tried on a bare record.
