@@ -19,7 +19,7 @@ from clstream.protocols.imprint.judge_plan import (
     judge_outputs,
     paper_judge,
 )
-from clstream.protocols.imprint.llm_judges import LIST_JUDGE_PROMPT_HASH, LLMJudge
+from clstream.protocols.imprint.llm_judges import LIST_JUDGE_PROMPT_HASH, LLMJudge, parse_verdict
 from clstream.protocols.imprint.schema import Item
 
 
@@ -115,3 +115,9 @@ def test_imprel_goes_to_the_list_judge_with_every_gold_leaf() -> None:
     assert {v.judge_prompt_hash for v in got["c1"]} == {LIST_JUDGE_PROMPT_HASH}
     shown = model.requests[0].messages[-1].content
     assert "slice (any one of: slice, pad)" in shown
+
+
+@pytest.mark.parametrize("reply, word", [("Listed.\nYES", "YES"), ("N", "NO"),
+                                         ("It is listed.", None), ("MATCH", None)])
+def test_the_list_judge_reply_ends_in_yes_or_no(reply: str, word: str | None) -> None:
+    assert parse_verdict(reply, "list") == word
