@@ -19,17 +19,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
 from fake_openai_server import FakeOpenAIServer, StaticWebServer, is_preflight  # noqa: E402
 
 LLM_FAMILIES = {"news": {"TempUpd": "yn", "CompRel": "yn", "ImpRel": "yn"},
-                "code": {"DirAcq": "rubric", "RefRes": "identifier+fallback",
-                         "CompRel": "identifier+fallback"},
+                "code": {"DirAcq": "rubric", "RefRes": "identifier",
+                         "CompRel": "identifier+fallback", "ImpRel": "list"},
                 "persona": {f: "rubric" for f in ("TempUpd", "RefRes", "CompRel", "ImpRel",
                                                   "BoundAbs")}}
-DETERMINISTIC = {"news": {"DirAcq", "BoundAbs"}, "code": {"ImpRel"}, "persona": set()}
+DETERMINISTIC = {"news": {"DirAcq", "BoundAbs"}, "code": {"BoundAbs"}, "persona": set()}
 
 
 def judge_kind(body: dict[str, Any]) -> str:
     system = body["messages"][0]["content"]
     if "single letter" in system:
         return "yn"
+    if "lists of Python names" in system:
+        return "list"
     if "YES or NO" in system:
         return "identifier"
     return "rubric"
@@ -52,7 +54,7 @@ class JudgeServer(FakeOpenAIServer):
         self.kinds.append(kind)
         answer = body["messages"][-1]["content"].split("Answer to check:\n", 1)[1]
         even = len(answer) % 2 == 0
-        word = {"yn": ("Y", "N"), "identifier": ("YES", "NO"),
+        word = {"yn": ("Y", "N"), "identifier": ("YES", "NO"), "list": ("YES", "NO"),
                 "rubric": ("MATCH", "NONMATCH")}[kind][0 if even else 1]
         text = "It is not a MATCH." if self.garble else f"Checked the key fact.\n{word}"
         for choice in payload["choices"]:
@@ -149,8 +151,13 @@ def test_every_llm_judged_family_goes_through_the_judge(
     assert stored and all(r.error is None for r in stored)
     verdicts = [v for r in stored for v in r.payload["verdicts"]]
     assert {v["judge"] for v in verdicts} >= ({"yn"} if setting == "news" else {"rubric"})
-    assert all(v.get("judge_model") == "openai:judge" for v in verdicts
-               if v["judge"] != "identifier")
+    # every verdict is the judge model's, but for the trailing-component check's passes,
+    # which CompRel alone keeps without asking the judge (App. D.2)
+    for v in verdicts:
+        if v.get("judge_model") is None:
+            assert setting == "code" and v["judge"] == "identifier" and v["correct"], v
+        else:
+            assert v["judge_model"] == "openai:judge", v
 
 
 def test_a_reply_without_a_verdict_is_an_error(tmp_path: Path,

@@ -109,6 +109,29 @@ def test_oracle_beats_base_and_export_scores_to_the_summary(
     assert json.loads(capsys.readouterr().out) == oracle["metrics"]
 
 
+def test_score_summary_and_report_show_what_constant_answers_score(
+        data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "results"
+    assert main(run_argv(data_dir, out, "oracle")) == 0
+    capsys.readouterr()
+    assert main(["summary", str(out)]) == 0
+    text = capsys.readouterr().out
+    # DirAcq one Yes one No; TempUpd's only item has gold No; "No." denies on BoundAbs
+    assert "news: DirAcq 50.0/50.0/0.0/0.0  TempUpd 0.0/100.0/0.0/0.0  BoundAbs " \
+           "0.0/100.0/100.0/0.0  Avg 16.7/83.3/33.3/0.0" in text
+    predictions = tmp_path / "oracle.jsonl"
+    assert main(["export", str(out), "--system", "oracle", "--out", str(predictions)]) == 0
+    capsys.readouterr()
+    assert main(["score", "imprint", str(predictions.with_name("oracle.items.jsonl")),
+                 str(predictions)]) == 0
+    scored = capsys.readouterr().out
+    assert "constant answers, pass@1 % (Yes. / No. / I don't know. / A; deterministic" in scored
+    assert "  DirAcq 50.0/50.0/0.0/0.0  TempUpd 0.0/100.0/0.0/0.0" in scored
+    html = tmp_path / "report.html"
+    assert main(["report", str(out), "--out", str(html)]) == 0
+    assert "news: what a constant answer scores" in html.read_text(encoding="utf-8")
+
+
 def test_a_rerun_makes_no_model_call(data_dir: Path, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str],
                                      monkeypatch: pytest.MonkeyPatch) -> None:

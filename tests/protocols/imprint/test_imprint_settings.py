@@ -40,13 +40,16 @@ def test_oracle_beats_base(setting: str, tmp_path: Path,
         assert base["by_family"]["BoundAbs"]["pass_at_1"] == 1.0
     for run in runs.values():
         assert run["status"]["complete"]
-        assert set(run["metrics"]) == {"n_items", "n_samples", "by_family", "avg", "left_out"}
+        assert set(run["metrics"]) == {"n_items", "n_samples", "by_family", "avg", "left_out",
+                                       "chance"}
+        assert set(run["metrics"]["chance"]["by_family"]) == set(run["metrics"]["by_family"])
         assert all(cell["judge"] == "deterministic" for cell in run["metrics"]["by_family"].values())
     report = tmp_path / "report.html"
     assert main(["report", str(out), "--out", str(report)]) == 0
     page = report.read_text()
     assert 'id="protocol-imprint"' in page and "Pass@1 by family" in page
     assert "the judge behind each number" in page and "deterministic" in page
+    assert f"{setting}: what a constant answer scores" in page
     assert "dashed diagonal" in page and "y = x" in page  # the line the caption reads against
     sha = runs["oracle"]["meta"]["spec"]["dataset_hash"]
     assert f"imprint {setting} setting" in page and f"sha256 {sha}" in page

@@ -39,7 +39,16 @@ def reference_score(items: list[dict[str, Any]], samples: dict[str, list[str]],
                 "pk": {k: 1 - math.comb(n - c, k) / math.comb(n, k) for k in ks},
                 "ak": {k: math.comb(c, k) / math.comb(n, k) for k in ks}}
 
+    def units_mean(values: list[tuple[Any, float]]) -> float:
+        if items[0]["setting"] != "persona":
+            return sum(v for _, v in values) / len(values)
+        personas = sorted({p for p, _ in values}, key=str)
+        means: list[float] = [sum(v for q, v in values if q == p) / sum(q == p for q, _ in values)
+                 for p in personas]
+        return sum(means) / len(means)
+
     by_family: dict[str, Any] = {}
+    chance: dict[str, dict[str, float]] = {}
     all_n: dict[str, float] = {}
     for family in FAMILIES:
         members = [i for i in items if i["family"] == family]
@@ -68,11 +77,27 @@ def reference_score(items: list[dict[str, Any]], samples: dict[str, list[str]],
             "judge": "deterministic",
         }
         all_n[family] = sum(u["all_n"] for u in units) / len(units)
+        # a constant answer to a yes/no item is right iff it is the gold, an abstention
+        # only on an invented code name (App. D.2); option A never
+        def right(i: dict[str, Any], name: str) -> float:
+            if name == "abstain":
+                return float(i["setting"] == "code" and (i["family"] == "BoundAbs" or (
+                    i["family"] == "DirAcq" and i["gold"].lower() == "no")))
+            return float(i["gold"].lower() == name)
+
+        chance[family] = {name: units_mean([(i.get("persona"), right(i, name))
+                                            for i in members])
+                          for name in ("yes", "no", "abstain", "option_a")}
     cells = list(by_family.values())
     return {"n_items": len(items), "n_samples": n, "by_family": by_family,
             "avg": {"pass_at_1": sum(c["pass_at_1"] for c in cells) / len(cells),
                     "all_correct_at_n": sum(all_n.values()) / len(all_n)},
-            "left_out": {"missing": 0, "judge_errors": 0}}
+            "left_out": {"missing": 0, "judge_errors": 0},
+            "chance": {"answers": {"yes": "Yes.", "no": "No.", "abstain": "I don't know.",
+                                   "option_a": "A"},
+                       "judge": "deterministic", "by_family": chance,
+                       "avg": {name: sum(c[name] for c in chance.values()) / len(chance)
+                               for name in ("yes", "no", "abstain", "option_a")}}}
 
 
 def assert_close(a: Any, b: Any, where: str = "") -> None:
@@ -105,7 +130,7 @@ def test_hand_made_news_case() -> None:
                "t1": ["Not sure", "No", "Yes", "No"]}
     items = [Item.model_validate(r) for r in raw]
     got = score_imprint(items, samples, ks=[1, 2, 4])
-    assert list(got) == ["n_items", "n_samples", "by_family", "avg", "left_out"]
+    assert list(got) == ["n_items", "n_samples", "by_family", "avg", "left_out", "chance"]
     assert list(got["by_family"]["DirAcq"]) == ["n_items", "pass_at_1", "pass_at_k",
                                                 "all_correct_at_k", "se", "judge"]
     # DirAcq: items 3/4 and 4/4 -> Pass@1 7/8; AllCorrect@4 (0 + 1) / 2

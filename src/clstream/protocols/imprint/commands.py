@@ -173,6 +173,7 @@ def _ks(text: str | None) -> tuple[int, ...] | None:
 
 
 def score(args: argparse.Namespace) -> int:
+    from clstream.protocols.imprint.chance import CONSTANT_ANSWERS, floor_text
     from clstream.protocols.imprint.llm_judges import LLMJudge
     from clstream.protocols.imprint.scoring import load_predictions, score_imprint
 
@@ -212,6 +213,9 @@ def score(args: argparse.Namespace) -> int:
     avg = result["avg"]
     print(f"  {'Avg':<9}          pass@1 {avg['pass_at_1']:.3f}  "
           f"allcorrect@n {avg['all_correct_at_n']:.3f}")
+    print(f"constant answers, pass@1 % ({' / '.join(CONSTANT_ANSWERS.values())}; "
+          f"{result['chance']['judge']} judges):")
+    print(f"  {floor_text(result['chance'])}")
     return 0
 
 

@@ -10,8 +10,10 @@ paper's judges take over where the paper uses an LLM:
 | news | TempUpd, CompRel, ImpRel | ``yn``: the Y / N consistency judge (App. E.1) |
 | news | DirAcq, BoundAbs | deterministic: yes/no regex, abstention regex (App. E.1) |
 | code | DirAcq | ``rubric``: MATCH / NONMATCH / REFUSAL (App. E.2) |
-| code | RefRes, CompRel | ``identifier+fallback``: the identifier check, then the YES / NO judge where it fails (App. D.2) |
-| code | ImpRel, BoundAbs | deterministic: list-contains, abstain-or-deny (App. E.2, D.2) |
+| code | RefRes | ``identifier``: the YES / NO identifier judge on every sample (App. E.2) |
+| code | CompRel | ``identifier+fallback``: the trailing-component check, then the YES / NO identifier judge where it fails (App. D.2, E.2) |
+| code | ImpRel | ``list``: the YES / NO "does the list name the target?" judge (App. E.2) |
+| code | BoundAbs | deterministic: abstain or deny (App. D.2; the paper does not evaluate it) |
 | persona | every family | ``rubric`` (BoundAbs correct iff REFUSAL; choice items against the gold letter; App. E.3) |
 
 Items whose ``judge`` field is ``llm`` take the rubric in every setting. Every number then
@@ -29,12 +31,14 @@ from clstream.protocols.imprint.judging import ImprintItem, Verdict, judge_deter
 from clstream.protocols.imprint.llm_judges import LLMJudge
 
 DETERMINISTIC = "deterministic"
-LLM_KINDS: tuple[str, ...] = ("yn", "rubric", "identifier+fallback")
+LLM_KINDS: tuple[str, ...] = ("yn", "rubric", "identifier", "identifier+fallback", "list")
+FALLBACK = "identifier+fallback"
+"""The one plan whose deterministic check runs first: the LLM judge sees only what it failed."""
 
 _PAPER_JUDGES: dict[tuple[str, str], str] = {
     ("news", "TempUpd"): "yn", ("news", "CompRel"): "yn", ("news", "ImpRel"): "yn",
-    ("code", "DirAcq"): "rubric", ("code", "RefRes"): "identifier+fallback",
-    ("code", "CompRel"): "identifier+fallback",
+    ("code", "DirAcq"): "rubric", ("code", "RefRes"): "identifier",
+    ("code", "CompRel"): FALLBACK, ("code", "ImpRel"): "list",
     **{("persona", family): "rubric" for family in
        ("DirAcq", "TempUpd", "RefRes", "CompRel", "ImpRel", "BoundAbs")},
 }
@@ -100,23 +104,25 @@ async def judge_outputs(items: Sequence[ImprintItem], predictions: Mapping[str, 
         if samples is None:
             continue
         kind = paper_judge(item, llm is not None)
-        if kind in ("yn", "rubric"):
+        if kind is not None and kind != FALLBACK:
             verdicts[item.item_id] = []
             asked.setdefault(kind, []).extend((item, s, i) for i, s in enumerate(samples))
             continue
         first = [judge_deterministic(item, s, strict_abstention=strict_abstention)
                  for s in samples]
         verdicts[item.item_id] = first
-        if kind == "identifier+fallback":
-            asked.setdefault("identifier", []).extend(
+        if kind == FALLBACK:
+            asked.setdefault(FALLBACK, []).extend(
                 (item, s, i) for i, (s, v) in enumerate(zip(samples, first, strict=True))
                 if not v.correct)
     if llm is not None:
         for kind, wanted in asked.items():
-            judged = await llm.judge_many([(item, s) for item, s, _ in wanted], kind)
+            prompt = "identifier" if kind == FALLBACK else kind
+            judged = await llm.judge_many([(item, s) for item, s, _ in wanted], prompt,
+                                          label=kind)
             for (item, _, index), verdict in zip(wanted, judged, strict=True):
                 row = verdicts[item.item_id]
-                if kind == "identifier":
+                if kind == FALLBACK:
                     row[index] = verdict
                 else:
                     row.append(verdict)

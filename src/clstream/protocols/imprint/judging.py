@@ -22,14 +22,18 @@ family to the paper's LLM judge under ``--judge``):
   or a first yes/no token "no" (a denial, which E.1's regex accepts; ``strict=True`` follows
   D.1 and drops that rule, and personalization never takes it: a "No, <claim>" there is a
   claim about the user, App. D.3). An affirmation before the phrase ("Yes. Its length is
-  unknown.") is a claim, never an abstention.
+  unknown.") is a claim, never an abstention, and so is an abstention beside a clause that
+  affirms what the question asks ("Investigators questioned him; there is no record of
+  charges."; :mod:`~clstream.protocols.imprint.hedges`).
 * ``identifier`` (code RefRes/CompRel, App. D.2/E.2): one identifier equal to the gold or
   with the same trailing dotted component; in free text exactly one distinct leaf asserted
   (negated names, "not `foo`", are not asserted). Family ImpRel takes the list-contains rule.
-* ``choice`` (persona CompRel/ImpRel): the option letter; a hedge ("A or B") is wrong.
+* ``choice`` (persona CompRel/ImpRel): the option letter; a negated letter or option ("not
+  B") is not chosen; a hedge ("A or B", "Probably B") is wrong.
 * ``exact``: some gold asserted, no ``gold_before`` value asserted, no hedge. A value is not
   asserted where it is negated ("not X") or, for an old value, named as the past ("down from
-  X", "who replaced X"); a gold with "or" and another value beside it is a hedge.
+  X", "who replaced X"); a gold with "or" and another value beside it, a gold under a modal
+  ("you might be X") and a gold in an answer that says it is unsure are hedges.
 
 The judges take any object with the item fields they read (:class:`ImprintItem`), not the
 dataset schema's class, so they can be tried on a bare record.
@@ -51,6 +55,7 @@ from typing import Any, Protocol
 from clstream.core.errors import ClstreamError, SpecError
 from clstream.core.layout import final_answer_text
 from clstream.judges.extraction import extract_choice
+from clstream.protocols.imprint.hedges import affirming_clause, modal_hedge, uncertainty
 
 ABSTAIN_WINDOW = 600
 """Characters of the judged text searched for an abstention phrase (App. E.1)."""
@@ -69,7 +74,10 @@ EXTENSION_ABSTAIN_PHRASES: tuple[str, ...] = (
     "don't have any information", "do not have any information", "have no information",
     "don't have enough information", "do not have enough information", "cannot tell",
     "can't tell", "haven't mentioned", "have not mentioned", "never mentioned",
-    "haven't told me", "have not told me", "no way to know",
+    "haven't told me", "have not told me", "no way to know", "do not mention",
+    "does not mention", "don't mention", "doesn't mention", "did not mention",
+    "didn't mention", "make no mention", "makes no mention", "not aware of", "unaware of",
+    "not familiar with", "no knowledge of", "no reports of", "no evidence of",
 )
 """clstream's extension of the abstention list (on unless ``extended=False``)."""
 
@@ -250,8 +258,13 @@ _GUESS = re.compile(
     r"i believe|i suspect)\b[\s,:-]+(?!you\b|i\b|we\b|it\b|that\b|this\b|ask\b|tell\b|"
     r"share\b|let\b|check\b|could\b|can\b|would\b|should\b|not\b)[A-Za-z]",
     re.IGNORECASE)
-"""A guess after an abstention phrase ("I'm not sure -- maybe Lisbon?"): a claim, which the
-personalization rubric does not read as a REFUSAL (App. E.3)."""
+_GUESS_ABOUT_YOU = re.compile(
+    r"\byou(?:'re| are)?\s+(?:might|may|must|could|probably|likely)\s+(?:also\s+)?"
+    r"(?!want\b|wish\b|like to\b|tell\b|share\b|let\b|ask\b|check\b|mention\b|say\b)[a-z]",
+    re.IGNORECASE)
+"""A guess after an abstention phrase ("I'm not sure -- maybe Lisbon?", "I'm not sure, but
+you might be an early bird"): a claim, which the personalization rubric does not read as a
+REFUSAL (App. E.3). "You might want to tell me" is a request, not a guess."""
 
 
 def judge_abstain(item: ImprintItem, output: str, *, strict: bool = False,
@@ -271,14 +284,20 @@ def judge_abstain(item: ImprintItem, output: str, *, strict: bool = False,
     if affirmed and (found is None or token is not None and token.start() < found[0]):
         return Verdict(False, "answer", "abstain", "affirms a claim ('yes')")
     if found is not None and item.setting == "persona":
-        guess = _GUESS.search(window, found[0])
+        guess = _GUESS.search(window, found[0]) or _GUESS_ABOUT_YOU.search(window, found[0])
         if guess is not None:  # the rubric's REFUSAL declines; a guess is an answer
             return Verdict(False, "answer", "abstain",
                            f"guesses after abstaining ({guess.group(0).strip()!r})")
+    denial_counts = not strict and item.setting != "persona"
+    denies = denial_counts and first_yes_no(text) == "no"
+    if found is not None or denies:
+        claim = affirming_clause(item.question, window, listed)
+        if claim is not None:  # abstains on something else than what was asked
+            return Verdict(False, "answer", "abstain",
+                           f"affirms what the question asks ({claim[:80]!r})")
     if found is not None:
         return Verdict(True, "abstain", "abstain", f"abstention phrase {found[1]!r}")
-    denial_counts = not strict and item.setting != "persona"
-    if denial_counts and first_yes_no(text) == "no":
+    if denies:
         return Verdict(True, "abstain", "abstain", "denial: first yes/no token is 'no'")
     return Verdict(False, "answer", "abstain", "no abstention phrase"
                    + ("" if not denial_counts else " and no denial"))
@@ -431,7 +450,11 @@ def judge_list_contains(item: ImprintItem, output: str) -> Verdict:
 
 # ----------------------------------------------------------------------------- choice
 
-_BARE_LETTER = re.compile(r"^[(\[]?\s*([A-Z])\s*[)\].:]?(?:\s|$)")
+_BARE_LETTER = re.compile(r"^[(\[]?\s*([A-Z])\s*[)\].:,;]?(?:\s|$)")
+_LAST_LETTER = re.compile(r"(?:^|[\s;:,])[(\[]?([A-Z])[)\]]?[.!]?$")
+_NEGATED_LETTER = re.compile(
+    r"\b(?:[Nn]ot|[Nn]ever|[Rr]ather than|[Ii]nstead of|[Ee]xcept|[Aa]nything but|[Bb]ut not)"
+    r"\s+(?:[Oo]ption\s+)?[(\[]?[A-Z](?![\w'])[)\]]?")
 
 
 def gold_letter(item: ImprintItem) -> str:
@@ -459,37 +482,68 @@ def option_count(item: ImprintItem) -> int:
 
 
 def chosen_letter(item: ImprintItem, output: str) -> str:
-    """The option the answer picks, '' when it commits to none (module docstring)."""
+    """The option the answer picks, '' when it commits to none (module docstring). A letter
+    or an option the answer negates ("not B", "not the curry house") is not picked."""
     n = option_count(item)
     valid = "".join(chr(ord("A") + i) for i in range(n))
-    rest = strip_think(output)
-    text = answer_text(output)
+    rest = _NEGATED_LETTER.sub(" ", strip_think(output))
+    text = _NEGATED_LETTER.sub(" ", answer_text(output)).strip(" \t\n;,.:-")
     said = normalize_text(text)
-    named = [i for i, o in enumerate(item.options) if normalize_text(o) and _phrase_spans(
-        normalize_text(o), said)]
+    named = [i for i, o in enumerate(item.options) if normalize_text(o) and any(
+        not _NEGATION.search(said[:start].strip())
+        for start, _ in _phrase_spans(normalize_text(o), said))]
     if len(named) == 1 and _ARTICLE_OPENING.match(text):  # "A softly seasoned bistro": no letter
         return chr(ord("A") + named[0])
     letter = extract_choice(rest, n_options=n)
     if letter:
         return letter
-    bare = _BARE_LETTER.match(text)
+    bare = _BARE_LETTER.match(text) or _LAST_LETTER.search(text)
     if bare and bare.group(1) in valid:
         return bare.group(1)
-    return chr(ord("A") + named[0]) if len(named) == 1 else ""
+    if len(named) == 1:
+        return chr(ord("A") + named[0])
+    own = _options_by_own_words(item, said)
+    return chr(ord("A") + own[0]) if len(own) == 1 else ""
+
+
+def _options_by_own_words(item: ImprintItem, said: str) -> list[int]:
+    """The options the answer names by a word no other option has ("the bistro" for "a
+    softly seasoned bistro" beside "a curry house"), not negated."""
+    words = [set(normalize_text(o).split()) for o in item.options]
+    found = []
+    for i, own in enumerate(words):
+        own = own - set().union(*(w for j, w in enumerate(words) if j != i))
+        if any(not _NEGATION.search(said[:start].strip())
+               for word in own if len(word) > 3 for start, _ in _phrase_spans(word, said)):
+            found.append(i)
+    return found
 
 
 def judge_choice(item: ImprintItem, output: str) -> Verdict:
-    """Correct iff the chosen letter is the gold's; no letter, or two letters offered as
-    alternatives ("A or B"), is wrong."""
+    """Correct iff the chosen letter is the gold's; no letter, two letters offered as
+    alternatives ("A or B"), or a letter under doubt ("Probably B", "I'm not sure, B";
+    :mod:`~clstream.protocols.imprint.hedges`, words of the options themselves aside) is
+    wrong."""
     gold = gold_letter(item)
-    hedge = _LETTER_HEDGE.match(answer_text(output).strip())
+    text = answer_text(output).strip()
+    hedge = _LETTER_HEDGE.match(text)
     if hedge and hedge.group(1) != hedge.group(2):
         return Verdict(False, "hedged", "choice",
                        f"offers {hedge.group(1)} and {hedge.group(2)} as alternatives")
     letter = chosen_letter(item, output)
     if not letter:
         return Verdict(False, "none", "choice", "no option letter")
+    doubt = _choice_doubt(item, text)
+    if doubt is not None:
+        return Verdict(False, "hedged", "choice", f"picks {letter} under doubt ({doubt!r})")
     return Verdict(letter == gold, letter, "choice", f"chose {letter}, gold {gold}")
+
+
+def _choice_doubt(item: ImprintItem, text: str) -> str | None:
+    """An uncertainty phrase or modal hedge of the answer outside the options' own words."""
+    for option in item.options:
+        text = re.sub(re.escape(option), " ", text, flags=re.IGNORECASE)
+    return uncertainty(text) or modal_hedge(text)
 
 
 # ----------------------------------------------------------------------------- exact
@@ -588,11 +642,13 @@ class _Reading:
 
 
 def _read_values(item: ImprintItem, output: str) -> _Reading:
-    clauses = _clauses(answer_text(output))
+    text = answer_text(output)
+    clauses = _clauses(text)
     gold = any(_asserted_in(item.golds, item.stale_golds, c, past=False) for c in clauses)
     stale = any(_asserted_in(item.stale_golds, item.golds, c, past=True) for c in clauses)
     hedged = any(_asserted_in(item.golds, item.stale_golds, c, past=False)
-                 and _hedged(item.golds, c) for c in clauses)
+                 and (_hedged(item.golds, c) or modal_hedge(c) is not None)
+                 for c in clauses) or (gold and uncertainty(text) is not None)
     return _Reading(gold, stale, hedged)
 
 

@@ -1,7 +1,7 @@
 """The paper's LLM judges for ImprintBench, each over a model at temperature 0
 (docs/imprint.md §6.8; ImprintBench App. D.2, E.1-E.3).
 
-Three prompts, all written for this project:
+Four prompts, all written for this project:
 
 * ``rubric`` -- MATCH / NONMATCH / REFUSAL against a reference (code DirAcq, every persona
   family, items judged ``llm``): correct iff MATCH; for a BoundAbs item iff REFUSAL; for an
@@ -9,8 +9,11 @@ Three prompts, all written for this project:
   there (App. D.2).
 * ``yn`` -- the one-letter Y / N consistency check of a response against the gold (news
   TempUpd, CompRel, ImpRel; App. E.1): correct iff Y.
-* ``identifier`` -- YES / NO "do these name the same Python identifier?", asked only where
-  the deterministic identifier judge said wrong (code RefRes and CompRel; App. D.2).
+* ``identifier`` -- YES / NO "do these name the same Python identifier?": every sample of
+  code RefRes, and for code CompRel only the samples the trailing-component check said wrong
+  (App. D.2, E.2): correct iff YES.
+* ``list`` -- YES / NO "does this list name the target identifier as one of its items?"
+  (code ImpRel, App. E.2): correct iff YES.
 
 A reply must END in its verdict: its last non-empty line, stripped of markdown and trailing
 punctuation and of a leading "Verdict:" / "Label:" / "Answer:", must be one verdict word of
@@ -43,6 +46,8 @@ from clstream.protocols.imprint.judging import (
     Verdict,
     gold_letter,
     invented_code_name,
+    leaf,
+    normalize_identifier,
     strip_think,
 )
 
@@ -104,12 +109,25 @@ IDENT_JUDGE_TEMPLATE = (
     "naming another identifier, or several different ones, does not.\n"
     "Write YES or NO alone on the last line."
 )
+LIST_JUDGE_SYSTEM = "You read lists of Python names. Your reply ends with YES or NO."
+LIST_JUDGE_TEMPLATE = (
+    "Question:\n{question}\n\n"
+    "Target identifier:\n{reference}\n\n"
+    "Answer to check:\n{response}\n\n"
+    "Does the answer name the target as one of the members it lists? A dotted path ending in "
+    "the target counts (module.target names target), as do backticks or call parentheses. A "
+    "name mentioned only as absent, excluded or as an example of something else does not.\n"
+    "Write YES or NO alone on the last line."
+)
+LIST_VERSION = "imprint-list-judge-v1"
 YN_VERSION = "imprint-yn-judge-v1"
 IDENT_VERSION = "imprint-identifier-judge-v1"
 YN_JUDGE_PROMPT_HASH = hashlib.sha256("\x00".join(
     (YN_VERSION, YN_JUDGE_SYSTEM, YN_JUDGE_TEMPLATE)).encode()).hexdigest()[:16]
 IDENT_JUDGE_PROMPT_HASH = hashlib.sha256("\x00".join(
     (IDENT_VERSION, IDENT_JUDGE_SYSTEM, IDENT_JUDGE_TEMPLATE)).encode()).hexdigest()[:16]
+LIST_JUDGE_PROMPT_HASH = hashlib.sha256("\x00".join(
+    (LIST_VERSION, LIST_JUDGE_SYSTEM, LIST_JUDGE_TEMPLATE)).encode()).hexdigest()[:16]
 
 LLM_JUDGE_PARAMS = SamplingParams(temperature=0.0, top_p=1.0, top_k=-1, max_tokens=1024, n=1)
 
@@ -132,6 +150,8 @@ PROMPTS: dict[str, JudgePrompt] = {
                       YN_JUDGE_PROMPT_HASH),
     "identifier": JudgePrompt("identifier", IDENT_JUDGE_SYSTEM, IDENT_JUDGE_TEMPLATE,
                               ("YES", "NO"), IDENT_JUDGE_PROMPT_HASH),
+    "list": JudgePrompt("list", LIST_JUDGE_SYSTEM, LIST_JUDGE_TEMPLATE, ("YES", "NO"),
+                        LIST_JUDGE_PROMPT_HASH),
 }
 """The LLM judges by kind."""
 
@@ -146,7 +166,7 @@ _SYNONYMS = {"NON-MATCH": "NONMATCH", "NON MATCH": "NONMATCH", "NON_MATCH": "NON
 
 def parse_verdict(reply: str, kind: str) -> str | None:
     """The verdict word the reply ends in (module docstring), or None when it ends in none.
-    The Y/N judge also takes YES/NO; the identifier judge also takes Y/N."""
+    The Y/N judge also takes YES/NO; the identifier and list judges also take Y/N."""
     lines = [line for line in strip_think(reply).splitlines() if line.strip()]
     if not lines:
         return None
@@ -155,7 +175,7 @@ def parse_verdict(reply: str, kind: str) -> str | None:
     last = _SYNONYMS.get(last, last)
     if kind == "yn":
         last = {"YES": "Y", "NO": "N"}.get(last, last)
-    elif kind == "identifier":
+    elif kind in ("identifier", "list"):
         last = {"Y": "YES", "N": "NO"}.get(last, last)
     return last if last in PROMPTS[kind].words else None
 
@@ -168,7 +188,10 @@ def parse_llm_verdict(reply: str) -> str | None:
 def llm_reference(item: ImprintItem, kind: str = "rubric") -> str:
     """What the judge compares against: the gold (its accepted variants), the gold option,
     for a BoundAbs item the statement that nothing answers it, for an invented code name its
-    denial."""
+    denial; for the list judge, the gold leaves (any one of them listed is right)."""
+    if kind == "list":
+        leaves = list(dict.fromkeys(leaf(normalize_identifier(g)) for g in item.golds))
+        return leaves[0] + (f" (any one of: {', '.join(leaves)})" if len(leaves) > 1 else "")
     if kind == "rubric" and invented_code_name(item):
         return LLM_INVENTED_REFERENCE.format(name=_named_path(item))
     if kind == "rubric" and item.family == "BoundAbs":
@@ -190,12 +213,14 @@ def _named_path(item: ImprintItem) -> str:
 
 
 def llm_verdict(item: ImprintItem, reply: str, judge_model: str,
-                kind: str = "rubric") -> Verdict:
+                kind: str = "rubric", name: str | None = None) -> Verdict:
     """The verdict a judge reply gives (module docstring); an error verdict when the reply
-    does not end in a verdict word."""
+    does not end in a verdict word. ``name`` is the judge the verdict says it came from
+    (default ``kind``; ``identifier+fallback`` where the identifier prompt follows the
+    trailing-component check)."""
     prompt = PROMPTS[kind]
     label = parse_verdict(reply, kind)
-    name = "identifier+fallback" if kind == "identifier" else kind
+    name = name or kind
     if label is None:
         tail = strip_think(reply).strip().splitlines()[-1:] or [""]
         message = (f"the {kind} judge's reply does not end in a verdict word "
@@ -204,7 +229,7 @@ def llm_verdict(item: ImprintItem, reply: str, judge_model: str,
                        error=message)
     if kind == "yn":
         wanted: tuple[str, ...] = ("Y",)
-    elif kind == "identifier":
+    elif kind in ("identifier", "list"):
         wanted = ("YES",)
     elif invented_code_name(item):
         wanted = ("MATCH", "REFUSAL")
@@ -300,8 +325,9 @@ class LLMJudge:
                       Message(role="user", content=user)))
 
     async def judge_many(self, pairs: Sequence[tuple[ImprintItem, str]],
-                         kind: str = "rubric") -> list[Verdict]:
-        """Verdicts for (item, output) pairs by the ``kind`` judge, same order; only uncached
+                         kind: str = "rubric", *, label: str | None = None) -> list[Verdict]:
+        """Verdicts for (item, output) pairs by the ``kind`` judge, same order, each naming
+        ``label`` (default ``kind``) as its judge; only uncached
         pairs call the model, each distinct one once. A failed call raises
         :class:`~clstream.protocols.imprint.judging.JudgeError`."""
         keys = [self.key(item, output, kind) for item, output in pairs]
@@ -332,7 +358,7 @@ class LLMJudge:
         for (item, _), key in zip(pairs, keys, strict=True):
             cached = self.cache.get(key)
             reply = str(cached["reply"]) if cached is not None else replies.get(key, "")
-            out.append(llm_verdict(item, reply, self.model.name, kind))
+            out.append(llm_verdict(item, reply, self.model.name, kind, label))
         return out
 
     async def judge(self, item: ImprintItem, output: str, kind: str = "rubric") -> Verdict:

@@ -12,9 +12,11 @@ labelled with that coverage.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
+from clstream.protocols.imprint.chance import CONSTANT_ANSWERS
 from clstream.protocols.imprint.run_summary import run_label
 from clstream.protocols.imprint.schema import FAMILIES
 from clstream.render import figures
@@ -35,9 +37,12 @@ LEGEND = [
      "project's reading: the paper gives numbers without a formula). Methods that show nothing "
      "have none."),
     ("Judge", "deterministic: the project's rule-based judges; llm:<model> (yn | rubric | "
-     "identifier+fallback): the paper's LLM judge of that family, run with --judge."),
+     "identifier | identifier+fallback | list): the paper's LLM judge of that family, run "
+     "with --judge."),
     ("Stale", "Share of samples that give the value from before an update instead of after "
      "it (items with an update only)."),
+    ("Constant answers", "Pass@1 of answering every item with the same text (Yes., No., I "
+     "don't know., A), judged by the deterministic judges: the chance floor of each family."),
 ]
 CITATION = ("Families and metrics follow ImprintBench: \u201cMeasuring the Limits of "
             "Continual Learning for LLMs\u201d (\u00a72, \u00a73.1, App. C.3, D, E).")
@@ -123,6 +128,34 @@ def _judge_table(setting: str, runs: list[RunView]) -> Table:
                                              if isinstance(by.get(f), dict) else MISSING)
                                         for f in fams)))
     return Table(f"{setting}: the judge behind each number", columns, rows)
+
+
+def _chance_table(setting: str, runs: list[RunView]) -> Table | None:
+    """What a constant answer scores per family on the items the runs answered (the chance
+    floor, docs/imprint.md §7.11): one row per constant answer, per group of runs that
+    answered different items."""
+    groups: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for r in runs:
+        chance = r.f.mapping(r.raw, "metrics.chance")
+        if isinstance(chance.get("by_family"), dict):
+            groups.setdefault(json.dumps(chance, sort_keys=True), (chance, []))[1].append(
+                _label(r))
+    if not groups:
+        return None
+    fams = [f for f in FAMILIES
+            if any(f in chance["by_family"] for chance, _ in groups.values())]
+    several = len(groups) > 1
+    columns = (Column("Constant answer"), *((Column("Runs"),) if several else ()),
+               *(Column(f, True) for f in fams), Column("Avg", True))
+    rows = []
+    for chance, labels in groups.values():
+        for name, text in CONSTANT_ANSWERS.items():
+            cells = [Cell(_pct((chance["by_family"].get(f) or {}).get(name)), True)
+                     for f in fams]
+            rows.append((Cell(text), *((Cell(", ".join(labels)),) if several else ()),
+                         *cells, Cell(_pct((chance.get("avg") or {}).get(name)), True)))
+    return Table(f"{setting}: what a constant answer scores (Pass@1 %, the chance floor of "
+                 "each family)", columns, rows)
 
 
 def _bars(setting: str, runs: list[RunView]) -> Figure:
@@ -222,6 +255,9 @@ def render_imprint_section(runs: list[dict[str, Any]], labels: list[str], source
             continue
         tables.append(_family_table(setting, group))
         tables.append(_judge_table(setting, group))
+        chance = _chance_table(setting, group)
+        if chance is not None:
+            tables.append(chance)
         axis = _axis_table(setting, group)
         if axis is not None:
             tables.append(axis)

@@ -25,6 +25,7 @@ from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap
 from clstream.metrics.exact import exact_mean
+from clstream.protocols.imprint.chance import CONSTANT_ANSWERS, floor_text
 from clstream.protocols.imprint.judge_plan import paper_judge
 from clstream.protocols.imprint.judging import Verdict, judge_deterministic
 from clstream.protocols.imprint.schema import FAMILIES, Item
@@ -139,7 +140,7 @@ def summarize_imprint_run(store: ResultsReader, run: RunRow) -> dict[str, Any]:
     predictions = {i.item_id: samples[i.item_id] for i in done}
     judged = {i.item_id: verdicts[i.item_id] for i in done}
     out["metrics"] = score_imprint(done, predictions, allow_missing=False, verdicts=judged,
-                                   judge_model=judge_model)
+                                   judge_model=judge_model, strict_abstention=strict)
     out["details"] = score_details(done, predictions, verdicts=judged, judge_model=judge_model)
     out["context"] = context_tokens(done, facts, view.get("corpus_tokens", {}))
     lengths = [facts[i.item_id]["completion"] / max(1, len(samples[i.item_id])) for i in done]
@@ -231,4 +232,27 @@ def text_rows(runs: list[dict[str, Any]]) -> list[str]:
     for judges, labels in said.items():
         whose = "" if len(said) == 1 else f" of {', '.join(labels)}"
         lines.append(f"  judges{whose}: {judges}")
+    return lines + chance_lines(runs)
+
+
+def chance_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """What a constant answer scores on each set of items the runs answered (Pass@1 %, per
+    family and Avg; docs/imprint.md §7.11): one line per setting, or per group of runs where
+    runs of one setting answered different items."""
+    found: dict[tuple[str, str], tuple[dict[str, Any], list[str]]] = {}
+    for run in runs:
+        chance = (run.get("metrics") or {}).get("chance")
+        if not isinstance(chance, dict) or not isinstance(chance.get("by_family"), dict):
+            continue
+        setting = str((run.get("dataset") or {}).get("setting"))
+        key = (setting, json.dumps(chance, sort_keys=True))
+        found.setdefault(key, (chance, []))[1].append(run_label(run))
+    if not found:
+        return []
+    answers = " / ".join(CONSTANT_ANSWERS.values())
+    lines = [f"  constant answers, Pass@1 % ({answers}), by family:"]
+    settings = [s for s, _ in found]
+    for (setting, _), (chance, labels) in found.items():
+        whose = f", {', '.join(labels)}" if settings.count(setting) > 1 else ""
+        lines.append(f"    {setting}{whose}: {floor_text(chance)}")
     return lines

@@ -20,6 +20,7 @@ from typing import Any
 import clstream.protocols.imprint.metrics as metrics
 from clstream.core.errors import DataError, SpecError
 from clstream.core.jsonio import iter_json_lines
+from clstream.protocols.imprint.chance import chance_floors
 from clstream.protocols.imprint.judge_plan import (
     family_judges,
     judge_errors,
@@ -174,13 +175,15 @@ def score_imprint(items: Sequence[Item], predictions: Predictions, *,
     """The docs/imprint.md §3.4 ImprintBench JSON: ``{"n_items", "n_samples", "by_family":
     {family: {"n_items", "pass_at_1", "pass_at_k": {k}, "all_correct_at_k": {k}, "se",
     "judge"}}, "avg": {"pass_at_1", "all_correct_at_n"}, "left_out": {"missing",
-    "judge_errors"}}``.
+    "judge_errors"}, "chance": ...}``, ``chance`` being what a constant answer scores on the
+    scored items (:func:`~clstream.protocols.imprint.chance.chance_floors`).
 
     ``ks`` defaults to (1, n). A missing prediction is an error naming the first missing item
     unless ``allow_missing`` (the item is then left out and counted); an item the judge gave
     no verdict for is left out and counted. With ``llm`` the paper's judges decide where the
     paper uses an LLM (:mod:`clstream.protocols.imprint.judge_plan`); ``verdicts`` are
-    precomputed ones (the run summary's, whose judge model ``judge_model`` names)."""
+    precomputed ones (the run summary's, whose judge model ``judge_model`` names;
+    ``strict_abstention`` then only sets how the chance floors judge abstentions)."""
     _check_inputs(items, predictions, allow_missing, llm, verdicts)
     _setting_of(items)
     n = _sample_count(items, predictions)
@@ -192,12 +195,13 @@ def score_imprint(items: Sequence[Item], predictions: Predictions, *,
     judges = family_judges(scored, llm.name if llm is not None else judge_model)
     left_out = {"missing": len(missing_items(items, predictions)),
                 "judge_errors": len(judge_errors(judged))}
-    return _contract(len(scored), n, cells, chosen, judges, left_out)
+    return _contract(len(scored), n, cells, chosen, judges, left_out,
+                     chance_floors(scored, strict_abstention=strict_abstention))
 
 
 def _contract(n_items: int, n: int, cells: dict[str, dict[str, Any]],
               ks: Sequence[int], judges: dict[str, str],
-              left_out: dict[str, int]) -> dict[str, Any]:
+              left_out: dict[str, int], chance: dict[str, Any]) -> dict[str, Any]:
     """The docs/imprint.md §3.4 keys, in order; cells hold k = n for the Avg even where ``ks`` omits it."""
     keep = [str(k) for k in ks]
     return {
@@ -211,6 +215,7 @@ def _contract(n_items: int, n: int, cells: dict[str, dict[str, Any]],
                 "all_correct_at_n": metrics.average(c["all_correct_at_k"][str(n)]
                                                     for c in cells.values())},
         "left_out": left_out,
+        "chance": chance,
     }
 
 
