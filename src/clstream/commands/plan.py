@@ -12,12 +12,12 @@ given. Nothing is sent to an endpoint and the results directory is not touched.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import DataError, SpecError
+from clstream.core.jsonio import dumps_finite
 from clstream.core.registry import names, resolve
 
 if TYPE_CHECKING:
@@ -239,7 +239,7 @@ def lines(plan: dict[str, Any]) -> list[str]:
 def handler(args: argparse.Namespace) -> int:
     plan = build_plan(args)
     if args.json:
-        print(json.dumps(plan, indent=2))
+        print(dumps_finite(plan, indent=2))
     else:
         print("\n".join(lines(plan)))
     sys.stdout.flush()

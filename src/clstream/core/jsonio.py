@@ -329,3 +329,25 @@ def _one_by_one(lines: list[bytes], ends_in_newline: bool, name: str
                 or isinstance(value, float) and abs(value) >= _BIG:
             value = _strict(raw, name, i + 1)[1]
         yield i + 1, value
+
+
+# --- JSON written for others to read -----------------------------------------------------------
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every float that is not finite (a metric over nothing, a cost beyond a
+    float) replaced by ``null``: strict JSON has no NaN or Infinity, and the parsers of other
+    languages reject Python's spelling of them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(item) for item in value]
+    return value
+
+
+def dumps_finite(value: Any, **options: Any) -> str:
+    """``json.dumps`` for output (``--json``, files written for others): never NaN or
+    Infinity (:func:`finite_json`), and ``allow_nan=False`` keeps it so."""
+    return json.dumps(finite_json(value), allow_nan=False, **options)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import SpecError
@@ -66,23 +67,93 @@ def seed_list(args: argparse.Namespace) -> list[int] | None:
         if not part:
             continue
         try:
-            seeds.append(int(part))
-        except ValueError:
-            raise SpecError(f"flag --seeds: {part!r} is not an integer") from None
+            seeds.append(bounded_int(part, 0, SEED_MAX))
+        except ValueError as exc:
+            raise SpecError(f"flag --seeds: {exc}") from None
     if not seeds:
         raise SpecError("flag --seeds: give at least one seed, e.g. 0,1,2")
     return list(dict.fromkeys(seeds))
 
 
+SEED_MAX = 2**63 - 1
+"""The largest seed: what a signed 64-bit integer holds, so every backend and store can keep
+it; seeds are 0..SEED_MAX wherever they are typed (flags, ``--seeds``, spec files)."""
+
+
+def _short_text(text: str) -> str:
+    """A typed value as a message quotes it: whole when short, else its length."""
+    return repr(text) if len(text) <= 40 else f"a value of {len(text):,} characters"
+
+
+def bounded_int(text: str, least: int, most: int, what: str = "an integer") -> int:
+    """``text`` as an integer in [least, most], or a :class:`ValueError` whose message says
+    so (a number of thousands of digits is refused by its length, never converted)."""
+    stripped = text.strip()
+    value: int | None = None
+    if len(stripped) <= 24:
+        try:
+            value = int(stripped)
+        except ValueError:
+            value = None
+    if value is None or not least <= value <= most:
+        raise ValueError(f"must be {what} in [{least}, {most:,}], got {_short_text(text)}")
+    return value
+
+
+def seed_value(text: str) -> int:
+    """argparse type of every ``--seed`` flag: an integer in [0, SEED_MAX]."""
+    try:
+        return bounded_int(text, 0, SEED_MAX)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def count_type(least: int, most: int) -> Any:
+    """argparse type of a count flag (tasks, items, retries, ...): an integer in
+    [least, most], so that no typo sizes work without bound (docs/design.md §7)."""
+
+    def count(text: str) -> int:
+        try:
+            return bounded_int(text, least, most)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return count
+
+
+def finite_float_type(least: float, most: float, above: bool = False) -> Any:
+    """argparse type of a real-valued flag: a finite number in [least, most] (or
+    (least, most] with ``above``); ``inf`` and ``nan`` are refused by name, never run."""
+    interval = f"({least:g}, {most:g}]" if above else f"[{least:g}, {most:g}]"
+
+    def number(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        low_ok = value > least if above else value >= least
+        if not (math.isfinite(value) and low_ok and value <= most):
+            raise argparse.ArgumentTypeError(
+                f"must be a finite number in {interval}, got {_short_text(text)}")
+        return value
+
+    return number
+
+
+MOST_TOKENS = 10_000_000
+"""SamplingParams' own bound on max_tokens."""
+
+
 def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("sampling (defaults: the OAKS paper's setup)")
-    g.add_argument("--temperature", type=float, default=0.7)
-    g.add_argument("--top-p", type=float, default=0.8)
-    g.add_argument("--top-k", type=int, default=20)
-    g.add_argument("--min-p", type=float, default=0.0)
-    g.add_argument("--max-tokens", type=int, default=4096)
-    g.add_argument("--samples", type=int, default=1, help="completions per probe (n)")
-    g.add_argument("--seed", type=int, default=0, action=_SeedFlag,
+    g.add_argument("--temperature", type=finite_float_type(0.0, 2.0), default=0.7)
+    g.add_argument("--top-p", type=finite_float_type(0.0, 1.0, above=True), default=0.8)
+    g.add_argument("--top-k", type=count_type(-1, 1_000_000), default=20)
+    g.add_argument("--min-p", type=finite_float_type(0.0, 1.0), default=0.0)
+    g.add_argument("--max-tokens", type=count_type(1, MOST_TOKENS), default=4096)
+    g.add_argument("--samples", type=count_type(1, 1_024), default=1,
+                   help="completions per probe (n)")
+    g.add_argument("--seed", type=seed_value, default=0, action=_SeedFlag,
                    help="run seed; per-request seeds derive from it")
     g.add_argument("--seeds", default=None, metavar="N,N,...",
                    help="run every system once per seed (each its own run, as --seed N makes "
@@ -105,10 +176,11 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-concurrency", type=int, default=None,
                    help="requests in flight, fixed (default: adaptive, starting at the "
                         "server's slot count where it reports one)")
-    g.add_argument("--request-timeout", type=float, default=None,
+    g.add_argument("--request-timeout", type=finite_float_type(0.0, 7 * 86_400, above=True),
+                   default=None,
                    help="seconds of silence (no token) before an attempt is given up "
                         "(default 120; a long answer that keeps coming never times out)")
-    g.add_argument("--max-retries", type=int, default=None)
+    g.add_argument("--max-retries", type=count_type(0, 1_000), default=None)
     g.add_argument("--cache", default=None, help="response cache (SQLite file) shared across runs")
 
 

@@ -24,6 +24,7 @@ from clstream.core.contracts import System, supervision_of
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError
 from clstream.core.files import write_atomic
+from clstream.core.jsonio import dumps_finite
 from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.components import build_model, parse_components
@@ -180,7 +181,7 @@ def score(args: argparse.Namespace) -> int:
         print(f"clstream: left out {result['left_out']['judge_errors']} item(s) the judge gave "
               "no verdict for (its reply did not end in a verdict word)", file=sys.stderr)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps_finite(result, indent=2))
         return 0
     left = result["left_out"]
     print(f"{result['n_items']} items scored, {result['n_samples']} samples each"

@@ -4,7 +4,6 @@ flags are in :mod:`clstream.protocols.oaks.arguments`."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -13,7 +12,7 @@ from typing import Any
 
 from clstream.core.contracts import System
 from clstream.core.data_kinds import load_checked
-from clstream.core.jsonio import gc_paused
+from clstream.core.jsonio import dumps_finite, gc_paused
 from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.flags import (
@@ -102,7 +101,7 @@ def score(args: argparse.Namespace) -> int:
     if missing:
         print(f"clstream: {missing} predictions missing, counted as wrong", file=sys.stderr)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps_finite(result, indent=2))
         return 0
     print(f"questions                  {result['n_questions']}")
     for key in ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss"):

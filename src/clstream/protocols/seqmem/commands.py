@@ -14,7 +14,7 @@ from typing import Any
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import write_jsonl
-from clstream.core.jsonio import gc_paused
+from clstream.core.jsonio import dumps_finite, gc_paused
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.assemble import plan_job, run_basics
@@ -138,7 +138,7 @@ def score(args: argparse.Namespace) -> int:
         result = score_seqmem(load_checked(args.records, "seqmem-records",
                                            lambda: load_seqmem_records(args.records)))
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps_finite(result, indent=2))
         return 0
     for key in ("online_acc", "ped", "mer", "r_min", "holdout_acc", "trend_ho", "iv"):
         if key in result:
