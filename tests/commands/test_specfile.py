@@ -222,3 +222,43 @@ def test_replicas_are_a_list_in_flags_and_spec_files_and_one_url_stays_a_string(
                     'systems = ["full"]\nbase_url = ["http://a:1/v1", "http://b:2/v1"]\n')
     ((_, args),) = load_spec(spec)
     assert args.base_url == ["http://a:1/v1", "http://b:2/v1"]
+
+
+def _spec_of(tmp_path: Path, data: dict[str, Path], body: str) -> Path:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'out = "r"\n{body}'.replace("DATA", json.dumps(str(data["oaks"]))))
+    return spec
+
+
+ENTRY = '[[run]]\nprotocol = "oaks"\ndata = DATA\nsystems = ["full"]\n'
+
+
+def test_entries_that_name_the_same_run_are_planned_once(data: dict[str, Path],
+                                                         tmp_path: Path) -> None:
+    from clstream.commands.specfile import load_spec
+
+    spec = _spec_of(tmp_path, data, "seeds = [1, 1, 2]\n" + ENTRY * 3
+                    + ENTRY.replace('["full"]', '["rag"]'))
+    planned = load_spec(spec)
+    assert [(args.system, args.seed) for _, args in planned] == [
+        (["full"], 1), (["full"], 2), (["rag"], 1), (["rag"], 2)]
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    (ENTRY + "top_k = " + "[" * 40 + "]" * 40 + "\n", "nested deeper than 32"),
+    (ENTRY + "top_k = " + "[" * 3000 + "]" * 3000 + "\n", "nested deeper than 32"),
+    (ENTRY + "seed = 1" + "0" * 5000 + "\n", "integer of more than"),
+    ("seeds = [-1]\n" + ENTRY, "field 'seeds'"),
+    ("seeds = [9223372036854775808]\n" + ENTRY, "field 'seeds'"),
+    (ENTRY + "temperature = inf\n", "finite"),
+    (ENTRY + "temperature = 2.5\n", "[0, 2]"),
+    (ENTRY * 10_001, "10,001 entries; at most 10,000"),
+])
+def test_a_spec_file_beyond_its_bounds_is_one_line(
+        data: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str,
+        needle: str) -> None:
+    spec = _spec_of(tmp_path, data, body)
+    assert main(["run", "--spec", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "r").exists()

@@ -22,7 +22,9 @@ into one results directory::
 
 A relative path that names a file or directory beside the spec file is taken from there. A
 malformed file is one line naming the file, the entry and the field (exit 2) before anything
-runs.
+runs; so is a file beyond the bounds below (values nested deeper than
+:data:`MAX_SPEC_DEPTH`, more than :data:`MAX_SPEC_RUNS` entries or runs). Entries that name
+the same run (the same flags, after defaults and seeds) are run once.
 
 ``clstream runs DIR --spec`` prints a spec file that reruns every run of a results directory:
 each run records its flags (:func:`clstream.driver.assemble.run_flags`), and runs that differ
@@ -35,6 +37,7 @@ import argparse
 import json
 import math
 import shlex
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -46,6 +49,12 @@ if TYPE_CHECKING:
     from clstream.store.db import ResultsStore
 
 _TOP = frozenset({"out", "seeds", "defaults", "run"})
+MAX_SPEC_DEPTH = 32
+"""Deepest nesting of tables and arrays a spec file may have (it needs three)."""
+MAX_SPEC_RUNS = 10_000
+"""Most ``[[run]]`` entries, and most runs after seeds, that one spec file may name."""
+MAX_SPEC_SEEDS = 1_000
+"""Most seeds in the ``seeds`` list."""
 
 
 class _Refused(Exception):
@@ -134,18 +143,50 @@ def _protocol(entry: dict[str, Any], path: Path, where: str) -> StreamProtocol:
     return protocol
 
 
-def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProtocol,
-                                                                       argparse.Namespace]]:
-    """Each run entry of a spec file (once per seed) as its protocol and parsed flags."""
+def _depth(value: Any) -> int:
+    """How deeply tables and arrays nest in ``value``, counted up to past the bound only."""
+    deepest, level = 0, [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if depth > MAX_SPEC_DEPTH:
+                break
+            children = item.values() if isinstance(item, dict) else item
+            level.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The parsed spec file, or one line on why it is not one: not UTF-8, not TOML, an integer
+    of thousands of digits, values nested too deeply."""
     import tomllib
 
-    path = Path(path)
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise DataError(path, None, None, f"not a TOML spec file: {exc}") from None
     except UnicodeDecodeError:
         raise DataError(path, None, None, "not a TOML spec file (not UTF-8 text)") from None
+    except ValueError:  # an integer longer than Python converts
+        raise DataError(path, None, None, "not a TOML spec file: an integer of more than "
+                                          f"{sys.get_int_max_str_digits():,} digits") from None
+    except RecursionError:
+        raise DataError(path, None, None, f"not a TOML spec file: values nested deeper than "
+                                          f"{MAX_SPEC_DEPTH} levels") from None
+    if _depth(doc) > MAX_SPEC_DEPTH:
+        raise DataError(path, None, None, f"values nested deeper than {MAX_SPEC_DEPTH} levels")
+    return doc
+
+
+def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProtocol,
+                                                                       argparse.Namespace]]:
+    """Each run entry of a spec file (once per seed) as its protocol and parsed flags; an
+    entry that repeats an earlier one's run (the same protocol and flags) is left out."""
+    from clstream.driver.flags import SEED_MAX
+
+    path = Path(path)
+    doc = _read_toml(path)
     for key in doc:
         if key not in _TOP:
             raise DataError(path, None, key, f"not a spec setting (settings: "
@@ -161,13 +202,24 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
     if not isinstance(seeds, list) or not seeds or not all(
             s is None or (isinstance(s, int) and not isinstance(s, bool)) for s in seeds):
         raise DataError(path, None, "seeds", "expected a list of integers, e.g. [0, 1, 2]")
+    if any(s is not None and not 0 <= s <= SEED_MAX for s in seeds):
+        raise DataError(path, None, "seeds", f"every seed must be in [0, {SEED_MAX:,}]")
+    seeds = list(dict.fromkeys(seeds))
+    if len(seeds) > MAX_SPEC_SEEDS:
+        raise DataError(path, None, "seeds", f"{len(seeds):,} seeds; at most "
+                                             f"{MAX_SPEC_SEEDS:,}")
     defaults = doc.get("defaults", {})
     if not isinstance(defaults, dict):
         raise DataError(path, None, "defaults", "expected a table of settings")
     entries = doc.get("run")
     if not isinstance(entries, list) or not entries:
         raise DataError(path, None, "run", "expected one or more [[run]] entries")
+    if len(entries) > MAX_SPEC_RUNS:
+        raise DataError(path, None, "run", f"{len(entries):,} entries; at most "
+                                           f"{MAX_SPEC_RUNS:,} (split the file)")
     planned = []
+    seen: set[tuple[str, ...]] = set()
+    parsers: dict[str, argparse.ArgumentParser] = {}
     for number, entry in enumerate(entries, start=1):
         where = f"run {number}"
         if not isinstance(entry, dict):
@@ -181,10 +233,18 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
         if "out" in settings:
             raise DataError(path, where, "out", "one results directory per spec file: set "
                                                 "out at the top")
-        parser = _protocol_parser(protocol)
+        if protocol.name not in parsers:
+            parsers[protocol.name] = _protocol_parser(protocol)
+        parser = parsers[protocol.name]
         for seed in seeds:
             words = _words(settings if seed is None else {**settings, "seed": seed},
                            parser, path, where, base) + ["--out", target]
+            if (protocol.name, *words) in seen:
+                continue
+            seen.add((protocol.name, *words))
+            if len(seen) > MAX_SPEC_RUNS:
+                raise DataError(path, where, None, f"more than {MAX_SPEC_RUNS:,} runs (entries "
+                                                   "times seeds); split the file")
             try:
                 args = parser.parse_args(words)
             except _Refused as exc:

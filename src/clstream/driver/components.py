@@ -13,9 +13,11 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,6 +53,31 @@ def _canonical_json(spec_json: Mapping[str, Any] | str) -> str | None:
         return None
 
 
+@dataclass
+class _StoredSpecs:
+    """The canonical spec of every stored run of one protocol, read once: registering each of
+    many runs (a spec file of thousands) then costs a lookup, not a pass over every run."""
+
+    after: int = 0  # the last row read
+    ids_by_canonical: dict[str, list[str]] = field(default_factory=dict)
+
+
+_STORED_SPECS: weakref.WeakKeyDictionary[ResultsStore, dict[str, _StoredSpecs]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _stored_specs(store: ResultsStore, protocol: str) -> _StoredSpecs:
+    """The index of ``protocol``'s runs in ``store``, brought up to date with the runs stored
+    since it was last read (rows only grow; a renamed run keeps its row)."""
+    index = _STORED_SPECS.setdefault(store, {}).setdefault(protocol, _StoredSpecs())
+    for row, stored_id, text in store.run_specs_after(protocol, index.after):
+        index.after = row
+        canonical = _canonical_json(text)
+        if canonical is not None:
+            index.ids_by_canonical.setdefault(canonical, []).append(stored_id)
+    return index
+
+
 def adopt_legacy_run(store: ResultsStore, run_id: str, spec_json: Mapping[str, Any] | str
                      ) -> str | None:
     """Rename to ``run_id`` a stored run whose spec canonicalises to ``spec_json`` under another
@@ -60,16 +87,19 @@ def adopt_legacy_run(store: ResultsStore, run_id: str, spec_json: Mapping[str, A
     when ``run_id`` is already stored. Among several matches the earliest created is adopted;
     the others stay as they are. The adopted run's stored spec becomes ``spec_json``.
     """
-    if any(r.run_id == run_id for r in store.runs()):
+    if store.has_run(run_id):
         return None
     want = _canonical_json(spec_json)
     if want is None:
         return None
     protocol = json.loads(want)["protocol"]
-    for run in store.runs(protocol):
-        if _canonical_json(run.spec) == want:
+    candidates = _stored_specs(store, protocol).ids_by_canonical.get(want, [])
+    stored = [store.get_run(old) for old in candidates if store.has_run(old)]
+    for run in sorted(stored, key=lambda r: r.created_at):
+        if _canonical_json(run.spec) == want:  # still the spec it was indexed with
             spec = json.loads(spec_json) if isinstance(spec_json, str) else dict(spec_json)
             store.rename_run(run.run_id, run_id, spec=spec)
+            candidates.remove(run.run_id)
             return run.run_id
     return None
 

@@ -10,8 +10,10 @@ concurrency, retries, cache) are not, except ``--model-args``, which the spec in
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import SpecError
@@ -200,6 +202,17 @@ def add_driver_arguments(p: argparse.ArgumentParser) -> None:
     add_sampling_arguments(p)
     add_backend_arguments(p)
     add_executor_arguments(p)
+
+
+@functools.lru_cache(maxsize=64)
+def parser_actions(add_arguments: Callable[[argparse.ArgumentParser], None]
+                   ) -> tuple[argparse.Action, ...]:
+    """The actions (flags and positionals) a verb's ``add_arguments`` declares, built once per
+    process: reading a run's flags back (recorded flags, resume commands) happens once per run,
+    thousands of times for a large spec file, and a parser costs a millisecond to build."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return tuple(parser._actions)
 
 
 EXECUTORS = ("local", "ray")

@@ -449,6 +449,18 @@ class ResultsStore:
         rows = self.conn.execute(sql, (protocol,) if protocol else ()).fetchall()
         return [_run_row(r) for r in rows]
 
+    def has_run(self, run_id: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM runs WHERE run_id=?",
+                                 (run_id,)).fetchone() is not None
+
+    def run_specs_after(self, protocol: str, after: int) -> list[tuple[int, str, str]]:
+        """``(row number, run id, stored spec text)`` of the runs of ``protocol`` stored after
+        row ``after``, oldest first: what a reader that keeps an index of the runs reads to
+        bring it up to date without reading every run again."""
+        rows = self.conn.execute("SELECT rowid, run_id, spec FROM runs WHERE protocol=? AND "
+                                 "rowid>? ORDER BY rowid", (protocol, after)).fetchall()
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
     def get_run(self, run_id: str) -> RunRow:
         """The run ``run_id``; an unknown id is an error naming the runs that are stored."""
         row = self.conn.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
