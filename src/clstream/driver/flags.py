@@ -13,6 +13,7 @@ import argparse
 import functools
 import importlib.util
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,26 @@ if TYPE_CHECKING:
 OPENAI_DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
 
+def endpoint_url(text: str) -> str:
+    """argparse type of an endpoint flag: an ``http(s)://HOST[:PORT]/...`` URL whose port is
+    a port, refused as it is typed rather than as a traceback from the HTTP client's first
+    connection (``http://[::1``, ``http://127.0.0.1:99999/v1``)."""
+    from urllib.parse import urlsplit
+
+    shown = _short_text(re.sub(r"//[^/]*@", "//", text))  # never a user:password
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a URL ({exc}), got {shown}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected http://HOST[:PORT]/... or https://..., "
+                                         f"got {shown}")
+    if port == 0:
+        raise argparse.ArgumentTypeError(f"port must be 1-65535, got {shown}")
+    return text
+
+
 class BaseUrlFlag(argparse._AppendAction):
     """``--base-url URL``, given once (kept as the string it always was, so recorded flags and
     resume commands read as before) or several times (a list: replicas of one model, requests
@@ -35,6 +56,10 @@ class BaseUrlFlag(argparse._AppendAction):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
+        try:
+            endpoint_url(str(values))
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentError(self, str(exc)) from None
         current = getattr(namespace, self.dest, None)
         if current is None:
             setattr(namespace, self.dest, values)

@@ -447,7 +447,7 @@ class ResultsStore:
     def runs(self, protocol: str | None = None) -> list[RunRow]:
         sql = "SELECT * FROM runs" + (" WHERE protocol=?" if protocol else "") + " ORDER BY created_at"
         rows = self.conn.execute(sql, (protocol,) if protocol else ()).fetchall()
-        return [_run_row(r) for r in rows]
+        return [_run_row(r, self.path) for r in rows]
 
     def has_run(self, run_id: str) -> bool:
         return self.conn.execute("SELECT 1 FROM runs WHERE run_id=?",
@@ -467,7 +467,7 @@ class ResultsStore:
         if row is None:
             known = ", ".join(r.run_id for r in self.runs()) or "none"
             raise StoreError(f"{self.dir}: no run {run_id!r} (runs here: {known})")
-        return _run_row(row)
+        return _run_row(row, self.path)
 
     def run_status(self, run_id: str) -> RunStatus:
         """Successful and failed records per kind, first and last record time, wall time and
@@ -495,7 +495,9 @@ class ResultsStore:
         dataset when no other run uses it. Returns the number of rows deleted per table."""
         self._require_writer("deleting a run")
         with self._transaction():
-            run = self.get_run(run_id)
+            row = self.conn.execute("SELECT dataset_sha256 FROM runs WHERE run_id=?",
+                                    (run_id,)).fetchone()
+            dataset = row[0] if row is not None else self.get_run(run_id).dataset_sha256
             deleted = {
                 "records": self.conn.execute("DELETE FROM records WHERE run_id=?",
                                              (run_id,)).rowcount,
@@ -506,7 +508,7 @@ class ResultsStore:
             deleted["datasets"] = self.conn.execute(
                 "DELETE FROM datasets WHERE sha256=? AND NOT EXISTS"
                 " (SELECT 1 FROM runs WHERE dataset_sha256=?)",
-                (run.dataset_sha256, run.dataset_sha256),
+                (dataset, dataset),
             ).rowcount
         self._chains.forget()
         return deleted
@@ -754,9 +756,22 @@ def _opt_int(value: int | None) -> int | None:
     return None if value is None else int(value)
 
 
-def _run_row(r: sqlite3.Row) -> RunRow:
+def _run_row(r: sqlite3.Row, where: object) -> RunRow:
+    """A stored run; a spec or info that is not a JSON object (the database edited or
+    damaged outside clstream) is a one-line error naming the run and the field, never a
+    traceback (docs/design.md §7)."""
+    fields = {}
+    for name in ("spec", "info"):
+        try:
+            fields[name] = json.loads(r[name])
+        except (ValueError, TypeError, RecursionError):
+            fields[name] = None
+        if not isinstance(fields[name], dict):
+            raise StoreError(f"{where}: run {r['run_id']!r}: the stored {name} is not a JSON "
+                             "object (the database was changed outside clstream); delete the "
+                             "run (clstream runs rm) or restore the file")
     return RunRow(r["run_id"], r["protocol"], r["system"], r["model"], r["dataset_sha256"],
-                  json.loads(r["spec"]), json.loads(r["info"]), r["created_at"], r["wall_s"])
+                  fields["spec"], fields["info"], r["created_at"], r["wall_s"])
 
 
 def results_db_exists(directory: str | Path) -> bool:

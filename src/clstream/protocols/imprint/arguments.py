@@ -17,6 +17,7 @@ from clstream.driver.flags import (
     add_driver_arguments,
     add_run_arguments,
     count_type,
+    endpoint_url,
     seed_value,
 )
 
@@ -58,7 +59,7 @@ def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
                    help="batches asked at once (default 4)")
     j = p.add_argument_group("judges (docs/imprint.md §6)")
     add_judge_arguments(j)
-    j.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible server")
+    j.add_argument("--judge-base-url", default=None, type=endpoint_url, help="the judge's OpenAI-compatible server")
     j.add_argument("--judge-api-key-env", default=None,
                    help="name of the environment variable holding the judge's API key")
     add_driver_arguments(p)
