@@ -142,6 +142,11 @@ def _escape_unprintable_text() -> None:
             reconfigure(errors="backslashreplace")
 
 
+def _one_line(message: str) -> str:
+    """An error as one line, also when it quotes a name that holds a line break."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
@@ -153,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except ClstreamError as exc:
-        print(f"clstream: error: {exc}", file=sys.stderr)
+        print(f"clstream: error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:  # e.g. `clstream summary DIR --json | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -165,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         cause = "no such file" if isinstance(exc, FileNotFoundError) else os_error_cause(exc)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"clstream: error: {where}{cause}", file=sys.stderr)
+        print(f"clstream: error: {_one_line(where + cause)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("clstream: interrupted; rerun the same command to resume", file=sys.stderr)

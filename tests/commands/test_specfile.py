@@ -262,3 +262,37 @@ def test_a_spec_file_beyond_its_bounds_is_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("text", ["plain", "a\nb", 'q"\\x', "\x7f\x00\x1b\t\r\f\b", "é ☃"])
+def test_toml_strings_read_back_as_themselves(text: str) -> None:
+    import tomllib
+
+    from clstream.commands.specfile import toml_string
+
+    assert tomllib.loads(f"v = {toml_string(text)}")["v"] == text
+
+
+def test_a_lone_surrogate_is_written_as_its_escape_text() -> None:
+    import tomllib
+
+    from clstream.commands.specfile import toml_string
+
+    text = "x\udcffy"
+    assert tomllib.loads("v = " + toml_string(text))["v"] == "x\\udcffy"
+
+
+def test_the_spec_of_a_directory_whose_name_holds_a_newline_parses(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import tomllib
+
+    out = tmp_path / 'we"ird\n# out = "elsewhere"\ndir'
+    with ResultsStore(out, writer=True) as store:
+        store.ensure_run("r1", "oaks", "full", "builtin", "sha", {"a": 1},
+                         {"run_flags": {"data": "x\ny.json", "odd key": 1}})
+        store.conn.commit()
+    assert main(["runs", str(out), "--spec"]) == 0
+    doc = tomllib.loads(capsys.readouterr().out)
+    assert doc["out"] == str(out)
+    assert doc["run"] == [{"protocol": "oaks", "systems": ["full"], "data": "x\ny.json",
+                           "odd key": 1}]

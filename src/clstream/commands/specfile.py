@@ -274,14 +274,47 @@ def run_spec(args: argparse.Namespace) -> int:
 # -- writing a spec file from a results directory ---------------------------------------------
 
 
+_TOML_ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n",
+                 "\f": "\\f", "\r": "\\r"}
+
+
+def _toml_char(char: str) -> str:
+    if char in _TOML_ESCAPES:
+        return _TOML_ESCAPES[char]
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:  # a lone surrogate: no TOML string holds one; kept as text
+        return f"\\\\u{code:04x}"
+    if code < 0x20 or code == 0x7F:
+        return f"\\u{code:04X}"
+    return char
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (TOML 1.0 §String): quotes, backslashes and control
+    characters escaped, so a directory or file name holding a newline or a quote reads back
+    as itself; a lone surrogate (from a name that is not UTF-8) is written as its ``\\udcxx``
+    escape text, as clstream keeps such characters everywhere (docs/design.md §7)."""
+    return '"' + "".join(map(_toml_char, text)) + '"'
+
+
+def _toml_key(key: str) -> str:
+    bare = key and all(c.isascii() and (c.isalnum() or c in "-_") for c in key)
+    return key if bare else toml_string(key)
+
+
+def _comment(text: str) -> str:
+    """Text for a ``#`` comment: one line, whatever the text holds."""
+    return toml_string(text)[1:-1]
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)) and math.isfinite(value):
+    if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
         return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)
+    return toml_string(str(value))
 
 
 def spec_text(store: ResultsStore, out: str) -> str:
@@ -297,13 +330,13 @@ def spec_text(store: ResultsStore, out: str) -> str:
         key = json.dumps([run.protocol, flags], sort_keys=True)
         entry = entries.setdefault(key, {"protocol": run.protocol, "systems": [], **flags})
         entry["systems"].append(run.system)
-    lines = [f"# Reruns (resumes) the runs of {out}: clstream run --spec THIS_FILE",
+    lines = [f"# Reruns (resumes) the runs of {_comment(out)}: clstream run --spec THIS_FILE",
              f"out = {_toml_value(out)}"]
     for run in skipped:
-        lines.append(f"# not included (recorded without its flags): {run.protocol} "
-                     f"{run.system} ({run.run_id})")
+        lines.append(_comment(f"# not included (recorded without its flags): {run.protocol} "
+                              f"{run.system} ({run.run_id})"))
     for entry in entries.values():
         lines += ["", "[[run]]"]
-        lines += [f"{key} = {_toml_value(value)}" for key, value in entry.items()
+        lines += [f"{_toml_key(key)} = {_toml_value(value)}" for key, value in entry.items()
                   if value is not None]
     return "\n".join(lines) + "\n"

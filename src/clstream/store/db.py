@@ -53,6 +53,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from clstream.core.errors import StoreError
 from clstream.core.files import disk_cause, os_error_cause, sqlite_disk_cause
@@ -233,7 +234,10 @@ class ResultsStore:
             frozen = (disk_cause(self.dir) == "read-only file system"
                       and not self.path.with_name(DB_NAME + "-wal").exists())
             options = "mode=ro&immutable=1" if frozen else "mode=ro"
-            self.conn = self._connect(f"file:{self.path}?{options}", uri=True)
+            # The path percent-encoded: a directory named with "#", "?" or "%" is a path, not
+            # a URI's fragment or query.
+            location = quote(str(self.path.absolute()), safe="/")
+            self.conn = self._connect(f"file:{location}?{options}", uri=True)
             try:
                 self._prepare_reader()
             except sqlite3.DatabaseError as exc:
