@@ -232,6 +232,26 @@ def test_a_lone_surrogate_in_a_text_is_kept_as_text(
     assert main(["report", str(tmp_path / "res"), "--out", str(tmp_path / "r.html")]) == 0
 
 
+def test_a_lone_surrogate_in_an_item_is_kept_as_its_escape(
+        base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from clstream.protocols.imprint.schema import load_items
+
+    data = tmp_path / "data"
+    shutil.copytree(base / "data", data)
+    rows = _lines(data / "items.jsonl")
+    rows[0]["question"] = "Which \ud800 harbour?"
+    rows[0]["meta"] = {"note \udfff": ["x \udfff"]}
+    _write(data / "items.jsonl", rows)
+    item = load_items(data / "items.jsonl")[0]
+    assert item.question == "Which \\ud800 harbour?"
+    assert item.meta == {"note \\udfff": ["x \\udfff"]}
+    assert main(["run", "imprint", str(data), "--model", "builtin", "--samples", "1",
+                 "--no-progress", "--out", str(tmp_path / "res"), "--system", "oracle"]) == 0
+    assert main(["export", str(tmp_path / "res"), "--system", "oracle", "--out",
+                 str(tmp_path / "p.jsonl")]) == 0
+    assert main(["score", "imprint", str(data / "items.jsonl"), str(tmp_path / "p.jsonl")]) == 0
+
+
 def test_a_full_disk_while_generating_leaves_no_dataset(tmp_path: Path) -> None:
     disk = tmp_path / "disk"
     done = on_small_disk(disk, "96k", f"{sys.executable} -m clstream generate imprint "
