@@ -148,7 +148,7 @@ def build_plan(args: argparse.Namespace) -> dict[str, Any]:
     from clstream.models.planning import PlanningModel, planning_tokens
     from clstream.models.pricing import load_prices
 
-    positive("--cache-tokens", args.cache_tokens)
+    positive("--cache-tokens", args.cache_tokens, 10**12)
     prefill_tps, decode_tps, rate_source = _throughputs(args)
     prices = load_prices(args.prices) if args.prices is not None else None
     tokenizers: dict[str, Any] = {}

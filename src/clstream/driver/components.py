@@ -109,6 +109,8 @@ def register_run(store: ResultsStore, spec: RunSpec, dataset_sha256: str,
     """Record the run of ``spec`` (idempotent), first adopting a stored run of the same
     canonical spec under an older id; returns True when this is a resume."""
     spec_json = spec.model_dump(mode="json")
+    if store.has_run(spec.run_id):
+        store.get_run(spec.run_id)  # a row damaged outside clstream is one line, not resumed
     adopt_legacy_run(store, spec.run_id, spec_json)
     return store.ensure_run(spec.run_id, spec.protocol, spec.system.label, spec.model.label,
                             dataset_sha256, spec_json, info)

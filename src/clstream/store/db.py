@@ -329,8 +329,10 @@ class ResultsStore:
                 self.conn.execute(statement)
             if not self._has_state_base():  # version 2 -> 3
                 self.conn.execute("ALTER TABLE states ADD COLUMN base INTEGER")
-            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
-                              (str(SCHEMA_VERSION),))
+            if version != SCHEMA_VERSION:  # else unchanged: a writer that stores nothing
+                # leaves the file byte for byte as it was
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                                  (str(SCHEMA_VERSION),))
 
     def _migrate_v1(self) -> None:
         """Version 1 -> 2 inside the caller's transaction: rebuild ``records`` with a nullable
