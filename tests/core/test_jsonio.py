@@ -76,3 +76,22 @@ def test_json_lines(tmp_path: Path) -> None:
     path.write_bytes(b'{"a": 1}\n\xef\xbb\xbf{"b": 2}\n')  # a BOM is only allowed first
     with pytest.raises(DataError, match="line 2"):
         list(iter_json_lines(path))
+
+
+def test_json_written_for_others_holds_no_nan_or_infinity() -> None:
+    import json
+
+    from clstream.core.jsonio import dumps_finite
+
+    value = {"a": float("nan"), "b": [float("inf"), -float("inf"), 1.5, (2, float("nan"))],
+             "c": {"d": "NaN"}}
+    text = dumps_finite(value, sort_keys=True)
+    assert json.loads(text) == {"a": None, "b": [None, None, 1.5, [2, None]], "c": {"d": "NaN"}}
+    assert "NaN" not in text.replace('"NaN"', "") and "Infinity" not in text
+
+
+def test_jsonl_files_hold_no_nan(tmp_path: Path) -> None:
+    from clstream.core.files import write_jsonl
+
+    assert write_jsonl(tmp_path / "r.jsonl", [{"x": float("nan")}, {"x": 1}]) == 2
+    assert (tmp_path / "r.jsonl").read_text() == '{"x": null}\n{"x": 1}\n'
