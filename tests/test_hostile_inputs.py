@@ -54,6 +54,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  "150", "--max-questions", "4", "--out", str(base / "oaks.json")]) == 0
     assert main(["run", "oaks", str(base / "oaks.json"), "--model", "builtin", "--system",
                  "full", "--system", "rag:k=2", "--no-progress", "--out", str(base / "res")]) == 0
+    assert main(["generate", "seqmem-synthetic", "--tasks", "8", "--holdout", "2", "--out",
+                 str(base / "seqmem.json")]) == 0
     (base / "empty").write_bytes(b"")
     (base / "binary").write_bytes(bytes(range(256)) * 8)
     (base / "emptydir").mkdir()
@@ -112,6 +114,8 @@ def _spec_entry(name: str, line: str) -> Setup:
 RUN = ["run", "oaks", "{root}/oaks.json", "--model", "builtin", "--no-progress",
        "--out", "{res}"]
 RUN_FULL = [*RUN, "--system", "full"]
+SEQMEM = ["run", "seqmem", "{root}/seqmem.json", "--model", "builtin", "--system", "memory-free",
+          "--no-progress", "--out", "{res}"]
 NO_SETUP: Setup | None = None
 
 # (id, argv, setup): {root} is the module's directory, {res} the reference results directory.
@@ -175,9 +179,13 @@ ROWS: list[tuple[str, list[str], Setup | None]] = [
      NO_SETUP),
     ("run seqmem binary", ["run", "seqmem", "{root}/binary", "--model", "builtin", "--system",
                            "memory-free", "--out", "{res}"], NO_SETUP),
-    ("run seqmem retro-sample nan", ["run", "seqmem", "{root}/oaks.json", "--system",
-                                     "memory-free", "--retro-sample", "nan", "--out", "{res}"],
-     NO_SETUP),
+    ("run seqmem retro-sample nan", [*SEQMEM, "--retro-sample", "nan"], NO_SETUP),
+    ("run seqmem retro-sample inf", [*SEQMEM, "--retro-sample", "inf"], NO_SETUP),
+    ("run seqmem checkpoints huge", [*SEQMEM, "--checkpoints", f"0,{BIG}"], NO_SETUP),
+    ("run seqmem horizons of 5,000 digits", [*SEQMEM, "--horizons", HUGE], NO_SETUP),
+    ("run seqmem data of another protocol", ["run", "seqmem", "{root}/oaks.json", "--model",
+                                             "builtin", "--system", "memory-free", "--out",
+                                             "{res}"], NO_SETUP),
     ("run imprint data a file", ["run", "imprint", "{root}/binary", "--model", "builtin",
                                  "--system", "rag", "--out", "{res}"], NO_SETUP),
     ("run imprint judge endpoint", ["run", "imprint", "{root}/emptydir", "--system", "rag",

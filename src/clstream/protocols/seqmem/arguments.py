@@ -14,7 +14,6 @@ from clstream.driver.flags import (
     add_driver_arguments,
     add_run_arguments,
     count_type,
-    finite_float_type,
     seed_value,
 )
 
@@ -36,8 +35,7 @@ def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: 0 and round(i*T/9), i=1..9)")
     p.add_argument("--horizons", default=None,
                    help="re-evaluation horizons, e.g. 1,2,4 (default: powers of two below T)")
-    p.add_argument("--retro-sample", type=finite_float_type(0.0, 1.0), default=1.0,
-                   metavar="F",
+    p.add_argument("--retro-sample", type=float, default=1.0, metavar="F",
                    help="fraction of tasks re-evaluated at each horizon (seeded; default 1)")
     p.add_argument("--holdout", type=count_type(0, 10_000_000), default=None, metavar="N",
                    help="task files: the last N tasks (or a sample, --holdout-mode) are hold-out")
@@ -61,7 +59,7 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed_value, default=0)
-    p.add_argument("--tasks", type=count_type(8, MOST_SYNTHETIC_TASKS), default=200,
+    p.add_argument("--tasks", type=count_type(1, MOST_SYNTHETIC_TASKS), default=200,
                    help="stream length T")
     p.add_argument("--holdout", type=count_type(0, MOST_SYNTHETIC_TASKS), default=40,
                    help="hold-out tasks")
