@@ -179,6 +179,19 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return doc
 
 
+def _check_systems(systems: list[str], path: Path, where: str) -> None:
+    """Each system an entry names, checked as its run will check it (names, arguments,
+    bounds), so that an error names the spec file and the entry."""
+    from clstream.core.registry import canonical_component
+    from clstream.core.specs import ComponentSpec
+
+    for system in systems:
+        try:
+            canonical_component("system", ComponentSpec.parse(system, "system"))
+        except SpecError as exc:
+            raise DataError(path, where, "systems", str(exc)) from None
+
+
 def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProtocol,
                                                                        argparse.Namespace]]:
     """Each run entry of a spec file (once per seed) as its protocol and parsed flags; an
@@ -251,6 +264,7 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
                 field = _field_of(str(exc), parser)
                 message = str(exc).partition(": ")[2] if field else str(exc)
                 raise DataError(path, where, field, message) from None
+            _check_systems(args.system, path, where)
             planned.append((protocol, args))
     return planned
 
