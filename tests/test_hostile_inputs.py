@@ -153,7 +153,14 @@ ROWS: list[tuple[str, list[str], Setup | None]] = [
     ("system parameter above its maximum", [*RUN, "--system", "hipporag:damping=2"],
      NO_SETUP),
     ("system parameter unknown", [*RUN, "--system", "rag:zz=1"], NO_SETUP),
+    ("system argument without a value", [*RUN, "--system", "rag:k="], NO_SETUP),
+    ("system name empty", [*RUN, "--system", ":"], NO_SETUP),
     ("model unknown", [*RUN_FULL, "--model", "nowhere:thing"], NO_SETUP),
+    ("model argument infinite", [*RUN_FULL, "--model", "hf:{root}/emptydir", "--model-args",
+                                 "max_model_len=1e999"], NO_SETUP),
+    ("thinking unknown", [*RUN_FULL, "--thinking", "maybe"], NO_SETUP),
+    ("cache a directory", [*RUN_FULL, "--cache", "{root}/emptydir"], NO_SETUP),
+    ("cache binary", [*RUN_FULL, "--cache", "{root}/binary"], NO_SETUP),
     ("model args malformed", [*RUN_FULL, "--model-args", "novalue"], NO_SETUP),
     # endpoints
     ("base-url port out of range", [*RUN_FULL, "--model", "openai:m", "--base-url",
@@ -261,6 +268,8 @@ ROWS: list[tuple[str, list[str], Setup | None]] = [
      NO_SETUP),
     ("generate clbench task unknown", ["generate", "clbench", "--task", "chess", "--out",
                                        "{root}/gen"], NO_SETUP),
+    ("generate clbench schedule unknown", ["generate", "clbench", "--schedule", "forever",
+                                           "--out", "{root}/gen"], NO_SETUP),
     ("generate clbench seed huge", ["generate", "clbench", "--seed", HUGE, "--out",
                                     "{root}/gen"], NO_SETUP),
     # score
@@ -277,7 +286,9 @@ ROWS: list[tuple[str, list[str], Setup | None]] = [
     ("score imprint k not numbers", ["score", "imprint", "{root}/empty", "{root}/empty",
                                      "--k", "x"], NO_SETUP),
     # summary, report, export
+    ("score clbench empty", ["score", "clbench", "{root}/empty"], NO_SETUP),
     ("summary missing", ["summary", "{root}/absent"], NO_SETUP),
+    ("report missing", ["report", "{root}/absent", "--out", "{root}/r.html"], NO_SETUP),
     ("summary a file", ["summary", "{root}/binary"], NO_SETUP),
     ("summary an empty directory", ["summary", "{root}/emptydir"], NO_SETUP),
     ("summary random bytes", ["summary", "{root}/random"], _copy_res("random", _random_bytes)),
