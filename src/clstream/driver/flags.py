@@ -112,7 +112,7 @@ def _short_text(text: str) -> str:
     return repr(text) if len(text) <= 40 else f"a value of {len(text):,} characters"
 
 
-def bounded_int(text: str, least: int, most: int, what: str = "an integer") -> int:
+def bounded_int(text: str, least: int, most: int) -> int:
     """``text`` as an integer in [least, most], or a :class:`ValueError` whose message says
     so (a number of thousands of digits is refused by its length, never converted)."""
     stripped = text.strip()
@@ -123,7 +123,7 @@ def bounded_int(text: str, least: int, most: int, what: str = "an integer") -> i
         except ValueError:
             value = None
     if value is None or not least <= value <= most:
-        raise ValueError(f"must be {what} in [{least}, {most:,}], got {_short_text(text)}")
+        raise ValueError(f"must be an integer in [{least:,}, {most:,}], got {_short_text(text)}")
     return value
 
 
