@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import sys
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -62,14 +62,23 @@ class _StoredSpecs:
     ids_by_canonical: dict[str, list[str]] = field(default_factory=dict)
 
 
-_STORED_SPECS: weakref.WeakKeyDictionary[ResultsStore, dict[str, _StoredSpecs]] = \
-    weakref.WeakKeyDictionary()
+_STORED_SPECS: dict[tuple[str, int, int], dict[str, _StoredSpecs]] = {}
+_MOST_INDEXED_STORES = 16
 
 
 def _stored_specs(store: ResultsStore, protocol: str) -> _StoredSpecs:
     """The index of ``protocol``'s runs in ``store``, brought up to date with the runs stored
-    since it was last read (rows only grow; a renamed run keeps its row)."""
-    index = _STORED_SPECS.setdefault(store, {}).setdefault(protocol, _StoredSpecs())
+    since it was last read (rows only grow; a renamed run keeps its row).
+
+    Kept per database file (its path and inode), not per open store: the driver opens the
+    directory once per job, and a spec file's jobs are thousands. An index that missed a change
+    made elsewhere can only miss an adoption, never make a wrong one (the candidate's stored
+    spec is read again before it is renamed)."""
+    stat = os.stat(store.path)
+    key = (str(store.path.resolve()), stat.st_dev, stat.st_ino)
+    if key not in _STORED_SPECS and len(_STORED_SPECS) >= _MOST_INDEXED_STORES:
+        _STORED_SPECS.pop(next(iter(_STORED_SPECS)))
+    index = _STORED_SPECS.setdefault(key, {}).setdefault(protocol, _StoredSpecs())
     for row, stored_id, text in store.run_specs_after(protocol, index.after):
         index.after = row
         canonical = _canonical_json(text)
