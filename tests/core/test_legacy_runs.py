@@ -4,6 +4,7 @@ the canonical spec's run, and ``export --system`` finds a run by its typed or ca
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,7 +89,12 @@ def test_registering_many_runs_reads_each_stored_spec_once(
 
     read: list[object] = []
     real = components._canonical_json
-    monkeypatch.setattr(components, "_canonical_json", lambda spec: read.append(spec) or real(spec))
+
+    def counted(spec: Any) -> str | None:
+        read.append(spec)
+        return real(spec)
+
+    monkeypatch.setattr(components, "_canonical_json", counted)
     runs = 40
     for k in range(1, runs + 1):  # one store opened per run, as the driver does per job
         spec = canonical_run_spec(legacy(f"fake-sys:k={k}"))
