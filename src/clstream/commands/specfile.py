@@ -162,8 +162,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
     of thousands of digits, values nested too deeply."""
     import tomllib
 
+    from clstream.core.jsonio import read_file_bytes
+
+    raw = read_file_bytes(path)  # a device (/dev/zero) is refused, not read without end
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise DataError(path, None, None, f"not a TOML spec file: {exc}") from None
     except UnicodeDecodeError:
