@@ -199,9 +199,13 @@ def test_hostile_predictions_are_one_line(base: Path, tmp_path: Path,
                          str(tmp_path / "p.jsonl"), "--allow-missing"]), needle)
 
 
-def test_score_k_of_zero_is_one_line(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    check_one_line(capsys, main(["score", "imprint", str(base / "data" / "items.jsonl"),
-                         str(base / "p.jsonl"), "--k", "0"]), "--k")
+@pytest.mark.parametrize("k", ["0", "1,x", "1" + "0" * 5000])
+def test_score_k_that_is_no_count_is_one_short_line(
+        base: Path, capsys: pytest.CaptureFixture[str], k: str) -> None:
+    code = main(["score", "imprint", str(base / "data" / "items.jsonl"),
+                 str(base / "p.jsonl"), "--k", k])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--k" in err and len(err) < 200, err
 
 
 def test_generate_from_hostile_inputs_leaves_no_directory(

@@ -30,7 +30,9 @@ from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.components import build_model, parse_components
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
+    SEED_MAX,
     backend_options,
+    bounded_int,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
@@ -148,12 +150,13 @@ def plan_run(args: argparse.Namespace) -> RunJob:
 def _ks(text: str | None) -> tuple[int, ...] | None:
     if text is None:
         return None
+    shown = repr(text) if len(text) <= 40 else f"a value of {len(text):,} characters"
     try:
-        ks = tuple(int(part) for part in text.split(","))
+        ks = tuple(bounded_int(part, -SEED_MAX, SEED_MAX) for part in text.split(","))
     except ValueError:
-        raise SpecError(f"flag --k: expected integers separated by commas, got {text!r}") from None
+        raise SpecError(f"flag --k: expected integers separated by commas, got {shown}") from None
     if not ks or any(k < 1 for k in ks):
-        raise SpecError(f"flag --k: every k must be >= 1, got {text!r}")
+        raise SpecError(f"flag --k: every k must be >= 1, got {shown}")
     return ks
 
 
