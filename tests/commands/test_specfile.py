@@ -128,7 +128,7 @@ def test_seeds_run_every_entry_once_per_seed(data: dict[str, Path], tmp_path: Pa
     ('out = "r"\n[[run]]\nprotocol = "oak"\nsystems = ["full"]\n',
      ("run 1", "field 'protocol'", "'oak'")),
     ('out = "r"\n[[run]]\nprotocol = "oaks"\ndata = "x.json"\nsystems = ["full"]\n'
-     'samples = "two"\n', ("run 1 (oaks)", "field 'samples'", "must be an integer")),
+     'samples = "two"\n', ("run 1 (oaks)", "field 'samples'", "expected an integer")),
     ('out = "r"\n[[run]]\nprotocol = "seqmem"\ndata = "x.json"\nsystems = ["full"]\n'
      'source = "nope"\n', ("run 1 (seqmem)", "field 'source'", "invalid choice")),
     ('out = "r"\n[[run]]\nprotocol = "oaks"\ndata = "x.json"\n',

@@ -182,17 +182,23 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _check_systems(systems: list[str], path: Path, where: str) -> None:
-    """Each system an entry names, checked as its run will check it (names, arguments,
-    bounds), so that an error names the spec file and the entry."""
+def _check_entry(args: argparse.Namespace, path: Path, where: str) -> None:
+    """The systems and sampling values of an entry, checked as its run will check them
+    (names, arguments, bounds), so that an error names the spec file and the entry."""
     from clstream.core.registry import canonical_component
     from clstream.core.specs import ComponentSpec
+    from clstream.driver.flags import sampling_from_args
 
-    for system in systems:
+    for system in args.system:
         try:
             canonical_component("system", ComponentSpec.parse(system, "system"))
         except SpecError as exc:
             raise DataError(path, where, "systems", str(exc)) from None
+    if hasattr(args, "temperature"):
+        try:
+            sampling_from_args(args)
+        except SpecError as exc:
+            raise DataError(path, where, None, str(exc)) from None
 
 
 def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProtocol,
@@ -267,7 +273,7 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
                 field = _field_of(str(exc), parser)
                 message = str(exc).partition(": ")[2] if field else str(exc)
                 raise DataError(path, where, field, message) from None
-            _check_systems(args.system, path, where)
+            _check_entry(args, path, where)
             planned.append((protocol, args))
     return planned
 

@@ -27,7 +27,7 @@ class SamplingParams(BaseModel):
 
     temperature: float = Field(0.7, ge=0.0, allow_inf_nan=False)
     top_p: float = Field(0.8, gt=0.0, le=1.0, allow_inf_nan=False)
-    top_k: int = Field(20, ge=-1)
+    top_k: int = Field(20, ge=-1, le=1_000_000)
     min_p: float = Field(0.0, ge=0.0, le=1.0, allow_inf_nan=False)
     max_tokens: int = Field(4096, ge=1, le=10_000_000)
     n: int = Field(1, ge=1, le=1_024)

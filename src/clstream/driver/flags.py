@@ -148,38 +148,57 @@ def count_type(least: int, most: int) -> Any:
     return count
 
 
+def int_value(text: str) -> int:
+    """argparse type of an integer flag checked later (by the sampling parameters' own
+    bounds): a value of thousands of digits is refused by its length, never converted."""
+    try:
+        return bounded_int(text, -SEED_MAX, SEED_MAX)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer within 64 bits, got "
+                                         f"{_short_text(text)}") from None
+
+
+def _interval(least: float, most: float, above: bool) -> str:
+    return f"({least:g}, {most:g}]" if above else f"[{least:g}, {most:g}]"
+
+
+def _in_interval(value: float, least: float, most: float, above: bool) -> bool:
+    low_ok = value > least if above else value >= least
+    return math.isfinite(value) and low_ok and value <= most
+
+
 def finite_float_type(least: float, most: float, above: bool = False) -> Any:
     """argparse type of a real-valued flag: a finite number in [least, most] (or
     (least, most] with ``above``); ``inf`` and ``nan`` are refused by name, never run."""
-    interval = f"({least:g}, {most:g}]" if above else f"[{least:g}, {most:g}]"
 
     def number(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = math.nan
-        low_ok = value > least if above else value >= least
-        if not (math.isfinite(value) and low_ok and value <= most):
-            raise argparse.ArgumentTypeError(
-                f"must be a finite number in {interval}, got {_short_text(text)}")
+        if not _in_interval(value, least, most, above):
+            raise argparse.ArgumentTypeError(f"must be a finite number in "
+                                             f"{_interval(least, most, above)}, got "
+                                             f"{_short_text(text)}")
         return value
 
     return number
 
 
-MOST_TOKENS = 10_000_000
-"""SamplingParams' own bound on max_tokens."""
+_REAL_SAMPLING: dict[str, tuple[float, float, bool]] = {
+    "temperature": (0.0, 2.0, False), "top_p": (0.0, 1.0, True), "min_p": (0.0, 1.0, False)}
+"""The bounds of the real-valued sampling flags (least, most, whether least is excluded):
+what OpenAI-compatible servers accept; never ``inf`` or ``nan``."""
 
 
 def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("sampling (defaults: the OAKS paper's setup)")
-    g.add_argument("--temperature", type=finite_float_type(0.0, 2.0), default=0.7)
-    g.add_argument("--top-p", type=finite_float_type(0.0, 1.0, above=True), default=0.8)
-    g.add_argument("--top-k", type=count_type(-1, 1_000_000), default=20)
-    g.add_argument("--min-p", type=finite_float_type(0.0, 1.0), default=0.0)
-    g.add_argument("--max-tokens", type=count_type(1, MOST_TOKENS), default=4096)
-    g.add_argument("--samples", type=count_type(1, 1_024), default=1,
-                   help="completions per probe (n)")
+    g.add_argument("--temperature", type=float, default=0.7)
+    g.add_argument("--top-p", type=float, default=0.8)
+    g.add_argument("--top-k", type=int_value, default=20)
+    g.add_argument("--min-p", type=float, default=0.0)
+    g.add_argument("--max-tokens", type=int_value, default=4096)
+    g.add_argument("--samples", type=int_value, default=1, help="completions per probe (n)")
     g.add_argument("--seed", type=seed_value, default=0, action=_SeedFlag,
                    help="run seed; per-request seeds derive from it")
     g.add_argument("--seeds", default=None, metavar="N,N,...",
@@ -269,6 +288,11 @@ def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
 
     from clstream.core.types import SamplingParams
 
+    for dest, (least, most, above) in _REAL_SAMPLING.items():
+        value = getattr(args, dest)
+        if not _in_interval(value, least, most, above):
+            raise SpecError(f"flag --{dest.replace('_', '-')}: must be a finite number in "
+                            f"{_interval(least, most, above)}, got {value}")
     try:
         return SamplingParams(
             temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, min_p=args.min_p,
