@@ -296,3 +296,18 @@ def test_the_spec_of_a_directory_whose_name_holds_a_newline_parses(
     assert doc["out"] == str(out)
     assert doc["run"] == [{"protocol": "oaks", "systems": ["full"], "data": "x\ny.json",
                            "odd key": 1}]
+
+
+def test_entries_spelt_differently_that_name_one_run_run_it_once(
+        data: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _spec_of(tmp_path, data, "[defaults]\nno_progress = true\nmodel = \"builtin\"\n"
+                    + ENTRY.replace('["full"]', '["full", "rag"]')
+                    + ENTRY.replace('["full"]', '["rag:k=8"]') + "temperature = 0.7\n"
+                    + ENTRY)
+    assert main(["run", "--spec", str(spec)]) == 0
+    done = capsys.readouterr()
+    lines = (done.out + done.err).splitlines()
+    assert [line.split()[1] for line in lines if line.startswith("ran ")] == [
+        "full", "rag"], lines
+    with ResultsStore(tmp_path / "r") as store:
+        assert sorted(r.system for r in store.runs()) == ["full", "rag"]
