@@ -142,6 +142,7 @@ ROWS: list[tuple[str, list[str], Setup | None]] = [
     ("seed beyond 64 bits", [*RUN_FULL, "--seed", BIG], NO_SETUP),
     ("seeds of 5,000 digits", [*RUN_FULL, "--seeds", f"1,{HUGE}"], NO_SETUP),
     ("seeds empty", [*RUN_FULL, "--seeds", ","], NO_SETUP),
+    ("seeds too many", [*RUN_FULL, "--seeds", ",".join(map(str, range(1001)))], NO_SETUP),
     ("seeds not integers", [*RUN_FULL, "--seeds", "1,two"], NO_SETUP),
     # systems and models
     ("system unknown", [*RUN, "--system", "nope"], NO_SETUP),

@@ -99,7 +99,14 @@ def seed_list(args: argparse.Namespace) -> list[int] | None:
             raise SpecError(f"flag --seeds: {exc}") from None
     if not seeds:
         raise SpecError("flag --seeds: give at least one seed, e.g. 0,1,2")
-    return list(dict.fromkeys(seeds))
+    distinct = list(dict.fromkeys(seeds))
+    if len(distinct) > MOST_SEEDS:
+        raise SpecError(f"flag --seeds: {len(distinct):,} seeds; at most {MOST_SEEDS:,}")
+    return distinct
+
+
+MOST_SEEDS = 1_000
+"""Most seeds one command runs (each seed is a run of every system)."""
 
 
 SEED_MAX = 2**63 - 1
