@@ -12,6 +12,7 @@ from typing import Any
 
 from clstream.core.contracts import System
 from clstream.core.data_kinds import load_checked
+from clstream.core.errors import SpecError
 from clstream.core.jsonio import dumps_finite, gc_paused
 from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
@@ -38,10 +39,19 @@ __all__ = ["add_generate_arguments", "add_run_oaks_arguments", "add_score_argume
 
 
 # -- generate --------------------------------------------------------------------------------
+MOST_GENERATED_TOKENS = 2_000_000_000
+"""The most text one generated stream holds (each flag is bounded, and so is their product:
+some gigabytes, far beyond any context length studied)."""
+
+
 def generate(args: argparse.Namespace) -> int:
     for name, value, most in (("--docs", args.docs, 100_000), ("--chunks", args.chunks, 100_000),
                               ("--chunk-tokens", args.chunk_tokens, 1_000_000)):
         positive(name, value, most)
+    total = args.docs * args.chunks * args.chunk_tokens
+    if total > MOST_GENERATED_TOKENS:
+        raise SpecError(f"flags --docs x --chunks x --chunk-tokens: {total:,} tokens of text; "
+                        f"at most {MOST_GENERATED_TOKENS:,}")
     kwargs: dict[str, Any] = {}
     if args.max_questions is not None:
         kwargs["max_questions"] = args.max_questions
