@@ -240,6 +240,12 @@ ROWS: list[tuple[str, list[str], Setup | None]] = [
      _spec_entry("hot.toml", "temperature = 7.0")),
     ("spec system parameter nan", ["run", "--spec", "{root}/sysnan.toml"],
      _spec_entry("sysnan.toml", 'system = ["ace:dedupe=nan"]')),
+    ("spec out with a NUL", ["run", "--spec", "{root}/nulout.toml"],
+     _write("nulout.toml", 'out = "r\\u0000s"\n[[run]]\nprotocol = "oaks"\n'
+                           'systems = ["full"]\n')),
+    ("spec data with a NUL", ["plan", "--spec", "{root}/nuldata.toml"],
+     _write("nuldata.toml", 'out = "res"\n[[run]]\nprotocol = "oaks"\n'
+                            'data = "oaks\\u0000.json"\nsystems = ["full"]\n')),
     ("spec unknown setting", ["run", "--spec", "{root}/unknown.toml"],
      _spec_entry("unknown.toml", "colour = 1")),
     ("spec without out", ["run", "--spec", "{root}/noout.toml"],

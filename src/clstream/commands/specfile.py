@@ -107,6 +107,10 @@ def _words(entry: dict[str, Any], parser: argparse.ArgumentParser, path: Path, w
             raise DataError(path, where, key, "expected a value or a list, got a table")
         if isinstance(value, float) and not math.isfinite(value):
             raise DataError(path, where, key, f"not a finite number: {value}")
+        if any(isinstance(v, str) and "\x00" in v for v in
+               (value if isinstance(value, list) else [value])):
+            raise DataError(path, where, key, "holds a NUL character, which no path, name or "
+                                              "flag can")
         if not action.option_strings:
             if isinstance(value, (list, bool)):
                 raise DataError(path, where, key, "expected one value")
@@ -218,6 +222,8 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
     if not isinstance(target, str) or not target:
         raise DataError(path, None, "out", "give the results directory (out = \"DIR\", or "
                                            "--out DIR)")
+    if "\x00" in target:
+        raise DataError(path, None, "out", "holds a NUL character, which no path can")
     if out is None:
         target = str(base / target)
     seeds = doc.get("seeds", [None])
