@@ -179,6 +179,11 @@ def _escape_unprintable_text() -> None:
             reconfigure(errors="backslashreplace")
 
 
+def _one_line(message: str) -> str:
+    """An error as one line, also when it quotes a name that holds a line break."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
@@ -191,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with replacing(bool(getattr(args, "force", False))):
             return int(args.handler(args) or 0)
     except ClstreamError as exc:
-        print(f"clstream: error: {exc}", file=sys.stderr)
+        print(f"clstream: error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:  # e.g. `clstream summary DIR --json | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -203,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         cause = "no such file" if isinstance(exc, FileNotFoundError) else os_error_cause(exc)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"clstream: error: {where}{cause}", file=sys.stderr)
+        print(f"clstream: error: {_one_line(where + cause)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM during a run: exit 128 + signal
         stop = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)

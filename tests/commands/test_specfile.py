@@ -128,7 +128,7 @@ def test_seeds_run_every_entry_once_per_seed(data: dict[str, Path], tmp_path: Pa
     ('out = "r"\n[[run]]\nprotocol = "oak"\nsystems = ["full"]\n',
      ("run 1", "field 'protocol'", "'oak'")),
     ('out = "r"\n[[run]]\nprotocol = "oaks"\ndata = "x.json"\nsystems = ["full"]\n'
-     'samples = "two"\n', ("run 1 (oaks)", "field 'samples'", "invalid int value")),
+     'samples = "two"\n', ("run 1 (oaks)", "field 'samples'", "expected an integer")),
     ('out = "r"\n[[run]]\nprotocol = "seqmem"\ndata = "x.json"\nsystems = ["full"]\n'
      'source = "nope"\n', ("run 1 (seqmem)", "field 'source'", "invalid choice")),
     ('out = "r"\n[[run]]\nprotocol = "oaks"\ndata = "x.json"\n',
@@ -239,3 +239,92 @@ def test_missing_data_says_what_a_relative_path_was_resolved_against(
         f"directory: gone.json (resolved against {spec.parent}, the spec file's directory, "
         f"and then the working directory {tmp_path})\n")
     assert not (tmp_path / "specs" / "r").exists()
+
+
+def _spec_of(tmp_path: Path, data: dict[str, Path], body: str) -> Path:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'out = "r"\n{body}'.replace("DATA", json.dumps(str(data["oaks"]))))
+    return spec
+
+
+ENTRY = '[[run]]\nprotocol = "oaks"\ndata = DATA\nsystems = ["full"]\n'
+
+
+def test_entries_that_name_the_same_run_are_planned_once(data: dict[str, Path],
+                                                         tmp_path: Path) -> None:
+    from clstream.commands.specfile import load_spec
+
+    spec = _spec_of(tmp_path, data, "seeds = [1, 1, 2]\n" + ENTRY * 3
+                    + ENTRY.replace('["full"]', '["rag"]'))
+    planned = load_spec(spec)
+    assert [(args.system, args.seed) for _, args in planned] == [
+        (["full"], 1), (["full"], 2), (["rag"], 1), (["rag"], 2)]
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    (ENTRY + "top_k = " + "[" * 40 + "]" * 40 + "\n", "nested deeper than 32"),
+    (ENTRY + "top_k = " + "[" * 3000 + "]" * 3000 + "\n", "nested deeper than 32"),
+    (ENTRY + "seed = 1" + "0" * 5000 + "\n", "integer of more than"),
+    ("seeds = [-1]\n" + ENTRY, "field 'seeds'"),
+    ("seeds = [9223372036854775808]\n" + ENTRY, "field 'seeds'"),
+    (ENTRY + "temperature = inf\n", "finite"),
+    (ENTRY + "temperature = 2.5\n", "[0, 2]"),
+    (ENTRY * 10_001, "10,001 entries; at most 10,000"),
+])
+def test_a_spec_file_beyond_its_bounds_is_one_line(
+        data: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str,
+        needle: str) -> None:
+    spec = _spec_of(tmp_path, data, body)
+    assert main(["run", "--spec", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("text", ["plain", "a\nb", 'q"\\x', "\x7f\x00\x1b\t\r\f\b", "é ☃"])
+def test_toml_strings_read_back_as_themselves(text: str) -> None:
+    import tomllib
+
+    from clstream.commands.specfile import toml_string
+
+    assert tomllib.loads(f"v = {toml_string(text)}")["v"] == text
+
+
+def test_a_lone_surrogate_is_written_as_its_escape_text() -> None:
+    import tomllib
+
+    from clstream.commands.specfile import toml_string
+
+    text = "x\udcffy"
+    assert tomllib.loads("v = " + toml_string(text))["v"] == "x\\udcffy"
+
+
+def test_the_spec_of_a_directory_whose_name_holds_a_newline_parses(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import tomllib
+
+    out = tmp_path / 'we"ird\n# out = "elsewhere"\ndir'
+    with ResultsStore(out, writer=True) as store:
+        store.ensure_run("r1", "oaks", "full", "builtin", "sha", {"a": 1},
+                         {"run_flags": {"data": "x\ny.json", "odd key": 1}})
+        store.conn.commit()
+    assert main(["runs", str(out), "--spec"]) == 0
+    doc = tomllib.loads(capsys.readouterr().out)
+    assert doc["out"] == str(out)
+    assert doc["run"] == [{"protocol": "oaks", "systems": ["full"], "data": "x\ny.json",
+                           "odd key": 1}]
+
+
+def test_entries_spelt_differently_that_name_one_run_run_it_once(
+        data: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _spec_of(tmp_path, data, "[defaults]\nno_progress = true\nmodel = \"builtin\"\n"
+                    + ENTRY.replace('["full"]', '["full", "rag"]')
+                    + ENTRY.replace('["full"]', '["rag:k=8"]') + "temperature = 0.7\n"
+                    + ENTRY)
+    assert main(["run", "--spec", str(spec)]) == 0
+    done = capsys.readouterr()
+    lines = (done.out + done.err).splitlines()
+    assert [line.split()[1] for line in lines if line.startswith("ran ")] == [
+        "full", "rag"], lines
+    with ResultsStore(tmp_path / "r") as store:
+        assert sorted(r.system for r in store.runs()) == ["full", "rag"]

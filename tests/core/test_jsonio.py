@@ -76,3 +76,60 @@ def test_json_lines(tmp_path: Path) -> None:
     path.write_bytes(b'{"a": 1}\n\xef\xbb\xbf{"b": 2}\n')  # a BOM is only allowed first
     with pytest.raises(DataError, match="line 2"):
         list(iter_json_lines(path))
+
+
+def test_json_written_for_others_holds_no_nan_or_infinity() -> None:
+    import json
+
+    from clstream.core.jsonio import dumps_finite
+
+    value = {"a": float("nan"), "b": [float("inf"), -float("inf"), 1.5, (2, float("nan"))],
+             "c": {"d": "NaN"}}
+    text = dumps_finite(value, sort_keys=True)
+    assert json.loads(text) == {"a": None, "b": [None, None, 1.5, [2, None]], "c": {"d": "NaN"}}
+    assert "NaN" not in text.replace('"NaN"', "") and "Infinity" not in text
+
+
+def test_jsonl_files_hold_no_nan(tmp_path: Path) -> None:
+    from clstream.core.files import write_jsonl
+
+    assert write_jsonl(tmp_path / "r.jsonl", [{"x": float("nan")}, {"x": 1}]) == 2
+    assert (tmp_path / "r.jsonl").read_text() == '{"x": null}\n{"x": 1}\n'
+
+
+def test_a_device_is_refused_rather_than_read_without_end() -> None:
+    from clstream.core.jsonio import read_file_bytes
+
+    for device in ("/dev/zero", "/dev/urandom"):
+        with pytest.raises(DataError, match="a device, not a file"):
+            read_file_bytes(device)
+        with pytest.raises(DataError, match="a device, not a file"):
+            list(iter_json_lines(device))
+
+
+def test_a_pipe_is_read_up_to_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import threading
+
+    from clstream.core import jsonio
+
+    monkeypatch.setattr(jsonio, "MAX_STREAM_BYTES", 1000)
+    for size, refused in ((1000, False), (1001, True)):
+        read_end, write_end = os.pipe()
+
+        def write(fd: int = write_end, n: int = size) -> None:
+            os.write(fd, b"x" * n)
+            os.close(fd)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        path = f"/proc/self/fd/{read_end}"
+        try:
+            if refused:
+                with pytest.raises(DataError, match="from a pipe"):
+                    jsonio.read_file_bytes(path)
+            else:
+                assert jsonio.read_file_bytes(path) == b"x" * size
+        finally:
+            writer.join()
+            os.close(read_end)

@@ -4,6 +4,7 @@ the canonical spec's run, and ``export --system`` finds a run by its typed or ca
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +81,39 @@ def test_export_finds_a_run_by_typed_or_canonical_label(tmp_path: Path,
         assert select_run(store, "fake-sys", model="builtin").run_id == canonical.run_id
         with pytest.raises(StoreError, match="no run of system 'fake-sys:k=3'"):
             select_run(store, "fake-sys:k=3")
+
+
+def test_registering_many_runs_reads_each_stored_spec_once(
+        tmp_path: Path, fake_components: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clstream.driver import components
+
+    read: list[object] = []
+    real = components._canonical_json
+
+    def counted(spec: Any) -> str | None:
+        read.append(spec)
+        return real(spec)
+
+    monkeypatch.setattr(components, "_canonical_json", counted)
+    runs = 40
+    for k in range(1, runs + 1):  # one store opened per run, as the driver does per job
+        spec = canonical_run_spec(legacy(f"fake-sys:k={k}"))
+        with ResultsStore(tmp_path, writer=True) as store:
+            assert register_run(store, spec, spec.dataset_hash, {}) is False
+    # each new run's spec once, each stored run's spec once: not every stored run per run
+    assert len(read) <= 2 * runs
+
+
+def test_a_legacy_run_stored_after_the_index_was_read_is_adopted(
+        tmp_path: Path, fake_components: str) -> None:
+    first = canonical_run_spec(legacy("fake-sys:k=3"))
+    old = legacy("fake-sys:k=8")
+    new = canonical_run_spec(legacy("fake-sys"))
+    with ResultsStore(tmp_path, writer=True) as store:
+        register_run(store, first, first.dataset_hash, {})  # the index is read here
+    with ResultsStore(tmp_path, writer=True) as store:
+        store_legacy(store, old)
+    with ResultsStore(tmp_path, writer=True) as store:
+        assert register_run(store, new, new.dataset_hash, {}) is True
+        assert {r.run_id for r in store.runs()} == {first.run_id, new.run_id}
+        assert store.done_keys(new.run_id, "probe") == {"q@1"}

@@ -156,7 +156,7 @@ def test_describe_reads_declarations_without_building_anything() -> None:
     by_name = {p["name"]: p for p in as_json["params"]}
     assert by_name["tensor_parallel_size"] == {
         "name": "tensor_parallel_size", "type": "int", "default": 1, "minimum": 1,
-        "choices": None, "help": by_name["tensor_parallel_size"]["help"],
+        "maximum": None, "choices": None, "help": by_name["tensor_parallel_size"]["help"],
     }
     judge = describe("judge", "code")
     assert judge.summary and judge.params is not None and "timeout_s" in judge.params

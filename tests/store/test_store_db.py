@@ -88,4 +88,27 @@ def test_records_whose_payload_does_not_decode_become_failed_records(tmp_path: P
     assert rows["q9"].error == "timeout"  # an error already stored is kept
     store.put_records("r1", [Record("probe", "q1", {"output": 1})])  # a redo replaces it
     assert store.count_unreadable("r1") == 1 and "q1" in store.done_keys("r1", "probe")
+
+
+@pytest.mark.parametrize(("field", "text"), [("spec", "{x"), ("info", "[1]"), ("spec", "null")])
+def test_a_run_whose_stored_json_was_damaged_is_one_error_and_can_be_deleted(
+        tmp_path: Path, field: str, text: str) -> None:
+    store = _new(tmp_path)
+    store.conn.execute(f"UPDATE runs SET {field}=? WHERE run_id='r1'", (text,))
+    store.conn.commit()
+    for read in (store.runs, lambda: store.get_run("r1")):
+        with pytest.raises(StoreError, match=f"run 'r1': the stored {field} is not a JSON"):
+            read()
+    assert store.has_run("r1") and store.delete_run("r1")["runs"] == 1
+    assert store.runs() == []
+    store.close()
+
+
+def test_run_specs_after_reads_only_the_runs_stored_since(tmp_path: Path) -> None:
+    store = _new(tmp_path)
+    store.ensure_run("r2", "oaks", "rag", "builtin", "sha", {"b": 2}, {})
+    store.ensure_run("r3", "seqmem", "rag", "builtin", "sha", {"c": 3}, {})
+    rows = store.run_specs_after("oaks", 0)
+    assert [(run_id, spec) for _, run_id, spec in rows] == [("r1", '{"a": 1}'), ("r2", '{"b": 2}')]
+    assert [run_id for _, run_id, _ in store.run_specs_after("oaks", rows[0][0])] == ["r2"]
     store.close()

@@ -55,9 +55,9 @@ def show_value(value: Any) -> str:
 def _bounds(p: Param) -> str:
     if p.choices is not None:
         return "|".join(p.choices)
-    if p.minimum is not None:
-        return f">= {show_value(p.minimum)}"
-    return ""
+    bounds = [f"{sign} {show_value(limit)}" for sign, limit in
+              ((">=", p.minimum), ("<=", p.maximum)) if limit is not None]
+    return ", ".join(bounds)
 
 
 def _param_lines(params: Mapping[str, Param]) -> list[str]:

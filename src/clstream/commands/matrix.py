@@ -82,7 +82,9 @@ def matrix_protocols(given: str | None) -> list[tuple[StreamProtocol, Any]]:
     """The chosen protocols, each with its ``matrix_data`` method, in the order given (the
     registry's order by default)."""
     known = names("protocol")
-    chosen = [p.strip() for p in given.split(",") if p.strip()] if given else None
+    chosen = [p.strip() for p in given.split(",") if p.strip()] if given is not None else None
+    if chosen == []:  # `--protocols ''` names none; it does not mean all of them
+        raise SpecError("flag --protocols: give one or more protocol names, e.g. oaks,seqmem")
     out = []
     for name in chosen if chosen is not None else known:
         if name not in known:

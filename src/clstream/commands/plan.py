@@ -12,12 +12,12 @@ given. Nothing is sent to an endpoint and the results directory is not touched.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import DataError, SpecError
+from clstream.core.jsonio import dumps_finite
 from clstream.core.registry import names, resolve
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def build_plan(args: argparse.Namespace) -> dict[str, Any]:
     from clstream.models.planning import PlanningModel, planning_tokens
     from clstream.models.pricing import load_prices
 
-    positive("--cache-tokens", args.cache_tokens)
+    positive("--cache-tokens", args.cache_tokens, 10**12)
     prefill_tps, decode_tps, rate_source = _throughputs(args)
     prices = load_prices(args.prices) if args.prices is not None else None
     tokenizers: dict[str, Any] = {}
@@ -238,7 +238,7 @@ def lines(plan: dict[str, Any]) -> list[str]:
 def handler(args: argparse.Namespace) -> int:
     plan = build_plan(args)
     if args.json:
-        print(json.dumps(plan, indent=2))
+        print(dumps_finite(plan, indent=2))
     else:
         print("\n".join(lines(plan)))
     sys.stdout.flush()

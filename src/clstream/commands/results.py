@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import ClstreamError, StoreError
+from clstream.core.jsonio import dumps_finite
 from clstream.core.outputs import add_force_flag
 from clstream.core.registry import names, resolve
 
@@ -135,7 +135,7 @@ def summary(args: argparse.Namespace) -> int:
     if args.cross_csv is not None:
         _write_cross_csv(result, args.cross_csv)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps_finite(result, indent=2))
         return 0
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for run in result["runs"]:

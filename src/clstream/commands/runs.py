@@ -15,7 +15,6 @@ command line is built.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import SpecError, StoreError
+from clstream.core.jsonio import dumps_finite
 
 if TYPE_CHECKING:
     from clstream.store.db import ResultsStore
@@ -98,7 +98,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     with ResultsStore(args.dir) as store:
         runs = _listing(store)
     if args.json:
-        print(json.dumps({"dir": str(args.dir), "runs": runs}, indent=2))
+        print(dumps_finite({"dir": str(args.dir), "runs": runs}, indent=2))
         return 0
     if not runs:
         print(f"{args.dir}: no runs", file=sys.stderr)

@@ -23,7 +23,9 @@ into one results directory::
 A relative path that names a file or directory beside the spec file is taken from there, else
 from the working directory; an entry's data that is in neither says so, naming both. A
 malformed file is one line naming the file, the entry and the field (exit 2) before anything
-runs.
+runs; so is a file beyond the bounds below (values nested deeper than
+:data:`MAX_SPEC_DEPTH`, more than :data:`MAX_SPEC_RUNS` entries or runs). Entries that name
+the same run (the same flags, after defaults and seeds) are run once.
 
 ``clstream runs DIR --spec`` prints a spec file that reruns every run of a results directory:
 each run records its flags (:func:`clstream.driver.assemble.run_flags`), and runs that differ
@@ -36,6 +38,7 @@ import argparse
 import json
 import math
 import shlex
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -47,6 +50,12 @@ if TYPE_CHECKING:
     from clstream.store.db import ResultsStore
 
 _TOP = frozenset({"out", "seeds", "defaults", "run"})
+MAX_SPEC_DEPTH = 32
+"""Deepest nesting of tables and arrays a spec file may have (it needs three)."""
+MAX_SPEC_RUNS = 10_000
+"""Most ``[[run]]`` entries, and most runs after seeds, that one spec file may name."""
+MAX_SPEC_SEEDS = 1_000
+"""Most seeds in the ``seeds`` list."""
 
 
 class _Refused(Exception):
@@ -112,6 +121,10 @@ def _words(entry: dict[str, Any], parser: argparse.ArgumentParser, path: Path, w
             raise DataError(path, where, key, "expected a value or a list, got a table")
         if isinstance(value, float) and not math.isfinite(value):
             raise DataError(path, where, key, f"not a finite number: {value}")
+        if any(isinstance(v, str) and "\x00" in v for v in
+               (value if isinstance(value, list) else [value])):
+            raise DataError(path, where, key, "holds a NUL character, which no path, name or "
+                                              "flag can")
         if not action.option_strings:
             if isinstance(value, (list, bool)):
                 raise DataError(path, where, key, "expected one value")
@@ -148,18 +161,72 @@ def _protocol(entry: dict[str, Any], path: Path, where: str) -> StreamProtocol:
     return protocol
 
 
-def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProtocol,
-                                                                       argparse.Namespace]]:
-    """Each run entry of a spec file (once per seed) as its protocol and parsed flags."""
+def _depth(value: Any) -> int:
+    """How deeply tables and arrays nest in ``value``, counted up to past the bound only."""
+    deepest, level = 0, [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if depth > MAX_SPEC_DEPTH:
+                break
+            children = item.values() if isinstance(item, dict) else item
+            level.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The parsed spec file, or one line on why it is not one: not UTF-8, not TOML, an integer
+    of thousands of digits, values nested too deeply."""
     import tomllib
 
-    path = Path(path)
+    from clstream.core.jsonio import read_file_bytes
+
+    raw = read_file_bytes(path)  # a device (/dev/zero) is refused, not read without end
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise DataError(path, None, None, f"not a TOML spec file: {exc}") from None
     except UnicodeDecodeError:
         raise DataError(path, None, None, "not a TOML spec file (not UTF-8 text)") from None
+    except ValueError:  # an integer longer than Python converts
+        raise DataError(path, None, None, "not a TOML spec file: an integer of more than "
+                                          f"{sys.get_int_max_str_digits():,} digits") from None
+    except RecursionError:
+        raise DataError(path, None, None, f"not a TOML spec file: values nested deeper than "
+                                          f"{MAX_SPEC_DEPTH} levels") from None
+    if _depth(doc) > MAX_SPEC_DEPTH:
+        raise DataError(path, None, None, f"values nested deeper than {MAX_SPEC_DEPTH} levels")
+    return doc
+
+
+def _check_entry(args: argparse.Namespace, path: Path, where: str) -> None:
+    """The systems and sampling values of an entry, checked as its run will check them
+    (names, arguments, bounds), so that an error names the spec file and the entry."""
+    from clstream.core.registry import canonical_component
+    from clstream.core.specs import ComponentSpec
+    from clstream.driver.flags import sampling_from_args
+
+    for system in args.system:
+        try:
+            canonical_component("system", ComponentSpec.parse(system, "system"))
+        except SpecError as exc:
+            raise DataError(path, where, "systems", str(exc)) from None
+    if hasattr(args, "temperature"):
+        try:
+            sampling_from_args(args)
+        except SpecError as exc:
+            raise DataError(path, where, None, str(exc)) from None
+
+
+def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProtocol,
+                                                                       argparse.Namespace]]:
+    """Each run entry of a spec file (once per seed) as its protocol and parsed flags; an
+    entry that repeats an earlier one's run (the same protocol and flags) is left out."""
+    from clstream.driver.flags import SEED_MAX
+
+    path = Path(path)
+    doc = _read_toml(path)
     for key in doc:
         if key not in _TOP:
             raise DataError(path, None, key, f"not a spec setting (settings: "
@@ -169,19 +236,32 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
     if not isinstance(target, str) or not target:
         raise DataError(path, None, "out", "give the results directory (out = \"DIR\", or "
                                            "--out DIR)")
+    if "\x00" in target:
+        raise DataError(path, None, "out", "holds a NUL character, which no path can")
     if out is None:
         target = str(base / target)
     seeds = doc.get("seeds", [None])
     if not isinstance(seeds, list) or not seeds or not all(
             s is None or (isinstance(s, int) and not isinstance(s, bool)) for s in seeds):
         raise DataError(path, None, "seeds", "expected a list of integers, e.g. [0, 1, 2]")
+    if any(s is not None and not 0 <= s <= SEED_MAX for s in seeds):
+        raise DataError(path, None, "seeds", f"every seed must be in [0, {SEED_MAX:,}]")
+    seeds = list(dict.fromkeys(seeds))
+    if len(seeds) > MAX_SPEC_SEEDS:
+        raise DataError(path, None, "seeds", f"{len(seeds):,} seeds; at most "
+                                             f"{MAX_SPEC_SEEDS:,}")
     defaults = doc.get("defaults", {})
     if not isinstance(defaults, dict):
         raise DataError(path, None, "defaults", "expected a table of settings")
     entries = doc.get("run")
     if not isinstance(entries, list) or not entries:
         raise DataError(path, None, "run", "expected one or more [[run]] entries")
+    if len(entries) > MAX_SPEC_RUNS:
+        raise DataError(path, None, "run", f"{len(entries):,} entries; at most "
+                                           f"{MAX_SPEC_RUNS:,} (split the file)")
     planned = []
+    seen: set[tuple[str, ...]] = set()
+    parsers: dict[str, argparse.ArgumentParser] = {}
     for number, entry in enumerate(entries, start=1):
         where = f"run {number}"
         if not isinstance(entry, dict):
@@ -195,16 +275,25 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
         if "out" in settings:
             raise DataError(path, where, "out", "one results directory per spec file: set "
                                                 "out at the top")
-        parser = _protocol_parser(protocol)
+        if protocol.name not in parsers:
+            parsers[protocol.name] = _protocol_parser(protocol)
+        parser = parsers[protocol.name]
         for seed in seeds:
             words = _words(settings if seed is None else {**settings, "seed": seed},
                            parser, path, where, base) + ["--out", target]
+            if (protocol.name, *words) in seen:
+                continue
+            seen.add((protocol.name, *words))
+            if len(seen) > MAX_SPEC_RUNS:
+                raise DataError(path, where, None, f"more than {MAX_SPEC_RUNS:,} runs (entries "
+                                                   "times seeds); split the file")
             try:
                 args = parser.parse_args(words)
             except _Refused as exc:
                 field = _field_of(str(exc), parser)
                 message = str(exc).partition(": ")[2] if field else str(exc)
                 raise DataError(path, where, field, message) from None
+            _check_entry(args, path, where)
             _check_inputs(args, parser, path, where, base)
             planned.append((protocol, args))
     return planned
@@ -217,9 +306,17 @@ def run_spec(args: argparse.Namespace) -> int:
     if args.spec is None:
         raise SpecError(f"run: give a protocol ({', '.join(names('protocol'))}) or --spec FILE")
 
-    jobs = []
+    jobs: list[Any] = []
+    seen: set[str] = set()
     for protocol, run_args in load_spec(args.spec, args.out):
-        jobs.append(protocol.run_command.planned(run_args))
+        job = protocol.run_command.planned(run_args)
+        # Entries spelt differently may still name one run (``rag`` and ``rag:k=8``, a flag
+        # given at its default): each run is run once, by the first entry that names it.
+        job.runs = [run for run in job.runs if run.spec.run_id not in seen]
+        seen.update(run.spec.run_id for run in job.runs)
+        job.systems = [run.spec.system for run in job.runs]
+        if job.runs:
+            jobs.append(job)
     resume = ["clstream", "run", "--spec", str(args.spec)]
     if args.out is not None:
         resume += ["--out", str(args.out)]
@@ -229,14 +326,47 @@ def run_spec(args: argparse.Namespace) -> int:
 # -- writing a spec file from a results directory ---------------------------------------------
 
 
+_TOML_ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n",
+                 "\f": "\\f", "\r": "\\r"}
+
+
+def _toml_char(char: str) -> str:
+    if char in _TOML_ESCAPES:
+        return _TOML_ESCAPES[char]
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:  # a lone surrogate: no TOML string holds one; kept as text
+        return f"\\\\u{code:04x}"
+    if code < 0x20 or code == 0x7F:
+        return f"\\u{code:04X}"
+    return char
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (TOML 1.0 §String): quotes, backslashes and control
+    characters escaped, so a directory or file name holding a newline or a quote reads back
+    as itself; a lone surrogate (from a name that is not UTF-8) is written as its ``\\udcxx``
+    escape text, as clstream keeps such characters everywhere (docs/design.md §7)."""
+    return '"' + "".join(map(_toml_char, text)) + '"'
+
+
+def _toml_key(key: str) -> str:
+    bare = key and all(c.isascii() and (c.isalnum() or c in "-_") for c in key)
+    return key if bare else toml_string(key)
+
+
+def _comment(text: str) -> str:
+    """Text for a ``#`` comment: one line, whatever the text holds."""
+    return toml_string(text)[1:-1]
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)) and math.isfinite(value):
+    if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
         return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)
+    return toml_string(str(value))
 
 
 def spec_text(store: ResultsStore, out: str) -> str:
@@ -252,13 +382,13 @@ def spec_text(store: ResultsStore, out: str) -> str:
         key = json.dumps([run.protocol, flags], sort_keys=True)
         entry = entries.setdefault(key, {"protocol": run.protocol, "systems": [], **flags})
         entry["systems"].append(run.system)
-    lines = [f"# Reruns (resumes) the runs of {out}: clstream run --spec THIS_FILE",
+    lines = [f"# Reruns (resumes) the runs of {_comment(out)}: clstream run --spec THIS_FILE",
              f"out = {_toml_value(out)}"]
     for run in skipped:
-        lines.append(f"# not included (recorded without its flags): {run.protocol} "
-                     f"{run.system} ({run.run_id})")
+        lines.append(_comment(f"# not included (recorded without its flags): {run.protocol} "
+                              f"{run.system} ({run.run_id})"))
     for entry in entries.values():
         lines += ["", "[[run]]"]
-        lines += [f"{key} = {_toml_value(value)}" for key, value in entry.items()
+        lines += [f"{_toml_key(key)} = {_toml_value(value)}" for key, value in entry.items()
                   if value is not None]
     return "\n".join(lines) + "\n"

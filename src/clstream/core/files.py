@@ -22,7 +22,6 @@ file"), so the results store and the caches can say why they cannot write.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import secrets
 import sqlite3
@@ -225,10 +224,14 @@ def write_atomic(path: str | Path, data: bytes | str, *, make_parent: bool = Fal
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
-    """Write ``rows`` as JSON Lines, atomically (:func:`atomic_writer`); returns how many."""
+    """Write ``rows`` as JSON Lines, atomically (:func:`atomic_writer`); returns how many.
+    No NaN or Infinity is written (strict JSON has none: :func:`~clstream.core.jsonio.
+    dumps_finite`)."""
+    from clstream.core.jsonio import dumps_finite  # jsonio reads through this module
+
     count = 0
     with atomic_writer(path) as fh:
         for row in rows:
-            fh.write(json.dumps(row) + "\n")
+            fh.write(dumps_finite(row) + "\n")
             count += 1
     return count

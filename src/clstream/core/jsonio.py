@@ -22,13 +22,15 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -152,13 +154,36 @@ def parse_json(
                     f"invalid JSON{where}: nested more than {MAX_DEPTH} levels deep")
 
 
+MAX_STREAM_BYTES = 1 << 30
+"""Most bytes read from a pipe (``<(...)``), whose size is not known before it is read; a
+regular file is read whole, its size being its own bound."""
+
+
+def _refuse_device(handle: BinaryIO, source: object) -> bool:
+    """A device (``/dev/zero``, ``/dev/urandom``, a terminal) is refused: it never ends, or
+    waits for typing. Returns whether ``handle`` is a pipe or socket (read with a bound)."""
+    mode = os.fstat(handle.fileno()).st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise DataError(source, None, None, "a device, not a file")
+    return not stat.S_ISREG(mode)
+
+
 def read_file_bytes(path: str | Path, source: object | None = None) -> bytes:
-    """The bytes of ``path``; any OSError is a DataError naming ``source`` (default: path)."""
+    """The bytes of ``path``; any OSError is a DataError naming ``source`` (default: path),
+    and so is a device, or a pipe that holds more than :data:`MAX_STREAM_BYTES`."""
+    where = path if source is None else source
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            if not _refuse_device(handle, where):
+                return handle.read()
+            data = handle.read(MAX_STREAM_BYTES + 1)
     except OSError as exc:
-        raise DataError(path if source is None else source, None, None,
+        raise DataError(where, None, None,
                         f"cannot read: {os_error_cause(exc, writing=False)}") from None
+    if len(data) > MAX_STREAM_BYTES:
+        raise DataError(where, None, None, f"more than {MAX_STREAM_BYTES >> 20:,} MiB from a "
+                                           "pipe; give a file")
+    return data
 
 
 def decode_utf8(
@@ -206,6 +231,7 @@ def iter_json_lines(
         raise DataError(path, None, None,
                         f"cannot read: {os_error_cause(exc, writing=False)}") from None
     with handle:
+        _refuse_device(handle, path)
         number = 0
         while True:
             try:
@@ -329,3 +355,25 @@ def _one_by_one(lines: list[bytes], ends_in_newline: bool, name: str
                 or isinstance(value, float) and abs(value) >= _BIG:
             value = _strict(raw, name, i + 1)[1]
         yield i + 1, value
+
+
+# --- JSON written for others to read -----------------------------------------------------------
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every float that is not finite (a metric over nothing, a cost beyond a
+    float) replaced by ``null``: strict JSON has no NaN or Infinity, and the parsers of other
+    languages reject Python's spelling of them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(item) for item in value]
+    return value
+
+
+def dumps_finite(value: Any, **options: Any) -> str:
+    """``json.dumps`` for output (``--json``, files written for others): never NaN or
+    Infinity (:func:`finite_json`), and ``allow_nan=False`` keeps it so."""
+    return json.dumps(finite_json(value), allow_nan=False, **options)

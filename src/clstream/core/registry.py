@@ -331,7 +331,7 @@ class Description:
             "summary": self.summary,
             "params": None if self.params is None else [
                 {"name": key, "type": p.type_name, "default": p.default, "help": p.help,
-                 "minimum": p.minimum, "choices": list(p.choices) if p.choices else None}
+                 "minimum": p.minimum, "maximum": p.maximum, "choices": list(p.choices) if p.choices else None}
                 for key, p in sorted(self.params.items())
             ],
             "note": self.note,

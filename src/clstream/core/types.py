@@ -19,14 +19,16 @@ class SamplingParams(BaseModel):
     """Decoding parameters, sent on the wire by real backends.
 
     Defaults follow the OAKS paper's setup (temperature 0.7, top-p 0.8, top-k 20, min-p 0).
+    Every number is finite, so no spec records ``inf`` or ``nan`` (the command line further
+    bounds temperature to 0..2, what OpenAI-compatible servers accept).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    temperature: float = Field(0.7, ge=0.0)
-    top_p: float = Field(0.8, gt=0.0, le=1.0)
-    top_k: int = Field(20, ge=-1)
-    min_p: float = Field(0.0, ge=0.0, le=1.0)
+    temperature: float = Field(0.7, ge=0.0, allow_inf_nan=False)
+    top_p: float = Field(0.8, gt=0.0, le=1.0, allow_inf_nan=False)
+    top_k: int = Field(20, ge=-1, le=1_000_000)
+    min_p: float = Field(0.0, ge=0.0, le=1.0, allow_inf_nan=False)
     max_tokens: int = Field(4096, ge=1, le=10_000_000)
     n: int = Field(1, ge=1, le=1_024)
     seed: int | None = None

@@ -39,6 +39,7 @@ from clstream.driver.flags import (
     EXECUTOR_FLAGS,
     backend_options,
     executor_from_args,
+    parser_actions,
     sampling_from_args,
 )
 from clstream.driver.plan import CellRunner, PlannedRun, RunJob, RunRecipe, StoredDataset
@@ -108,10 +109,8 @@ def run_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.Argume
     """The run's flags that differ from their defaults, by destination name, plus every
     positional argument (a path that exists made absolute): recorded with the run, so that
     ``clstream runs DIR --spec`` writes a spec file that reruns it."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
     out: dict[str, Any] = {}
-    for action in parser._actions:
+    for action in parser_actions(add_arguments):
         if action.dest in _UNRECORDED or not hasattr(args, action.dest):
             continue
         value = getattr(args, action.dest)

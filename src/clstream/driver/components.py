@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -51,6 +53,40 @@ def _canonical_json(spec_json: Mapping[str, Any] | str) -> str | None:
         return None
 
 
+@dataclass
+class _StoredSpecs:
+    """The canonical spec of every stored run of one protocol, read once: registering each of
+    many runs (a spec file of thousands) then costs a lookup, not a pass over every run."""
+
+    after: int = 0  # the last row read
+    ids_by_canonical: dict[str, list[str]] = field(default_factory=dict)
+
+
+_STORED_SPECS: dict[tuple[str, int, int], dict[str, _StoredSpecs]] = {}
+_MOST_INDEXED_STORES = 16
+
+
+def _stored_specs(store: ResultsStore, protocol: str) -> _StoredSpecs:
+    """The index of ``protocol``'s runs in ``store``, brought up to date with the runs stored
+    since it was last read (rows only grow; a renamed run keeps its row).
+
+    Kept per database file (its path and inode), not per open store: the driver opens the
+    directory once per job, and a spec file's jobs are thousands. An index that missed a change
+    made elsewhere can only miss an adoption, never make a wrong one (the candidate's stored
+    spec is read again before it is renamed)."""
+    stat = os.stat(store.path)
+    key = (str(store.path.resolve()), stat.st_dev, stat.st_ino)
+    if key not in _STORED_SPECS and len(_STORED_SPECS) >= _MOST_INDEXED_STORES:
+        _STORED_SPECS.pop(next(iter(_STORED_SPECS)))
+    index = _STORED_SPECS.setdefault(key, {}).setdefault(protocol, _StoredSpecs())
+    for row, stored_id, text in store.run_specs_after(protocol, index.after):
+        index.after = row
+        canonical = _canonical_json(text)
+        if canonical is not None:
+            index.ids_by_canonical.setdefault(canonical, []).append(stored_id)
+    return index
+
+
 def adopt_legacy_run(store: ResultsStore, run_id: str, spec_json: Mapping[str, Any] | str
                      ) -> str | None:
     """Rename to ``run_id`` a stored run whose spec canonicalises to ``spec_json`` under another
@@ -60,16 +96,19 @@ def adopt_legacy_run(store: ResultsStore, run_id: str, spec_json: Mapping[str, A
     when ``run_id`` is already stored. Among several matches the earliest created is adopted;
     the others stay as they are. The adopted run's stored spec becomes ``spec_json``.
     """
-    if any(r.run_id == run_id for r in store.runs()):
+    if store.has_run(run_id):
         return None
     want = _canonical_json(spec_json)
     if want is None:
         return None
     protocol = json.loads(want)["protocol"]
-    for run in store.runs(protocol):
-        if _canonical_json(run.spec) == want:
+    candidates = _stored_specs(store, protocol).ids_by_canonical.get(want, [])
+    stored = [store.get_run(old) for old in candidates if store.has_run(old)]
+    for run in sorted(stored, key=lambda r: r.created_at):
+        if _canonical_json(run.spec) == want:  # still the spec it was indexed with
             spec = json.loads(spec_json) if isinstance(spec_json, str) else dict(spec_json)
             store.rename_run(run.run_id, run_id, spec=spec)
+            candidates.remove(run.run_id)
             return run.run_id
     return None
 
@@ -79,6 +118,8 @@ def register_run(store: ResultsStore, spec: RunSpec, dataset_sha256: str,
     """Record the run of ``spec`` (idempotent), first adopting a stored run of the same
     canonical spec under an older id; returns True when this is a resume."""
     spec_json = spec.model_dump(mode="json")
+    if store.has_run(spec.run_id):
+        store.get_run(spec.run_id)  # a row damaged outside clstream is one line, not resumed
     adopt_legacy_run(store, spec.run_id, spec_json)
     return store.ensure_run(spec.run_id, spec.protocol, spec.system.label, spec.model.label,
                             dataset_sha256, spec_json, info)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from clstream.core.errors import ClstreamError
 from clstream.core.reader import ResultsReader
+from clstream.driver.flags import parser_actions
 
 ERROR_CHARS = 160  # of the first error message quoted in the line
 
@@ -61,10 +62,8 @@ def resume_command(protocol: str, add_arguments: Callable[[argparse.ArgumentPars
     typed = sys.argv[1:]
     if typed[:2] == ["run", protocol]:
         return shlex.join(["clstream", *typed])
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
     words = ["clstream", "run", protocol]
-    for action in parser._actions:
+    for action in parser_actions(add_arguments):
         value = getattr(args, action.dest, None)
         if not action.option_strings:
             words.append(str(value))

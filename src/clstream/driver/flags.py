@@ -10,7 +10,11 @@ concurrency, retries, cache) are not, except ``--model-args``, which the spec in
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
+import math
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clstream.core.errors import SpecError
@@ -24,6 +28,26 @@ if TYPE_CHECKING:
 OPENAI_DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
 
+def endpoint_url(text: str) -> str:
+    """argparse type of an endpoint flag: an ``http(s)://HOST[:PORT]/...`` URL whose port is
+    a port, refused as it is typed rather than as a traceback from the HTTP client's first
+    connection (``http://[::1``, ``http://127.0.0.1:99999/v1``)."""
+    from urllib.parse import urlsplit
+
+    shown = _short_text(re.sub(r"//[^/]*@", "//", text))  # never a user:password
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a URL ({exc}), got {shown}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected http://HOST[:PORT]/... or https://..., "
+                                         f"got {shown}")
+    if port == 0:
+        raise argparse.ArgumentTypeError(f"port must be 1-65535, got {shown}")
+    return text
+
+
 class BaseUrlFlag(argparse._AppendAction):
     """``--base-url URL``, given once (kept as the string it always was, so recorded flags and
     resume commands read as before) or several times (a list: replicas of one model, requests
@@ -32,6 +56,10 @@ class BaseUrlFlag(argparse._AppendAction):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
+        try:
+            endpoint_url(str(values))
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentError(self, str(exc)) from None
         current = getattr(namespace, self.dest, None)
         if current is None:
             setattr(namespace, self.dest, values)
@@ -66,23 +94,120 @@ def seed_list(args: argparse.Namespace) -> list[int] | None:
         if not part:
             continue
         try:
-            seeds.append(int(part))
-        except ValueError:
-            raise SpecError(f"flag --seeds: {part!r} is not an integer") from None
+            seeds.append(bounded_int(part, 0, SEED_MAX))
+        except ValueError as exc:
+            raise SpecError(f"flag --seeds: {exc}") from None
     if not seeds:
         raise SpecError("flag --seeds: give at least one seed, e.g. 0,1,2")
-    return list(dict.fromkeys(seeds))
+    distinct = list(dict.fromkeys(seeds))
+    if len(distinct) > MOST_SEEDS:
+        raise SpecError(f"flag --seeds: {len(distinct):,} seeds; at most {MOST_SEEDS:,}")
+    return distinct
+
+
+MOST_SEEDS = 1_000
+"""Most seeds one command runs (each seed is a run of every system)."""
+
+
+SEED_MAX = 2**63 - 1
+"""The largest seed: what a signed 64-bit integer holds, so every backend and store can keep
+it; seeds are 0..SEED_MAX wherever they are typed (flags, ``--seeds``, spec files)."""
+
+
+def _short_text(text: str) -> str:
+    """A typed value as a message quotes it: whole when short, else its length."""
+    return repr(text) if len(text) <= 40 else f"a value of {len(text):,} characters"
+
+
+def bounded_int(text: str, least: int, most: int) -> int:
+    """``text`` as an integer in [least, most], or a :class:`ValueError` whose message says
+    so (a number of thousands of digits is refused by its length, never converted)."""
+    stripped = text.strip()
+    value: int | None = None
+    if len(stripped) <= 24:
+        try:
+            value = int(stripped)
+        except ValueError:
+            value = None
+    if value is None or not least <= value <= most:
+        raise ValueError(f"must be an integer in [{least:,}, {most:,}], got {_short_text(text)}")
+    return value
+
+
+def seed_value(text: str) -> int:
+    """argparse type of every ``--seed`` flag: an integer in [0, SEED_MAX]."""
+    try:
+        return bounded_int(text, 0, SEED_MAX)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def count_type(least: int, most: int) -> Any:
+    """argparse type of a count flag (tasks, items, retries, ...): an integer in
+    [least, most], so that no typo sizes work without bound (docs/design.md §7)."""
+
+    def count(text: str) -> int:
+        try:
+            return bounded_int(text, least, most)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return count
+
+
+def int_value(text: str) -> int:
+    """argparse type of an integer flag checked later (by the sampling parameters' own
+    bounds): a value of thousands of digits is refused by its length, never converted."""
+    try:
+        return bounded_int(text, -SEED_MAX, SEED_MAX)
+    except ValueError:
+        digits = text.strip().lstrip("+-")
+        kind = "an integer within 64 bits" if digits.isdigit() else "an integer"
+        raise argparse.ArgumentTypeError(f"expected {kind}, got {_short_text(text)}") from None
+
+
+def _interval(least: float, most: float, above: bool) -> str:
+    return f"({least:g}, {most:g}]" if above else f"[{least:g}, {most:g}]"
+
+
+def _in_interval(value: float, least: float, most: float, above: bool) -> bool:
+    low_ok = value > least if above else value >= least
+    return math.isfinite(value) and low_ok and value <= most
+
+
+def finite_float_type(least: float, most: float, above: bool = False) -> Any:
+    """argparse type of a real-valued flag: a finite number in [least, most] (or
+    (least, most] with ``above``); ``inf`` and ``nan`` are refused by name, never run."""
+
+    def number(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not _in_interval(value, least, most, above):
+            raise argparse.ArgumentTypeError(f"must be a finite number in "
+                                             f"{_interval(least, most, above)}, got "
+                                             f"{_short_text(text)}")
+        return value
+
+    return number
+
+
+_REAL_SAMPLING: dict[str, tuple[float, float, bool]] = {
+    "temperature": (0.0, 2.0, False), "top_p": (0.0, 1.0, True), "min_p": (0.0, 1.0, False)}
+"""The bounds of the real-valued sampling flags (least, most, whether least is excluded):
+what OpenAI-compatible servers accept; never ``inf`` or ``nan``."""
 
 
 def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("sampling (defaults: the OAKS paper's setup)")
     g.add_argument("--temperature", type=float, default=0.7)
     g.add_argument("--top-p", type=float, default=0.8)
-    g.add_argument("--top-k", type=int, default=20)
+    g.add_argument("--top-k", type=int_value, default=20)
     g.add_argument("--min-p", type=float, default=0.0)
-    g.add_argument("--max-tokens", type=int, default=4096)
-    g.add_argument("--samples", type=int, default=1, help="completions per probe (n)")
-    g.add_argument("--seed", type=int, default=0, action=_SeedFlag,
+    g.add_argument("--max-tokens", type=int_value, default=4096)
+    g.add_argument("--samples", type=int_value, default=1, help="completions per probe (n)")
+    g.add_argument("--seed", type=seed_value, default=0, action=_SeedFlag,
                    help="run seed; per-request seeds derive from it")
     g.add_argument("--seeds", default=None, metavar="N,N,...",
                    help="run every system once per seed (each its own run, as --seed N makes "
@@ -105,10 +230,11 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-concurrency", type=int, default=None,
                    help="requests in flight, fixed (default: adaptive, starting at the "
                         "server's slot count where it reports one)")
-    g.add_argument("--request-timeout", type=float, default=None,
+    g.add_argument("--request-timeout", type=finite_float_type(0.0, 7 * 86_400, above=True),
+                   default=None,
                    help="seconds of silence (no token) before an attempt is given up "
                         "(default 120; a long answer that keeps coming never times out)")
-    g.add_argument("--max-retries", type=int, default=None)
+    g.add_argument("--max-retries", type=count_type(0, 1_000), default=None)
     g.add_argument("--cache", default=None, help="response cache (SQLite file) shared across runs")
 
 
@@ -128,6 +254,17 @@ def add_driver_arguments(p: argparse.ArgumentParser) -> None:
     add_sampling_arguments(p)
     add_backend_arguments(p)
     add_executor_arguments(p)
+
+
+@functools.lru_cache(maxsize=64)
+def parser_actions(add_arguments: Callable[[argparse.ArgumentParser], None]
+                   ) -> tuple[argparse.Action, ...]:
+    """The actions (flags and positionals) a verb's ``add_arguments`` declares, built once per
+    process: reading a run's flags back (recorded flags, resume commands) happens once per run,
+    thousands of times for a large spec file, and a parser costs a millisecond to build."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return tuple(parser._actions)
 
 
 EXECUTORS = ("local", "ray")
@@ -159,6 +296,11 @@ def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
 
     from clstream.core.types import SamplingParams
 
+    for dest, (least, most, above) in _REAL_SAMPLING.items():
+        value = getattr(args, dest)
+        if not _in_interval(value, least, most, above):
+            raise SpecError(f"flag --{dest.replace('_', '-')}: must be a finite number in "
+                            f"{_interval(least, most, above)}, got {value}")
     try:
         return SamplingParams(
             temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, min_p=args.min_p,

@@ -55,11 +55,19 @@ def _read(path: Path) -> Any:
         raise DataError(path, None, None, "not valid TOML: nested too deeply") from None
 
 
+MOST_DOLLARS_PER_MILLION = 1_000_000.0
+"""The highest rate a prices file may give: a dollar a token, far above any model's, and low
+enough that no run's cost (tokens below 2**63) overflows a float to Infinity."""
+
+
 def _rate(path: Path, model: str, name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DataError(path, model, name, f"must be a number of dollars, got {value!r}")
-    if not math.isfinite(value) or value < 0:
-        raise DataError(path, model, name, f"must be a finite number >= 0, got {value!r}")
+    if not math.isfinite(value) or not 0 <= value <= MOST_DOLLARS_PER_MILLION:
+        shown = repr(value) if abs(value) < 1e24 else "a larger number"
+        raise DataError(path, model, name, f"must be a finite number in [0, "
+                                           f"{MOST_DOLLARS_PER_MILLION:,.0f}] (dollars per "
+                                           f"million tokens), got {shown}")
     return float(value)
 
 

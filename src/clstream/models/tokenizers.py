@@ -13,7 +13,10 @@ import bisect
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from clstream.core.errors import DataError
 
 if TYPE_CHECKING:
     from clstream.core.types import Message
@@ -77,7 +80,14 @@ class HFTokenizer:
     def __init__(self, path: str):
         from transformers import AutoTokenizer  # optional extra, imported lazily
 
-        self._tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        if not Path(path).is_dir():  # a file, a device, a hub name: never read, one line
+            raise DataError(path, None, None, "not a tokenizer directory (a local directory "
+                                              "with tokenizer files is needed)")
+        try:
+            self._tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        except (OSError, ValueError) as exc:
+            problem = " ".join(str(exc).split())[:200]
+            raise DataError(path, None, None, f"cannot load a tokenizer: {problem}") from None
         self.name = f"hf:{path}"
 
     def count(self, text: str) -> int:

@@ -71,7 +71,8 @@ class VLLMModel:
         "max_model_len": Param(None, "context length in tokens (default: the engine's)",
                                minimum=1, value_type=int),
         "gpu_memory_utilization": Param(0.9, "fraction of GPU memory the engine may take "
-                                             "(at most 1)", minimum=0.01),
+                                             "(at most 1)", minimum=0.01,
+                                        maximum=1.0),
         "tensor_parallel_size": Param(1, "GPUs the model is split across", minimum=1),
         "dtype": Param("auto", "weights dtype, as vLLM names it (auto, bfloat16, float16, ...)"),
         "enable_prefix_caching": Param(True, "reuse the KV cache of shared prompt prefixes"),

@@ -53,6 +53,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from clstream.core.errors import StoreError
 from clstream.core.files import disk_cause, os_error_cause, sqlite_disk_cause
@@ -237,7 +238,10 @@ class ResultsStore:
             frozen = (disk_cause(self.dir) == "read-only file system"
                       and not self.path.with_name(DB_NAME + "-wal").exists())
             options = "mode=ro&immutable=1" if frozen else "mode=ro"
-            self.conn = self._connect(f"file:{self.path}?{options}", uri=True)
+            # The path percent-encoded: a directory named with "#", "?" or "%" is a path, not
+            # a URI's fragment or query.
+            location = quote(str(self.path.absolute()), safe="/")
+            self.conn = self._connect(f"file:{location}?{options}", uri=True)
             try:
                 self._prepare_reader()
             except sqlite3.DatabaseError as exc:
@@ -329,8 +333,10 @@ class ResultsStore:
                 self.conn.execute(statement)
             if not self._has_state_base():  # version 2 -> 3
                 self.conn.execute("ALTER TABLE states ADD COLUMN base INTEGER")
-            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
-                              (str(SCHEMA_VERSION),))
+            if version != SCHEMA_VERSION:  # else unchanged: a writer that stores nothing
+                # leaves the file byte for byte as it was
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                                  (str(SCHEMA_VERSION),))
 
     def _migrate_v1(self) -> None:
         """Version 1 -> 2 inside the caller's transaction: rebuild ``records`` with a nullable
@@ -457,7 +463,19 @@ class ResultsStore:
     def runs(self, protocol: str | None = None) -> list[RunRow]:
         sql = "SELECT * FROM runs" + (" WHERE protocol=?" if protocol else "") + " ORDER BY created_at"
         rows = self.conn.execute(sql, (protocol,) if protocol else ()).fetchall()
-        return [_run_row(r) for r in rows]
+        return [_run_row(r, self.path) for r in rows]
+
+    def has_run(self, run_id: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM runs WHERE run_id=?",
+                                 (run_id,)).fetchone() is not None
+
+    def run_specs_after(self, protocol: str, after: int) -> list[tuple[int, str, str]]:
+        """``(row number, run id, stored spec text)`` of the runs of ``protocol`` stored after
+        row ``after``, oldest first: what a reader that keeps an index of the runs reads to
+        bring it up to date without reading every run again."""
+        rows = self.conn.execute("SELECT rowid, run_id, spec FROM runs WHERE protocol=? AND "
+                                 "rowid>? ORDER BY rowid", (protocol, after)).fetchall()
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     def get_run(self, run_id: str) -> RunRow:
         """The run ``run_id``; an unknown id is an error naming the runs that are stored."""
@@ -465,7 +483,7 @@ class ResultsStore:
         if row is None:
             known = ", ".join(r.run_id for r in self.runs()) or "none"
             raise StoreError(f"{self.dir}: no run {run_id!r} (runs here: {known})")
-        return _run_row(row)
+        return _run_row(row, self.path)
 
     def run_status(self, run_id: str) -> RunStatus:
         """Successful and failed records per kind, first and last record time, wall time and
@@ -493,7 +511,9 @@ class ResultsStore:
         dataset when no other run uses it. Returns the number of rows deleted per table."""
         self._require_writer("deleting a run")
         with self._transaction():
-            run = self.get_run(run_id)
+            row = self.conn.execute("SELECT dataset_sha256 FROM runs WHERE run_id=?",
+                                    (run_id,)).fetchone()
+            dataset = row[0] if row is not None else self.get_run(run_id).dataset_sha256
             deleted = {
                 "records": self.conn.execute("DELETE FROM records WHERE run_id=?",
                                              (run_id,)).rowcount,
@@ -504,7 +524,7 @@ class ResultsStore:
             deleted["datasets"] = self.conn.execute(
                 "DELETE FROM datasets WHERE sha256=? AND NOT EXISTS"
                 " (SELECT 1 FROM runs WHERE dataset_sha256=?)",
-                (run.dataset_sha256, run.dataset_sha256),
+                (dataset, dataset),
             ).rowcount
         self._chains.forget()
         return deleted
@@ -802,9 +822,22 @@ def _opt_int(value: int | None) -> int | None:
     return None if value is None else int(value)
 
 
-def _run_row(r: sqlite3.Row) -> RunRow:
+def _run_row(r: sqlite3.Row, where: object) -> RunRow:
+    """A stored run; a spec or info that is not a JSON object (the database edited or
+    damaged outside clstream) is a one-line error naming the run and the field, never a
+    traceback (docs/design.md §7)."""
+    fields = {}
+    for name in ("spec", "info"):
+        try:
+            fields[name] = json.loads(r[name])
+        except (ValueError, TypeError, RecursionError):
+            fields[name] = None
+        if not isinstance(fields[name], dict):
+            raise StoreError(f"{where}: run {r['run_id']!r}: the stored {name} is not a JSON "
+                             "object (the database was changed outside clstream); delete the "
+                             "run (clstream runs rm) or restore the file")
     return RunRow(r["run_id"], r["protocol"], r["system"], r["model"], r["dataset_sha256"],
-                  json.loads(r["spec"]), json.loads(r["info"]), r["created_at"], r["wall_s"])
+                  fields["spec"], fields["info"], r["created_at"], r["wall_s"])
 
 
 def results_db_exists(directory: str | Path) -> bool:

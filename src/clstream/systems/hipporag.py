@@ -61,9 +61,10 @@ class HippoRag(MemorySystem):
         "k": Param(5, "passages shown before each answer", minimum=1),
         "damping": Param(0.5, "PageRank damping: the chance of following an edge at each step "
                          "(at most 1)",
-                         minimum=0.0),
+                         minimum=0.0, maximum=1.0),
         "synonym": Param(0.8, "word Jaccard similarity from which two entity names are linked "
-                         "as synonyms (at most 1)", minimum=0.0),
+                         "as synonyms (at most 1)", minimum=0.0,
+                         maximum=1.0),
         "query_entities": Param("model", "how a question's entities are found: a model call "
                                 "(model) or its words matched against entity names (match)",
                                 choices=QUERY_ENTITIES),

@@ -199,9 +199,13 @@ def test_hostile_predictions_are_one_line(base: Path, tmp_path: Path,
                          str(tmp_path / "p.jsonl"), "--allow-missing"]), needle)
 
 
-def test_score_k_of_zero_is_one_line(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    check_one_line(capsys, main(["score", "imprint", str(base / "data" / "items.jsonl"),
-                         str(base / "p.jsonl"), "--k", "0"]), "--k")
+@pytest.mark.parametrize("k", ["0", "1,x", "1" + "0" * 5000])
+def test_score_k_that_is_no_count_is_one_short_line(
+        base: Path, capsys: pytest.CaptureFixture[str], k: str) -> None:
+    code = main(["score", "imprint", str(base / "data" / "items.jsonl"),
+                 str(base / "p.jsonl"), "--k", k])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--k" in err and len(err) < 200, err
 
 
 def test_generate_from_hostile_inputs_leaves_no_directory(
@@ -230,6 +234,26 @@ def test_a_lone_surrogate_in_a_text_is_kept_as_text(
                  "--system", "rag:k=2"]) == 0
     assert main(["summary", str(tmp_path / "res")]) == 0
     assert main(["report", str(tmp_path / "res"), "--out", str(tmp_path / "r.html")]) == 0
+
+
+def test_a_lone_surrogate_in_an_item_is_kept_as_its_escape(
+        base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from clstream.protocols.imprint.schema import load_items
+
+    data = tmp_path / "data"
+    shutil.copytree(base / "data", data)
+    rows = _lines(data / "items.jsonl")
+    rows[0]["question"] = "Which \ud800 harbour?"
+    rows[0]["meta"] = {"note \udfff": ["x \udfff"]}
+    _write(data / "items.jsonl", rows)
+    item = load_items(data / "items.jsonl")[0]
+    assert item.question == "Which \\ud800 harbour?"
+    assert item.meta == {"note \\udfff": ["x \\udfff"]}
+    assert main(["run", "imprint", str(data), "--model", "builtin", "--samples", "1",
+                 "--no-progress", "--out", str(tmp_path / "res"), "--system", "oracle"]) == 0
+    assert main(["export", str(tmp_path / "res"), "--system", "oracle", "--out",
+                 str(tmp_path / "p.jsonl")]) == 0
+    assert main(["score", "imprint", str(data / "items.jsonl"), str(tmp_path / "p.jsonl")]) == 0
 
 
 def test_a_full_disk_while_generating_leaves_no_dataset(tmp_path: Path) -> None:

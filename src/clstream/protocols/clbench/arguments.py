@@ -15,6 +15,7 @@ import argparse
 from clstream.driver.flags import (
     add_driver_arguments,
     add_run_arguments,
+    seed_value,
 )
 
 # The environments' task names, sorted (the keys of ENVIRONMENTS).
@@ -42,7 +43,7 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", action="append", default=None, metavar="NAME|all",
                    help=f"task (repeatable; default all): {', '.join(TASKS)}")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_value, default=0)
     p.add_argument("--schedule", choices=SCHEDULES, default="default")
     p.add_argument("--out", required=True, help="directory; one subdirectory per task")
 

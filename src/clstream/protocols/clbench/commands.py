@@ -19,6 +19,7 @@ from typing import Any
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import WriteError, os_error_cause, sqlite_disk_cause
+from clstream.core.jsonio import dumps_finite
 from clstream.core.outputs import claim_directory
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.flags import (
@@ -96,7 +97,7 @@ def score(args: argparse.Namespace) -> int:
             print(note, file=sys.stderr)
     result = score_clbench(records, t_multiplier=args.t_multiplier)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps_finite(result, indent=2))
         return 0
     for name, task in result["tasks"].items():
         unit = records.tasks[name].cost_unit

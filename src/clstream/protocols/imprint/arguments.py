@@ -16,6 +16,9 @@ from clstream.driver.flags import (
     add_backend_arguments,
     add_driver_arguments,
     add_run_arguments,
+    count_type,
+    endpoint_url,
+    seed_value,
 )
 
 # What a method takes in (docs/imprint.md §2): the corpus C, the training pairs Q, or both.
@@ -56,7 +59,7 @@ def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
                    help="batches asked at once (default 4)")
     j = p.add_argument_group("judges (docs/imprint.md §6)")
     add_judge_arguments(j)
-    j.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible server")
+    j.add_argument("--judge-base-url", default=None, type=endpoint_url, help="the judge's OpenAI-compatible server")
     j.add_argument("--judge-api-key-env", default=None,
                    help="name of the environment variable holding the judge's API key")
     add_driver_arguments(p)
@@ -80,7 +83,7 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--setting", choices=("news", "code", "persona"), required=True)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_value, default=0)
     p.add_argument("--out", required=True, help="dataset directory to write")
     p.add_argument("--size", choices=("small", "default"), default="default",
                    help="procedural world size (small: for tests and demos)")
@@ -106,12 +109,12 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument("--filter", action="store_true",
                    help="drop items the model answers without the source, and items it cannot "
                         "answer with it")
-    f.add_argument("--filter-samples", type=int, default=8)
-    f.add_argument("--blind-max-open", type=int, default=0,
+    f.add_argument("--filter-samples", type=count_type(1, 1_024), default=8)
+    f.add_argument("--blind-max-open", type=count_type(0, 1_024), default=0,
                    help="open items: dropped when more than this many blind samples are correct")
-    f.add_argument("--blind-max-binary", type=int, default=6,
+    f.add_argument("--blind-max-binary", type=count_type(0, 1_024), default=6,
                    help="yes/no and choice items: dropped when more than this many are correct")
-    f.add_argument("--ctx-min", type=int, default=1,
+    f.add_argument("--ctx-min", type=count_type(0, 1_024), default=1,
                    help="kept only when at least this many with-context samples are correct")
     add_backend_arguments(p)
 

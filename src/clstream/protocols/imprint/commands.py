@@ -24,6 +24,7 @@ from clstream.core.contracts import System, supervision_of
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError
 from clstream.core.files import write_atomic
+from clstream.core.jsonio import dumps_finite
 from clstream.core.outputs import claim_directory
 from clstream.core.specs import RunSpec
 from clstream.core.types import SamplingParams
@@ -31,7 +32,9 @@ from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.components import build_model, parse_components, takes_endpoint
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
+    SEED_MAX,
     backend_options,
+    bounded_int,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
@@ -163,12 +166,13 @@ def plan_run(args: argparse.Namespace) -> RunJob:
 def _ks(text: str | None) -> tuple[int, ...] | None:
     if text is None:
         return None
+    shown = repr(text) if len(text) <= 40 else f"a value of {len(text):,} characters"
     try:
-        ks = tuple(int(part) for part in text.split(","))
+        ks = tuple(bounded_int(part, -SEED_MAX, SEED_MAX) for part in text.split(","))
     except ValueError:
-        raise SpecError(f"flag --k: expected integers separated by commas, got {text!r}") from None
+        raise SpecError(f"flag --k: expected integers separated by commas, got {shown}") from None
     if not ks or any(k < 1 for k in ks):
-        raise SpecError(f"flag --k: every k must be >= 1, got {text!r}")
+        raise SpecError(f"flag --k: every k must be >= 1, got {shown}")
     return ks
 
 
@@ -197,7 +201,7 @@ def score(args: argparse.Namespace) -> int:
         print(f"clstream: left out {result['left_out']['judge_errors']} item(s) the judge gave "
               "no verdict for (its reply did not end in a verdict word)", file=sys.stderr)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps_finite(result, indent=2))
         return 0
     left = result["left_out"]
     print(f"{result['n_items']} items scored, {result['n_samples']} samples each; "

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from clstream.core.errors import DataError
 from clstream.core.files import WriteError, atomic_writer, os_error_cause, write_atomic
 from clstream.core.jsonio import iter_json_lines, load_json_file
+from clstream.core.secrets import storable
 
 SCHEMA_VERSION = "imprint-data-v1"
 
@@ -164,12 +165,26 @@ def _field_error(exc: ValidationError) -> str:
     return f"field {loc!r}: {err['msg']}"
 
 
+def _storable_strings(value: Any) -> Any:
+    """``value`` with every string (keys too) passed through :func:`storable`: a lone surrogate
+    (``"\\ud800"``, valid JSON) is kept as its escape, as in OAKS and SeqMem data and every
+    store write (docs/design.md §7), instead of the models refusing the record."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, dict):
+        return {_storable_strings(k): _storable_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable_strings(item) for item in value]
+    return value
+
+
 def read_models(path: str | Path, model: type[M], key: str) -> list[M]:
     """Every line of a JSON Lines file as ``model``; one-line errors naming file, line (and
     the record's ``key`` value where it has one) and field. Duplicate keys are an error."""
     out: list[M] = []
     seen: set[str] = set()
-    for number, value in iter_json_lines(path):
+    for number, raw in iter_json_lines(path):
+        value = _storable_strings(raw)
         record = f"line {number}"
         if not isinstance(value, dict):
             raise DataError(path, record, None, "expected a JSON object")

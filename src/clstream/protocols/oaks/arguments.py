@@ -13,15 +13,17 @@ import argparse
 from clstream.driver.flags import (
     add_driver_arguments,
     add_run_arguments,
+    count_type,
+    seed_value,
 )
 
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_value, default=0)
     p.add_argument("--docs", type=int, default=2)
     p.add_argument("--chunks", type=int, default=20)
     p.add_argument("--chunk-tokens", type=int, default=2000)
-    p.add_argument("--max-questions", type=int, default=None, help="per document")
+    p.add_argument("--max-questions", type=count_type(1, 100_000), default=None, help="per document")
     p.add_argument("--haystack", action="append", default=None, metavar="FILE",
                    help="text file(s) to use as distractor prose instead of generated prose")
     p.add_argument("--out", required=True)

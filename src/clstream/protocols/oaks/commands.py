@@ -4,7 +4,6 @@ flags are in :mod:`clstream.protocols.oaks.arguments`."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -13,7 +12,8 @@ from typing import Any
 
 from clstream.core.contracts import System
 from clstream.core.data_kinds import load_checked
-from clstream.core.jsonio import gc_paused
+from clstream.core.errors import SpecError
+from clstream.core.jsonio import dumps_finite, gc_paused
 from clstream.core.outputs import claim_file
 from clstream.core.specs import RunSpec
 from clstream.driver.assemble import plan_job, run_basics
@@ -40,10 +40,19 @@ __all__ = ["add_generate_arguments", "add_run_oaks_arguments", "add_score_argume
 
 
 # -- generate --------------------------------------------------------------------------------
+MOST_GENERATED_TOKENS = 2_000_000_000
+"""The most text one generated stream holds (each flag is bounded, and so is their product:
+some gigabytes, far beyond any context length studied)."""
+
+
 def generate(args: argparse.Namespace) -> int:
     for name, value, most in (("--docs", args.docs, 100_000), ("--chunks", args.chunks, 100_000),
                               ("--chunk-tokens", args.chunk_tokens, 1_000_000)):
         positive(name, value, most)
+    total = args.docs * args.chunks * args.chunk_tokens
+    if total > MOST_GENERATED_TOKENS:
+        raise SpecError(f"flags --docs x --chunks x --chunk-tokens: {total:,} tokens of text; "
+                        f"at most {MOST_GENERATED_TOKENS:,}")
     claim_file(args.out, role="dataset")  # before any work: never over a dataset
     kwargs: dict[str, Any] = {}
     if args.max_questions is not None:
@@ -104,7 +113,7 @@ def score(args: argparse.Namespace) -> int:
     if missing:
         print(f"clstream: {missing} predictions missing, counted as wrong", file=sys.stderr)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps_finite(result, indent=2))
         return 0
     print(f"questions                  {result['n_questions']}")
     for key in ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss"):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from clstream.core.files import atomic_writer
+from clstream.core.jsonio import dumps_finite
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.protocols.oaks.data import from_gold_view
@@ -36,6 +37,6 @@ def export_oaks(store: ResultsReader, run: RunRow, out: str | Path) -> int:
                     if (q.question_id, t) in preds:
                         line = {"question_id": q.question_id, "t": t,
                                 "output": preds[(q.question_id, t)]}
-                        fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                        fh.write(dumps_finite(line, ensure_ascii=False) + "\n")
                         n += 1
     return n

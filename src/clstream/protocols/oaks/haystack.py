@@ -209,6 +209,8 @@ def read_haystack(files: Sequence[str | Path]) -> list[str]:
     """All sentences of the given UTF-8 text files, in file order."""
     sentences: list[str] = []
     for f in files:
+        if Path(f).is_char_device() or Path(f).is_block_device():  # /dev/zero never ends
+            raise DataError(f, None, None, "a device, not a file")
         try:
             text = Path(f).read_text(encoding="utf-8")
         except FileNotFoundError:

@@ -13,7 +13,13 @@ import argparse
 from clstream.driver.flags import (
     add_driver_arguments,
     add_run_arguments,
+    count_type,
+    seed_value,
 )
+
+MOST_SYNTHETIC_TASKS = 100_000
+"""The longest synthetic stream ``generate seqmem-synthetic`` writes (tasks and hold-out
+each): far beyond any study's T, and a bound, so that a typo does not fill the disk."""
 
 # What ``run seqmem DATA`` can read (--source): the synthetic stream or a task file.
 SOURCES = ("synthetic", "humaneval", "math500", "mmlu-pro", "apibench", "apibench-hf")
@@ -31,7 +37,7 @@ def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:
                    help="re-evaluation horizons, e.g. 1,2,4 (default: powers of two below T)")
     p.add_argument("--retro-sample", type=float, default=1.0, metavar="F",
                    help="fraction of tasks re-evaluated at each horizon (seeded; default 1)")
-    p.add_argument("--holdout", type=int, default=None, metavar="N",
+    p.add_argument("--holdout", type=count_type(0, 10_000_000), default=None, metavar="N",
                    help="task files: the last N tasks (or a sample, --holdout-mode) are hold-out")
     p.add_argument("--holdout-mode", choices=("last", "sample"), default="last")
     p.add_argument("--holdout-file", default=None, help="task files: hold-out tasks from a file")
@@ -52,9 +58,11 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tasks", type=int, default=200, help="stream length T")
-    p.add_argument("--holdout", type=int, default=40, help="hold-out tasks")
+    p.add_argument("--seed", type=seed_value, default=0)
+    p.add_argument("--tasks", type=count_type(1, MOST_SYNTHETIC_TASKS), default=200,
+                   help="stream length T")
+    p.add_argument("--holdout", type=count_type(0, MOST_SYNTHETIC_TASKS), default=40,
+                   help="hold-out tasks")
     p.add_argument("--out", required=True)
     p.add_argument("--force", action="store_true",
                    help="replace an existing file at --out (runs made from it keep their "

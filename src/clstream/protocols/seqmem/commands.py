@@ -14,11 +14,12 @@ from typing import Any
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import write_jsonl
-from clstream.core.jsonio import gc_paused
+from clstream.core.jsonio import dumps_finite, gc_paused
 from clstream.core.outputs import claim_file
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.assemble import plan_job, run_basics
+from clstream.driver.flags import SEED_MAX, bounded_int
 from clstream.driver.plan import RunJob, StoredDataset
 from clstream.driver.seeds import drive_seeds
 from clstream.judges.evaluators import CodeEvaluator
@@ -48,9 +49,10 @@ def _int_list(flag: str, text: str | None) -> list[int] | None:
         if not part:
             continue
         try:
-            out.append(int(part))
+            out.append(bounded_int(part, -SEED_MAX, SEED_MAX))
         except ValueError:
-            raise SpecError(f"flag {flag}: {part!r} is not an integer") from None
+            shown = repr(part) if len(part) <= 24 else f"a value of {len(part):,} characters"
+            raise SpecError(f"flag {flag}: {shown} is not a 64-bit integer") from None
     if not out:
         raise SpecError(f"flag {flag}: give at least one integer, e.g. 1,2,4")
     return out
@@ -139,7 +141,7 @@ def score(args: argparse.Namespace) -> int:
         result = score_seqmem(load_checked(args.records, "seqmem-records",
                                            lambda: load_seqmem_records(args.records)))
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps_finite(result, indent=2))
         return 0
     for key in ("online_acc", "ped", "mer", "r_min", "holdout_acc", "trend_ho", "iv"):
         if key in result:
