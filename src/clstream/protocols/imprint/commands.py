@@ -249,6 +249,7 @@ def _build(args: argparse.Namespace) -> Dataset:
                 if small else CodeWorldConfig(seed=args.seed))
         return generate_code(code)
     from clstream.protocols.imprint.settings.persona.synthetic import (
+        PAPER_CHUNK_TOKENS,
         PersonaConfig,
         generate_persona,
     )
@@ -258,8 +259,10 @@ def _build(args: argparse.Namespace) -> Dataset:
     if args.horizon:
         from clstream.protocols.imprint.settings.persona.from_exports import load_horizon
         return load_horizon(args.horizon)
-    persona = (PersonaConfig(seed=args.seed, n_personas=2, chunks=2, sessions_per_chunk=3)
-               if small else PersonaConfig(seed=args.seed))
+    persona = (PersonaConfig(seed=args.seed, n_personas=2, chunks=2, sessions_per_chunk=3,
+                             chunk_tokens=600) if small
+               else PersonaConfig(seed=args.seed, chunk_tokens=PAPER_CHUNK_TOKENS)
+               if args.size == "paper" else PersonaConfig(seed=args.seed))
     return generate_persona(persona)
 
 
