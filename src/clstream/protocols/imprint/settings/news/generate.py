@@ -106,6 +106,8 @@ def generate_news(config: NewsConfig | None = None) -> Dataset:
     order = {f: n for n, f in enumerate(REPORTED_FAMILIES["news"])}
     ordered = sorted(items.items, key=lambda i: order[i.family])
     check_disjoint(qa, ordered, "news generator")
+    # Without a model every family is a template (docs/imprint.md §4.7).
+    pipeline = {"writer": "templates", "template_families": sorted(present)}
     manifest = Manifest(setting="news", generator=GENERATOR, seed=config.seed,
-                        config=config.as_json())
+                        config={**config.as_json(), "pipeline": pipeline})
     return Dataset(manifest, corpus, qa, ordered, led_records(led))
