@@ -187,3 +187,10 @@ def test_boundabs_names_an_event_that_fits_its_organisation(data: Dataset) -> No
         fits = _KINDS.get(item.meta["predicate"])
         if fits is not None:
             assert org["attrs"]["org_type"] in fits, (item.question, org["attrs"])
+        if item.meta["predicate"] == "leave of absence":  # only from where one works
+            person = next(k for k, v in led.entities.items()
+                          if v["name"] in item.meta["entities"] and v["type"] == "person")
+            posts = {led.roles[e["role"]]["org"] for e in led.timeline
+                     if e["type"] == "role_change" and e["new"] == person}
+            posts |= {r["org"] for r in led.roles.values() if r["holder"] == person}
+            assert org["id"] in posts, item.question

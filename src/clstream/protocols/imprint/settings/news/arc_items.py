@@ -31,6 +31,8 @@ from clstream.retrieval.bm25 import IncrementalBM25
 # can tell it never happened.
 _ANY = frozenset(("central bank", "ministry", "company", "party", "league", "agency"))
 _OFFICES = frozenset(("central bank", "ministry", "agency"))
+# Asked only when the person holds a post at the organisation (not of an outside official).
+_MEMBER = frozenset({"member"})
 _ABSENT: dict[str, tuple[tuple[str, str, str, frozenset[str]], ...]] = {
     # strategy: (predicate, "No record of ..." clause, question body, organisation kinds);
     # {p} person, {o} organisation
@@ -38,7 +40,7 @@ _ABSENT: dict[str, tuple[tuple[str, str, str, frozenset[str]], ...]] = {
         ("investigators", "{p} being questioned by investigators about {o}",
          "was {p} questioned by investigators about {o}", _ANY),
         ("leave of absence", "{p} taking a leave of absence from {o}",
-         "did {p} take a leave of absence from {o}", _ANY)),
+         "did {p} take a leave of absence from {o}", _MEMBER)),
     "sub-event": (
         ("walkout", "staff at {o} staging a walkout", "did staff at {o} stage a walkout",
          _OFFICES | {"company"}),
@@ -128,8 +130,12 @@ def bound_abs(led: NewsLedger, articles: list[Article], qa: list[QAPair], out: I
         main = main_event(led, arc)
         org, person = _arc_actors(led, main)
         kind = led.entities[org]["attrs"]["org_type"]
+        member = any(r["org"] == org and r["holder"] == person for r in led.roles.values()) \
+            or any(e["type"] == "role_change" and e["new"] == person
+                   and led.roles[e["role"]]["org"] == org for e in led.timeline)
         for strategy, choices in _ABSENT.items():
-            fitting = [c for c in choices if kind in c[3] and c[0].casefold() not in corpus_text]
+            fitting = [c for c in choices if (kind in c[3] or (member and c[3] == _MEMBER))
+                       and c[0].casefold() not in corpus_text]
             if not fitting:
                 continue
             predicate, clause, asked, _ = rng.choice(fitting)
