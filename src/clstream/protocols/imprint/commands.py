@@ -319,7 +319,7 @@ def generate(args: argparse.Namespace) -> int:
         print(f"filters: kept {kept} (details in {Path(args.out) / 'filter_report.json'})",
               file=sys.stderr)
     pipeline = data.manifest.config.get("pipeline")
-    if isinstance(pipeline, dict):
+    if isinstance(pipeline, dict) and args.model is not None:  # what the model stages did
         print(f"pipeline: {json.dumps(pipeline, sort_keys=True)}", file=sys.stderr)
     if not data.items:
         raise SpecError(f"{args.out}: no usable item came out "

@@ -4,6 +4,7 @@ filler that states no fact and leaves every absent fact absent."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.settings.persona.catalogue import (
@@ -66,3 +67,15 @@ def test_sessions_are_dated_in_order_and_follow_ups_are_answered() -> None:
             asked += 1
             assert f"a plan for {found.group(1)} guests" in reply, (line, reply)
     assert asked > 0
+
+
+def test_size_paper_on_the_command_line(tmp_path: Path) -> None:
+    from clstream.cli import main
+    from clstream.protocols.imprint.schema import load_dataset
+
+    assert main(["generate", "imprint", "--setting", "persona", "--size", "paper", "--seed", "1",
+                 "--out", str(tmp_path / "paper")]) == 0
+    data = load_dataset(tmp_path / "paper")
+    assert data.manifest.config["chunk_tokens"] == PAPER_CHUNK_TOKENS
+    count = approx_tokenizer().count
+    assert min(count(d.text) for d in data.corpus) >= PAPER_CHUNK_TOKENS

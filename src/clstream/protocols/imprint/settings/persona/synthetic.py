@@ -14,13 +14,20 @@ preferences that change; a ledger of current values"):
   never the user's facts; updates and life events change values;
 * every statement is a ledger entry (docs/imprint.md §4.5); :func:`state_at`, :func:`history`
   and :func:`visible` read the ledger, and every gold is re-derived from ``state_at(end)``;
-* sessions are packed into ``chunks`` dated documents per persona (kind ``"chunk"``); the chats
-  that state *withheld* facts are left out of the corpus (the training view) and those facts
-  become BoundAbs items, as do attributes never mentioned or mentioned only about someone else;
-* items: TempUpd (``new_info`` / ``changed_info``), RefRes, CompRel (truth-table multiple
-  choice), ImpRel (recommendation choice), BoundAbs, and DirAcq only on request (the paper
-  generates it but does not report it, docs/imprint.md §5); training pairs Q use their own
-  templates (:func:`~clstream.protocols.imprint.schema.check_disjoint` holds).
+* sessions are packed into ``chunks`` dated documents per persona (kind ``"chunk"``), each
+  filled with ordinary chat (:mod:`~clstream.protocols.imprint.settings.persona.filler`)
+  up to ``chunk_tokens`` tokens -- the paper's 38,666 per persona-chunk with
+  :data:`PAPER_CHUNK_TOKENS`; the chats that state *withheld* facts are left out of the
+  corpus (the training view) and those facts become BoundAbs items, as do attributes never
+  mentioned or mentioned only about someone else;
+* items: TempUpd (``new_info`` / ``changed_info``: a value that changed, its stale value
+  stated outright in the question's words), RefRes, CompRel (truth-table multiple choice,
+  every slot true in half the options), ImpRel (one recommendation per value), BoundAbs, and
+  DirAcq only on request (the paper generates it but does not report it, docs/imprint.md
+  §5); CompRel and ImpRel items an options-only reader solves are dropped
+  (:mod:`~clstream.protocols.imprint.settings.persona.option_audit`) and counted in the
+  manifest's ``pipeline``; training pairs Q use their own templates
+  (:func:`~clstream.protocols.imprint.schema.check_disjoint` holds).
 
 Every template here is written for this project. Output is byte-identical for one config.
 """
