@@ -8,8 +8,8 @@ claim the one element that was swapped, already checked false against the ledger
 template draft (:mod:`clstream.core.imprint_writing`). The gold stays the ledger's: the writer
 only words the question. A written question is kept when it ends in "?", keeps every name,
 date, period and number of the draft (so a true claim stays true and a falsehood keeps its
-single changed element) and names no open answer the draft did not name; otherwise the item
-is dropped and counted. ImpRel (one headline per arc) and BoundAbs (absence predicates
+single changed element), names no open answer the draft did not name, and is neither a
+training question nor another item's question; otherwise the item is dropped and counted. ImpRel (one headline per arc) and BoundAbs (absence predicates
 checked against the corpus) stay templates, and the card says so. The blind and
 with-context filters (``--filter``) are the news setting's audits, as in the paper.
 """
@@ -24,7 +24,7 @@ from typing import Any
 
 from clstream.core import imprint_writing as fmt
 from clstream.core.contracts import Model
-from clstream.protocols.imprint.schema import Dataset, Item, Manifest
+from clstream.protocols.imprint.schema import Dataset, Item, Manifest, question_key
 from clstream.protocols.imprint.settings.model_calls import CACHE_NAME, StageCalls
 
 WRITTEN = ("DirAcq", "TempUpd", "CompRel")
@@ -76,14 +76,18 @@ async def run_news_stages(data: Dataset, model: Model, out_dir: str | Path) -> D
     replies = await calls.run([calls.request(i.item_id, fmt.WRITE, _payload(i)) for i in asked])
     removed: Counter[str] = Counter()
     items: list[Item] = []
+    # A written question may not be a training question or repeat another item's question.
+    taken = {question_key(p.question) for p in data.qa}
+    taken |= {question_key(i.question) for i in data.items if i.family not in WRITTEN}
     for item in data.items:
         if item.family not in WRITTEN:
             items.append(item)
             continue
         written = _written(item, replies.get(item.item_id, ""))
-        if written is None:
+        if written is None or question_key(written.question) in taken:
             removed[item.family] += 1
         else:
+            taken.add(question_key(written.question))
             items.append(written)
     families = sorted({i.family for i in data.items})
     pipeline = dict(data.manifest.config.get("pipeline", {}))

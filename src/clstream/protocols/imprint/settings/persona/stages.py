@@ -10,8 +10,8 @@ besides the blind and with-context filters (ImprintBench App. D.3 items 6-8; doc
    named; a RefRes question sharing no word with the sentence that stated the fact (it must
    paraphrase); a TempUpd question sharing a word with the sentence that stated the stale
    value (the old value must still compete); ImpRel options one per draft option, naming no
-   value, and the question not naming the attribute. Items whose reply is unreadable or breaks
-   a rule are dropped and counted. CompRel (a generic stem over truth-table bundles) and
+   value, and the question not naming the attribute; no question a training pair asks. Items
+   whose reply is unreadable or breaks a rule are dropped and counted. CompRel (a generic stem over truth-table bundles) and
    BoundAbs stay templates, and the card says so;
 2. **option-only audit** -- the written ImpRel options pass the deterministic audit of
    :mod:`~clstream.protocols.imprint.settings.persona.option_audit` again;
@@ -38,7 +38,7 @@ from typing import Any
 
 from clstream.core import imprint_writing as fmt
 from clstream.core.contracts import Model
-from clstream.protocols.imprint.schema import Dataset, Item, Manifest
+from clstream.protocols.imprint.schema import Dataset, Item, Manifest, question_key
 from clstream.protocols.imprint.settings.model_calls import CACHE_NAME, StageCalls
 from clstream.protocols.imprint.settings.persona.catalogue import (
     CATALOGUE,
@@ -142,12 +142,13 @@ async def run_persona_stages(data: Dataset, model: Model, out_dir: str | Path) -
     replies = await calls.run([calls.request(i.item_id, fmt.WRITE, _write_payload(i))
                                for i in writable])
     kept: list[Item] = []
+    training = {question_key(p.question) for p in data.qa}
     for item in items:
         if item.family not in WRITTEN:
             kept.append(item)
             continue
         written = _written(item, replies.get(item.item_id, ""))
-        if written is None:
+        if written is None or question_key(written.question) in training:
             removed["writer"][item.family] += 1
         elif item.family == "ImpRel" and solved_by(written.question, written.options,
                                                    str(written.gold)):
