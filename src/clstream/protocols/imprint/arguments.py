@@ -85,8 +85,9 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--setting", choices=("news", "code", "persona"), required=True)
     p.add_argument("--seed", type=seed_value, default=0)
     p.add_argument("--out", required=True, help="dataset directory to write")
-    p.add_argument("--size", choices=("small", "default"), default="default",
-                   help="procedural world size (small: for tests and demos)")
+    p.add_argument("--size", choices=("small", "default", "paper"), default="default",
+                   help="procedural world size (small: for tests and demos; paper: persona "
+                        "histories of the paper's length, about 38.7K tokens per chunk)")
     g = p.add_argument_group("from your own files (instead of a procedural world)")
     g.add_argument("--articles", default=None, metavar="JSONL",
                    help="news: a JSONL of dated articles {id, date, title, text}; needs "

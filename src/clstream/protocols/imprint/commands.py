@@ -238,7 +238,10 @@ def _build(args: argparse.Namespace) -> Dataset:
         news = (NewsConfig(seed=args.seed, n_people=16, n_orgs=8, n_roles=4, n_quantities=3,
                            days=21, n_deals=3, n_launches=2, n_votes=2, qa_per_article=8)
                 if small else NewsConfig(seed=args.seed))
-        return generate_news(news)
+        if args.model is None:
+            return generate_news(news)
+        from clstream.protocols.imprint.settings.news.stages import news_stages
+        return news_stages(generate_news(news), _model(args), args.out)
     if args.setting == "code":
         from clstream.protocols.imprint.settings.code.dataset import (
             build_code_dataset,
@@ -257,6 +260,7 @@ def _build(args: argparse.Namespace) -> Dataset:
                 if small else CodeWorldConfig(seed=args.seed))
         return generate_code(code)
     from clstream.protocols.imprint.settings.persona.synthetic import (
+        PAPER_CHUNK_TOKENS,
         PersonaConfig,
         generate_persona,
     )
@@ -266,9 +270,14 @@ def _build(args: argparse.Namespace) -> Dataset:
     if args.horizon:
         from clstream.protocols.imprint.settings.persona.from_exports import load_horizon
         return load_horizon(args.horizon)
-    persona = (PersonaConfig(seed=args.seed, n_personas=2, chunks=2, sessions_per_chunk=3)
-               if small else PersonaConfig(seed=args.seed))
-    return generate_persona(persona)
+    persona = (PersonaConfig(seed=args.seed, n_personas=2, chunks=2, sessions_per_chunk=3,
+                             chunk_tokens=600) if small
+               else PersonaConfig(seed=args.seed, chunk_tokens=PAPER_CHUNK_TOKENS)
+               if args.size == "paper" else PersonaConfig(seed=args.seed))
+    if args.model is None:
+        return generate_persona(persona)
+    from clstream.protocols.imprint.settings.persona.stages import persona_stages
+    return persona_stages(generate_persona(persona), _model(args), args.out)
 
 
 def _model(args: argparse.Namespace) -> Any:
@@ -285,14 +294,22 @@ def _model(args: argparse.Namespace) -> Any:
 
 # What an interrupted generation of the same dataset leaves in its directory and a rerun reuses.
 _REPLY_CACHES = ("question_cache.json", "filter_cache.jsonl", "filter_report.json",
-                 "judge_cache.jsonl")
+                 "judge_cache.jsonl", "stage_cache.json")
+
+
+def _runs_stages(args: argparse.Namespace) -> bool:
+    """Whether ``--model`` writes and audits the items of a procedural world (news and
+    persona; docs/imprint.md §4.7)."""
+    return ((args.setting == "news" and not args.articles)
+            or (args.setting == "persona" and not (args.personamem or args.horizon)))
 
 
 def generate(args: argparse.Namespace) -> int:
     claim_directory(args.out, role="dataset", reusable=_REPLY_CACHES)
-    if args.model is not None and (args.articles or args.filter):
+    staged = args.model is not None and _runs_stages(args)
+    if args.model is not None and (args.articles or args.filter or staged):
         _model(args)
-    if args.articles or args.filter:  # their model replies are cached in the dataset directory
+    if args.articles or args.filter or staged:  # model replies are cached in the directory
         Path(args.out).mkdir(parents=True, exist_ok=True)
     data = _build(args)
     if args.filter:
@@ -310,7 +327,7 @@ def generate(args: argparse.Namespace) -> int:
         print(f"filters: kept {kept} (details in {Path(args.out) / 'filter_report.json'})",
               file=sys.stderr)
     pipeline = data.manifest.config.get("pipeline")
-    if isinstance(pipeline, dict):
+    if isinstance(pipeline, dict) and args.model is not None:  # what the model stages did
         print(f"pipeline: {json.dumps(pipeline, sort_keys=True)}", file=sys.stderr)
     if not data.items:
         raise SpecError(f"{args.out}: no usable item came out "

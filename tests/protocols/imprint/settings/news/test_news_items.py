@@ -134,3 +134,63 @@ def test_alias_items_name_where_the_alias_is_read(data: Dataset) -> None:
         alias = item.meta["query"]["alias"]
         sentences = [sentence_split(docs[d].text)[i] for d, i in item.meta["support"]]
         assert any(alias.casefold() in s.casefold() for s in sentences), item.question
+
+
+_PERIOD = re.compile(r"\b(early|mid|late) (January|February|March|April|May|June|July|August|"
+                     r"September|October|November|December) (\d{4})\b")
+
+
+def _period_middle(word: str, month: str, year: str) -> str:
+    number = dt.datetime.strptime(month, "%B").month
+    day = {"early": 5, "mid": 15, "late": 25}[word]
+    return dt.date(int(year), number, day).isoformat()
+
+
+def test_dated_items_ask_inside_the_corpus_window(data: Dataset) -> None:
+    """Every date and period a question names lies inside the window the articles cover, so
+    no "No" is given away by a date the corpus never reaches (App. D.1 item 1: one element
+    swapped, the rest of the claim as reported)."""
+    dates = sorted(d.date for d in data.corpus)
+    lo, hi = dates[0], dates[-1]
+    swaps = {"date": 0}
+    for item in data.items:
+        for day in re.findall(r"\d{4}-\d{2}-\d{2}", item.question):
+            assert lo <= day <= hi, (item.item_id, item.question)
+        if item.family == "BoundAbs":
+            continue
+        for word, month, year in _PERIOD.findall(item.question):
+            middle = _period_middle(word, month, year)
+            assert period_of(lo)[0] <= middle <= hi, (item.item_id, item.question)
+        if item.family == "DirAcq" and item.meta.get("swap") == "date":
+            swaps["date"] += 1
+            claim = item.meta["query"]["claim"]
+            assert lo <= _period_middle(*period_of(claim["from"])[2].split()) <= hi
+    assert swaps["date"] > 0
+
+
+_KINDS = {"recount": {"party"}, "leadership challenge": {"party"}, "boycott": {"company"},
+          "sanctions": {"company"}, "referee strike": {"league"}}
+
+
+def test_boundabs_names_an_event_that_fits_its_organisation(data: Dataset) -> None:
+    """A recount is asked of a party, a boycott of a company: the absent event is plausible
+    for its entity, so only the corpus can rule it out."""
+    led = NewsLedger(data.ledger)
+    by_name = {v["name"]: v for v in led.entities.values()}
+    boundabs = [i for i in data.items if i.family == "BoundAbs"]
+    assert boundabs
+    for item in boundabs:
+        assert re.fullmatch(r"In (early|mid|late) [A-Z][a-z]+ \d{4}, [a-z].*[a-z]\?",
+                            item.question), item.question
+        org = next(by_name[n] for n in item.meta["entities"] if n in by_name
+                   and by_name[n]["type"] == "org")
+        fits = _KINDS.get(item.meta["predicate"])
+        if fits is not None:
+            assert org["attrs"]["org_type"] in fits, (item.question, org["attrs"])
+        if item.meta["predicate"] == "leave of absence":  # only from where one works
+            person = next(k for k, v in led.entities.items()
+                          if v["name"] in item.meta["entities"] and v["type"] == "person")
+            posts = {led.roles[e["role"]]["org"] for e in led.timeline
+                     if e["type"] == "role_change" and e["new"] == person}
+            posts |= {r["org"] for r in led.roles.values() if r["holder"] == person}
+            assert org["id"] in posts, item.question

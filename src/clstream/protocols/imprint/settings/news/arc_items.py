@@ -25,27 +25,47 @@ from clstream.protocols.imprint.settings.news.world import NewsConfig
 from clstream.retrieval.bm25 import IncrementalBM25
 
 # Absence predicates (BoundAbs, App. D.1): wording no event, background or filler sentence
-# ever uses; the generator checks each against every article and training pair.
-_ABSENT: dict[str, tuple[tuple[str, str, str], ...]] = {
-    # strategy: (predicate, "No record of ..." clause, question body); {p} person, {o} org
+# ever uses; the generator checks each against every article and training pair. Each names an
+# event that could befall the kind of organisation it is asked about (a recount is asked of a
+# party, a consumer boycott of a company), so the question is plausible and only the corpus
+# can tell it never happened.
+_ANY = frozenset(("central bank", "ministry", "company", "party", "league", "agency"))
+_OFFICES = frozenset(("central bank", "ministry", "agency"))
+# Asked only when the person holds a post at the organisation (not of an outside official).
+_MEMBER = frozenset({"member"})
+_ABSENT: dict[str, tuple[tuple[str, str, str, frozenset[str]], ...]] = {
+    # strategy: (predicate, "No record of ..." clause, question body, organisation kinds);
+    # {p} person, {o} organisation
     "actor-action": (
-        ("investigators", "{p} being questioned by investigators over {o}",
-         "was {p} questioned by investigators over {o}"),
-        ("travel ban", "{p} being placed under a travel ban",
-         "was {p} placed under a travel ban over matters at {o}")),
+        ("investigators", "{p} being questioned by investigators about {o}",
+         "was {p} questioned by investigators about {o}", _ANY),
+        ("leave of absence", "{p} taking a leave of absence from {o}",
+         "did {p} take a leave of absence from {o}", _MEMBER)),
     "sub-event": (
-        ("walkout", "staff at {o} staging a walkout", "did staff at {o} stage a walkout"),
-        ("recount", "a recount being ordered at {o}", "was a recount ordered at {o}")),
+        ("walkout", "staff at {o} staging a walkout", "did staff at {o} stage a walkout",
+         _OFFICES | {"company"}),
+        ("data breach", "a data breach at {o}", "was there a data breach at {o}",
+         _OFFICES | {"company"}),
+        ("recount", "a recount of the votes cast for {o}",
+         "was a recount of the votes cast for {o} ordered", frozenset(("party",))),
+        ("leadership challenge", "a leadership challenge within {o}",
+         "was a leadership challenge mounted within {o}", frozenset(("party",))),
+        ("referee strike", "referees of {o} going on strike",
+         "did the referees of {o} go on strike", frozenset(("league",)))),
     "quote": (
         ("sinking ship", "{p} calling {o} a sinking ship",
-         "did {p} publicly call {o} a sinking ship"),
+         "did {p} publicly call {o} a sinking ship", _ANY),
         ("house of cards", "{p} calling {o} a house of cards",
-         "did {p} publicly describe {o} as a house of cards")),
+         "did {p} publicly describe {o} as a house of cards", _ANY)),
     "consequence": (
-        ("boycott", "a consumer boycott of {o}",
-         "was a consumer boycott of {o} called"),
+        ("boycott", "a consumer boycott of {o}", "was a consumer boycott of {o} called",
+         frozenset(("company",))),
+        ("emergency audit", "an emergency audit of {o}", "was an emergency audit of {o} ordered",
+         _OFFICES | {"company", "league"}),
+        ("funding freeze", "a freeze on the public funding of {o}",
+         "was the public funding of {o} frozen", frozenset(("party", "league"))),
         ("sanctions", "emergency sanctions against {o}",
-         "were emergency sanctions imposed on {o}")),
+         "were emergency sanctions imposed on {o}", frozenset(("company",)))),
 }
 
 
@@ -109,10 +129,16 @@ def bound_abs(led: NewsLedger, articles: list[Article], qa: list[QAPair], out: I
     for arc in arcs[: config.boundabs_arcs]:
         main = main_event(led, arc)
         org, person = _arc_actors(led, main)
+        kind = led.entities[org]["attrs"]["org_type"]
+        member = any(r["org"] == org and r["holder"] == person for r in led.roles.values()) \
+            or any(e["type"] == "role_change" and e["new"] == person
+                   and led.roles[e["role"]]["org"] == org for e in led.timeline)
         for strategy, choices in _ABSENT.items():
-            predicate, clause, asked = rng.choice(choices)
-            if predicate.casefold() in corpus_text:
+            fitting = [c for c in choices if (kind in c[3] or (member and c[3] == _MEMBER))
+                       and c[0].casefold() not in corpus_text]
+            if not fitting:
                 continue
+            predicate, clause, asked, _ = rng.choice(fitting)
             fill = {"p": led.name(person), "o": the(led, org)}
             question = f"In {arc['period']}, {asked.format(**fill)}?"
             question = question[0].upper() + question[1:]

@@ -35,6 +35,7 @@ from clstream.protocols.imprint.settings.news.items import (
     Items,
     Support,
     comp_rel,
+    corpus_window,
     dir_acq,
     temp_upd,
 )
@@ -86,8 +87,9 @@ def generate_news(config: NewsConfig | None = None) -> Dataset:
     qa = training_pairs(led, articles, config)
     items = Items()
     dir_acq(led, articles, support, items, config, rng)
-    temp_upd(led, support, items, rng)
-    comp_rel(led, support, items, config, rng)
+    window = corpus_window(articles)
+    temp_upd(led, support, items, rng, window)
+    comp_rel(led, support, items, config, rng, window)
     imp_rel(led, articles, support, items)
     bound_abs(led, articles, qa, items, config, rng)
     present = {item.family for item in items.items}
@@ -104,6 +106,8 @@ def generate_news(config: NewsConfig | None = None) -> Dataset:
     order = {f: n for n, f in enumerate(REPORTED_FAMILIES["news"])}
     ordered = sorted(items.items, key=lambda i: order[i.family])
     check_disjoint(qa, ordered, "news generator")
+    # Without a model every family is a template (docs/imprint.md §4.7).
+    pipeline = {"writer": "templates", "template_families": sorted(present)}
     manifest = Manifest(setting="news", generator=GENERATOR, seed=config.seed,
-                        config=config.as_json())
+                        config={**config.as_json(), "pipeline": pipeline})
     return Dataset(manifest, corpus, qa, ordered, led_records(led))

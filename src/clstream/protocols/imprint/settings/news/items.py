@@ -96,16 +96,26 @@ def _claim_question(led: NewsLedger, c: dict[str, Any]) -> str:
     return kind_of(c).claim_question(led, c, period_of(c["from"])[2])
 
 
-def _false_claim(led: NewsLedger, claim: dict[str, Any],
-                 rng: random.Random) -> tuple[dict[str, Any], str] | None:
-    """One element of a true claim swapped (entity of the same type, the date moved outside the
-    event's period, a quantity scaled by 0.5 or 1.5, or the relation reversed), checked false
-    against the ledger (App. D.1 item 1)."""
+def in_window(period_start: str, window: tuple[str, str]) -> bool:
+    """Whether the third of a month starting ``period_start`` lies inside the corpus window
+    (first and last article dates): its middle day does. A dated question about a period the
+    corpus does not cover is answered "No" by its date alone."""
+    lo, hi, _ = period_of(period_start)
+    middle = plus_days(lo, (dt.date.fromisoformat(hi) - dt.date.fromisoformat(lo)).days // 2)
+    return window[0] <= middle <= window[1]
+
+
+def _false_claim(led: NewsLedger, claim: dict[str, Any], rng: random.Random,
+                 window: tuple[str, str]) -> tuple[dict[str, Any], str] | None:
+    """One element of a true claim swapped (entity of the same type, the date moved to another
+    period inside the corpus window, a quantity scaled by 0.5 or 1.5, or the relation
+    reversed), checked false against the ledger (App. D.1 item 1)."""
     options: list[tuple[dict[str, Any], str]] = []
-    for steps in (-3, 3, 4):
+    for steps in (-2, -1, 1, 2):
         moved = shift_period(claim["from"], steps)
         lo, hi, _ = period_of(moved)
-        options.append(({**claim, "from": lo, "to": hi}, "date"))
+        if in_window(lo, window):
+            options.append(({**claim, "from": lo, "to": hi}, "date"))
     people = sorted(k for k, v in led.entities.items() if v["type"] == "person")
     for key in ("new", "person", "buyer", "a", "org", "party"):
         if key in claim and claim[key] in led.entities:
@@ -140,6 +150,7 @@ def _false_claim(led: NewsLedger, claim: dict[str, Any],
 
 def dir_acq(led: NewsLedger, articles: list[Article], support: Support, out: Items,
             config: NewsConfig, rng: random.Random) -> None:
+    window = corpus_window(articles)
     for article in articles:
         made = 0
         for index, (_, facts) in enumerate(article.sentences):
@@ -149,9 +160,10 @@ def dir_acq(led: NewsLedger, articles: list[Article], support: Support, out: Ite
             if not event_ids:
                 continue
             claim = _claim_of(led.events[event_ids[0]])
-            if claim is None or not led.claim_holds(claim):
+            if claim is None or not led.claim_holds(claim) or not in_window(claim["from"],
+                                                                              window):
                 continue
-            swapped = _false_claim(led, claim, rng)
+            swapped = _false_claim(led, claim, rng, window)
             if swapped is None:
                 continue
             false_claim, how = swapped
@@ -169,7 +181,16 @@ def dir_acq(led: NewsLedger, articles: list[Article], support: Support, out: Ite
             made += 1
 
 
-def temp_upd(led: NewsLedger, support: Support, out: Items, rng: random.Random) -> None:
+def corpus_window(articles: Sequence[Article]) -> tuple[str, str]:
+    """The first and last article dates: dated questions ask inside this window."""
+    dates = sorted(a.date for a in articles)
+    return dates[0], dates[-1]
+
+
+def temp_upd(led: NewsLedger, support: Support, out: Items, rng: random.Random,
+             window: tuple[str, str] | None = None) -> None:
+    """TempUpd items asked "as of" a day after the change and, given ``window``, no later
+    than the last article (a later date asks about a time the corpus does not cover)."""
     writer = Writer(led, rng)
     for e in led.timeline:
         first = support.first(e["id"])
@@ -180,6 +201,10 @@ def temp_upd(led: NewsLedger, support: Support, out: Items, rng: random.Random) 
             continue
         where = [first, dated]
         asof = plus_days(e["date"], rng.randint(3, 12))
+        if window is not None:
+            asof = min(asof, window[1])
+            if asof <= e["date"]:
+                continue
         if e["type"] == "role_change":
             role, post = e["role"], writer.role_text(e["role"])
             q = {"op": "holder", "role": role, "date": asof}
@@ -237,10 +262,9 @@ def _aliases_used(support: Support, person: str) -> list[str]:
 
 
 def comp_rel(led: NewsLedger, support: Support, out: Items, config: NewsConfig,
-              rng: random.Random) -> None:
+              rng: random.Random, window: tuple[str, str] | None = None) -> None:
     writer = Writer(led, rng)
-    first_day = config.start
-    last_day = plus_days(config.start, config.days - 1)
+    first_day, last_day = window or (config.start, plus_days(config.start, config.days - 1))
     changes = [e for e in led.timeline if e["type"] == "role_change"]
 
     def add(question: str, query: dict[str, Any], facts: list[str], hops: int,
@@ -277,7 +301,9 @@ def comp_rel(led: NewsLedger, support: Support, out: Items, config: NewsConfig,
                 add(f"On {date}, who was the central bank governor of the country where the "
                     f"{post} was born?", q,
                     base + [f"bg:{city}:country"] + _holding_facts(led, gov, date), 4, "chain")
-        asof = plus_days(e["date"], rng.randint(2, 9))
+        asof = min(plus_days(e["date"], rng.randint(2, 9)), last_day)
+        if asof <= e["date"]:
+            continue
         q = {"op": "without_change", "event": e["id"], "date": asof}
         add(f"Had {led.name(e['new'])} not taken over as {post}, who would still have held "
             f"that post on {asof}?", q, [e["id"], f"bg:{e['old']}:tenure"], 2,

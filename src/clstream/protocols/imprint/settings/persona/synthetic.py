@@ -14,13 +14,20 @@ preferences that change; a ledger of current values"):
   never the user's facts; updates and life events change values;
 * every statement is a ledger entry (docs/imprint.md §4.5); :func:`state_at`, :func:`history`
   and :func:`visible` read the ledger, and every gold is re-derived from ``state_at(end)``;
-* sessions are packed into ``chunks`` dated documents per persona (kind ``"chunk"``); the chats
-  that state *withheld* facts are left out of the corpus (the training view) and those facts
-  become BoundAbs items, as do attributes never mentioned or mentioned only about someone else;
-* items: TempUpd (``new_info`` / ``changed_info``), RefRes, CompRel (truth-table multiple
-  choice), ImpRel (recommendation choice), BoundAbs, and DirAcq only on request (the paper
-  generates it but does not report it, docs/imprint.md §5); training pairs Q use their own
-  templates (:func:`~clstream.protocols.imprint.schema.check_disjoint` holds).
+* sessions are packed into ``chunks`` dated documents per persona (kind ``"chunk"``), each
+  filled with ordinary chat (:mod:`~clstream.protocols.imprint.settings.persona.filler`)
+  up to ``chunk_tokens`` tokens -- the paper's 38,666 per persona-chunk with
+  :data:`PAPER_CHUNK_TOKENS`; the chats that state *withheld* facts are left out of the
+  corpus (the training view) and those facts become BoundAbs items, as do attributes never
+  mentioned or mentioned only about someone else;
+* items: TempUpd (``new_info`` / ``changed_info``: a value that changed, its stale value
+  stated outright in the question's words), RefRes, CompRel (truth-table multiple choice,
+  every slot true in half the options), ImpRel (one recommendation per value), BoundAbs, and
+  DirAcq only on request (the paper generates it but does not report it, docs/imprint.md
+  §5); CompRel and ImpRel items an options-only reader solves are dropped
+  (:mod:`~clstream.protocols.imprint.settings.persona.option_audit`) and counted in the
+  manifest's ``pipeline``; training pairs Q use their own templates
+  (:func:`~clstream.protocols.imprint.schema.check_disjoint` holds).
 
 Every template here is written for this project. Output is byte-identical for one config.
 """
@@ -28,12 +35,14 @@ Every template here is written for this project. Output is byte-identical for on
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
 from clstream.core.errors import SpecError
+from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.schema import (
     CorpusDoc,
     Dataset,
@@ -62,51 +71,24 @@ from clstream.protocols.imprint.settings.persona.catalogue import (
     mentions,
     word_stems,
 )
+from clstream.protocols.imprint.settings.persona.filler import (
+    ASSISTANT_CLOSE,
+    ASSISTANT_OPEN,
+    Exchanges,
+    errand,
+    small_talk,
+)
+from clstream.protocols.imprint.settings.persona.option_audit import solved_by
 
 GENERATOR = "imprint.persona_synthetic"
+# Tokens of one persona-chunk in the paper: 1.93M tokens over 50 persona-chunks (ImprintBench
+# Tables 5 and 8); 38,666 is the figure the paper gives per chunk.
+PAPER_CHUNK_TOKENS = 38_666
 ABSTAIN_GOLD = "abstain"
 __all__ = ["AFFORDANCES", "CATALOGUE", "CATALOGUE_BY_KEY", "EXPLICITNESS", "STOP_WORDS",
            "Attribute", "PersonaConfig", "Value", "content_words", "generate_persona",
            "history", "mentions", "state_at", "visible", "word_stems"]
 
-
-# Chat scaffolding: a task request per session, assistant replies, small talk. No catalogue
-# noun, alias or value occurs here (tests check), so only statements carry facts.
-_TASKS: tuple[tuple[str, str], ...] = (
-    ("a grocery list", "Can you help me put together a grocery list for the week?"),
-    ("a landlord note", "Could you help me draft a note to my landlord about the heating?"),
-    ("a weekend plan", "I need help planning this weekend."),
-    ("a budget sheet", "Can you help me set up a simple sheet to track bills?"),
-    ("a cover letter", "Would you look over a cover letter for me?"),
-    ("a packing list", "Help me write a packing list for a short trip."),
-    ("a birthday message", "I want to write a birthday message for a friend."),
-    ("a cleaning rota", "Can we make a cleaning rota for the flat?"),
-    ("a reading schedule", "Help me pace a long report over the coming week."),
-    ("a dinner party", "I'm hosting a dinner party and need a plan."),
-)
-_ASSISTANT_OPEN = (
-    "Happy to help with that. Let's start with a rough outline.",
-    "Sure thing. Here is a first pass you can adjust.",
-    "Of course. I'll sketch something and we can refine it.",
-)
-_USER_FILLER = (
-    "That looks good, can you shorten the second part?",
-    "Thanks, that is helpful.",
-    "Could you reorder the list a little?",
-    "Let's keep it friendly.",
-    "Can you add a line at the end?",
-    "Perfect, one more tweak please.",
-    "Hmm, can we make it simpler?",
-)
-_ASSISTANT_FILLER = (
-    "Done. I've tightened the wording.",
-    "Here is the revised version.",
-    "Good idea. I've updated it.",
-    "Noted, I'll keep that in mind.",
-    "Sounds good. Anything else you'd like to adjust?",
-    "Understood. I've adjusted the plan.",
-)
-_ASSISTANT_CLOSE = "Glad that helps. Come back any time."
 
 # Training-pair templates (Q); no test question uses their wording.
 _QA_FACT = (
@@ -116,6 +98,7 @@ _QA_FACT = (
     ("Fill in from session {session}: my {noun} -> ?", "{v}"),
 )
 _QA_NEARBY = ("Whom did I mention on {date} in connection with {v}?", "my {who}")
+_QA_PER_CHUNK = 100
 _QA_SESSION = (
     ("What did I ask for help with on {date}?", "{task}"),
     ("On which date did I ask for {task}?", "{date}"),
@@ -137,7 +120,11 @@ class PersonaConfig:
     statement is phrased (the rest direct); ``p_nearby``: chance another person's value of a
     held attribute is mentioned; ``n_withheld``: held attributes stated only in chats left out
     of the corpus; ``n_comprel``: truth-table items per persona (half over 2 facts, half over
-    3); ``include_diracq``: also write DirAcq items (not reported by the paper).
+    3); ``include_diracq``: also write DirAcq items (not reported by the paper);
+    ``chunk_tokens``: ordinary chat filler is added to each chunk until it holds about this
+    many tokens (approximate tokenizer; 0 adds none). The paper's persona-chunks hold about
+    :data:`PAPER_CHUNK_TOKENS` (``--size paper``); the default is smaller so that runs over
+    the default dataset stay quick.
     """
 
     seed: int = 0
@@ -146,13 +133,19 @@ class PersonaConfig:
     sessions_per_chunk: int = 5
     turns_per_session: tuple[int, int] = (6, 14)
     n_attributes: int = 18
-    p_update: float = 0.35
+    p_update: float = 0.5
     p_implicit: float = 0.3
     p_paraphrase: float = 0.25
     p_nearby: float = 0.15
     n_withheld: int = 3
     n_comprel: int = 6
     include_diracq: bool = False
+    chunk_tokens: int = 6_000
+
+    def turn_pairs(self) -> tuple[int, int]:
+        """``turns_per_session`` as user/assistant pairs."""
+        lo, hi = self.turns_per_session
+        return max(1, lo // 2), max(1, (hi + 1) // 2)
 
     def check(self) -> None:
         """Raise :class:`SpecError` for settings the generator cannot honour."""
@@ -167,6 +160,7 @@ class PersonaConfig:
             (not 0 <= self.n_withheld <= self.n_attributes - 3,
              "n_withheld must be in 0..n_attributes-3"),
             (self.n_comprel < 0, "n_comprel must be >= 0"),
+            (self.chunk_tokens < 0, "chunk_tokens must be >= 0"),
         ]
         for p in ("p_update", "p_implicit", "p_paraphrase", "p_nearby"):
             value = getattr(self, p)
@@ -230,15 +224,17 @@ class _Statement:
 
 @dataclass
 class _Session:
-    index: int
-    session_id: str
     chunk: int
-    day: date
     task: tuple[str, str]
     withheld: bool = False
+    session_id: str = ""
+    day: date = date(2024, 1, 1)
     statements: list[_Statement] = field(default_factory=list)
-    turns: list[tuple[str, str, str]] = field(default_factory=list)  # (turn_id, role, text)
-    stated_in: list[tuple[str, _Statement]] = field(default_factory=list)  # (turn_id, fact)
+    turns: list[tuple[str, str]] = field(default_factory=list)  # (role, text)
+    stated_in: list[tuple[int, _Statement]] = field(default_factory=list)  # (turn index, fact)
+
+    def turn_id(self, index: int) -> str:
+        return f"{self.session_id}.t{index + 1:02d}"
 
 
 @dataclass
@@ -266,15 +262,19 @@ def generate_persona(config: PersonaConfig | None = None) -> Dataset:
     qa: list[QAPair] = []
     items: list[Item] = []
     ledger: list[dict[str, Any]] = []
+    audits: Counter[str] = Counter()
     for number in range(config.n_personas):
         persona = _build_persona(config, number)
         corpus.extend(persona.docs)
         ledger.extend(persona.ledger)
         qa.extend(_training_pairs(config, persona))
-        items.extend(_items(config, persona))
+        items.extend(_items(config, persona, audits))
     check_disjoint(qa, items, "persona generator")
+    families = sorted({i.family for i in items})
+    pipeline = {"writer": "templates", "template_families": families,
+                "audits": {"option_only": {f: audits[f] for f in ("CompRel", "ImpRel")}}}
     manifest = Manifest(setting="persona", generator=GENERATOR, seed=config.seed,
-                        config=_config_dict(config))
+                        config={**_config_dict(config), "pipeline": pipeline})
     return Dataset(manifest, corpus, qa, items, ledger)
 
 
@@ -301,26 +301,22 @@ def _build_persona(config: PersonaConfig, number: int) -> _Persona:
     n_nearby_only = max(1, len(unheld) // 3)
     nearby_only, never = unheld[:n_nearby_only], unheld[n_nearby_only:]
 
-    start = date(2024, 1, 8) + timedelta(days=rng.randrange(0, 200))
-    sessions: list[_Session] = []
-    day = start
     total = config.chunks * config.sessions_per_chunk
-    for index in range(total):
-        sessions.append(_Session(index, f"{persona_id}-s{index + 1:02d}",
-                                 index // config.sessions_per_chunk, day,
-                                 _TASKS[rng.randrange(len(_TASKS))]))
-        day += timedelta(days=rng.randint(2, 6))
-
+    carriers = [_Session(index // config.sessions_per_chunk, errand(rng))
+                for index in range(total)]
     for attribute in stated:
         values = list(attribute.values)
         first_value = values.pop(rng.randrange(len(values)))
         first = rng.randrange(total)
+        updated = first < total - 1 and rng.random() < config.p_update
         roll = rng.random()
-        how = ("implicit" if roll < config.p_implicit else
+        # A value that later changes is stated outright, in the question's own words, so the
+        # stale value competes with the new one (App. D.3 item 2: CHANGED-INFO).
+        how = ("direct" if updated else "implicit" if roll < config.p_implicit else
                "paraphrase" if roll < config.p_implicit + config.p_paraphrase else "direct")
-        sessions[first].statements.append(_render(rng, attribute, first_value, how))
+        carriers[first].statements.append(_render(rng, attribute, first_value, how))
         used = [first_value]
-        if first < total - 1 and rng.random() < config.p_update:
+        if updated:
             later = rng.randrange(first + 1, total)
             new_value = values.pop(rng.randrange(len(values)))
             cause = "stated"
@@ -328,34 +324,83 @@ def _build_persona(config: PersonaConfig, number: int) -> _Persona:
                 cause = f"life_event:{attribute.event[0]}"
             update = _render(rng, attribute, new_value, "direct", previous=first_value.name,
                              cause=cause)
-            sessions[later].statements.append(update)
+            carriers[later].statements.append(update)
             used.append(new_value)
         if rng.random() < config.p_nearby:
             others = [v for v in attribute.values if v not in used]
             where = rng.randrange(total)
-            sessions[where].statements.append(
+            carriers[where].statements.append(
                 _render(rng, attribute, others[rng.randrange(len(others))], "nearby"))
     for attribute in nearby_only:
         for _ in range(rng.randint(1, 2)):
             value = attribute.values[rng.randrange(len(attribute.values))]
-            sessions[rng.randrange(total)].statements.append(
+            carriers[rng.randrange(total)].statements.append(
                 _render(rng, attribute, value, "nearby"))
     # Withheld facts: stated in chats of their own that the training view leaves out.
-    for number_w, attribute in enumerate(withheld):
-        after = sessions[rng.randrange(total)]
+    after: dict[int, list[_Session]] = {}
+    for attribute in withheld:
+        host = rng.randrange(total)
         value = attribute.values[rng.randrange(len(attribute.values))]
-        session = _Session(-1, f"{persona_id}-w{number_w + 1:02d}", after.chunk, after.day,
-                           _TASKS[rng.randrange(len(_TASKS))], withheld=True)
+        session = _Session(carriers[host].chunk, errand(rng), withheld=True)
         session.statements.append(_render(rng, attribute, value, "direct"))
-        sessions.append(session)
-
-    for session in sessions:
+        after.setdefault(host, []).append(session)
+    for session in [*carriers, *(s for group in after.values() for s in group)]:
         rng.shuffle(session.statements)
         _fill_turns(config, rng, session)
-    ordered = sorted(sessions, key=lambda s: (s.day, s.withheld, s.session_id))
+    ordered = _with_filler(config, rng, carriers, after)
+    _date_and_name(config, rng, persona_id, ordered)
     ledger = _ledger(persona_id, ordered)
     docs = _chunk_docs(config, persona_id, name, ordered)
     return _Persona(persona_id, name, held, withheld, nearby_only, never, ordered, ledger, docs)
+
+
+def _with_filler(config: PersonaConfig, rng: random.Random, carriers: list[_Session],
+                 after: dict[int, list[_Session]]) -> list[_Session]:
+    """All sessions in chat order: each chunk's fact-carrying sessions in their order, with
+    ordinary filler sessions placed among them until the chunk holds ``chunk_tokens``
+    tokens, and each withheld chat right after the session it follows."""
+    tokens = approx_tokenizer().count
+    ordered: list[_Session] = []
+    for chunk in range(config.chunks):
+        own = [s for s in carriers if s.chunk == chunk]
+        size = sum(tokens(text) + 2 for s in own for _, text in s.turns)
+        filler: list[_Session] = []
+        while size < config.chunk_tokens:
+            session = _Session(chunk, errand(rng))
+            _fill_turns(config, rng, session, pairs=rng.randint(4, 8))
+            size += sum(tokens(text) + 2 for _, text in session.turns)
+            filler.append(session)
+        slots = sorted(rng.randrange(len(own) + 1) for _ in filler)
+        merged: list[_Session] = []
+        for position, session in enumerate(own):
+            merged += [f for f, slot in zip(filler, slots, strict=True) if slot == position]
+            merged.append(session)
+            merged += after.get(carriers.index(session), [])
+        merged += [f for f, slot in zip(filler, slots, strict=True) if slot == len(own)]
+        ordered += merged
+    return ordered
+
+
+def _date_and_name(config: PersonaConfig, rng: random.Random, persona_id: str,
+                   sessions: list[_Session]) -> None:
+    """Dates (a few days apart, a day or two once histories are long) and ids in chat order;
+    a withheld chat takes the date of the session before it."""
+    shown = [s for s in sessions if not s.withheld]
+    lo, hi = (2, 6) if len(shown) <= 40 else (1, 2)
+    day = date(2024, 1, 8) + timedelta(days=rng.randrange(0, 200))
+    width = 2 if len(shown) < 100 else 3
+    number = withheld = 0
+    previous = day
+    for session in sessions:
+        if session.withheld:
+            withheld += 1
+            session.session_id = f"{persona_id}-w{withheld:02d}"
+            session.day = previous
+            continue
+        number += 1
+        session.session_id = f"{persona_id}-s{number:0{width}d}"
+        session.day = previous = day
+        day += timedelta(days=rng.randint(lo, hi))
 
 
 def _render(rng: random.Random, attribute: Attribute, value: Value, how: str,
@@ -386,37 +431,38 @@ def _capital(text: str) -> str:
     return text[0].upper() + text[1:]
 
 
-def _fill_turns(config: PersonaConfig, rng: random.Random, session: _Session) -> None:
-    lo, hi = config.turns_per_session
-    n_turns = max(rng.randint(lo, hi), 2 * len(session.statements) + 2)
-    n_turns += n_turns % 2  # user/assistant pairs
-    user_slots = list(range(1, n_turns // 2))
+def _fill_turns(config: PersonaConfig, rng: random.Random, session: _Session,
+                pairs: int | None = None) -> None:
+    """The session's turns: the errand's request, ordinary work on it, each statement as the
+    tail of a user turn, and the assistant's closing line."""
+    lo, hi = config.turn_pairs()
+    n_pairs = pairs if pairs is not None else max(rng.randint(lo, hi),
+                                                  len(session.statements) + 1)
+    user_slots = list(range(1, n_pairs))
     rng.shuffle(user_slots)
     at = {slot: st for slot, st in zip(sorted(user_slots[:len(session.statements)]),
                                        session.statements, strict=True)}
-    for pair in range(n_turns // 2):
+    work = Exchanges(rng, session.task[0])
+    for pair in range(n_pairs):
         if pair == 0:
-            user = session.task[1]
-            assistant = rng.choice(_ASSISTANT_OPEN)
+            user, assistant = session.task[1], rng.choice(ASSISTANT_OPEN)
         elif pair in at:
-            user = f"{rng.choice(_USER_FILLER)} {at[pair].sentence}"
-            assistant = rng.choice(_ASSISTANT_FILLER)
+            user = f"{small_talk(rng)} {at[pair].sentence}"
+            assistant = "Noted, I'll keep that in mind."
         else:
-            user = rng.choice(_USER_FILLER)
-            assistant = rng.choice(_ASSISTANT_FILLER)
-        if pair == n_turns // 2 - 1:
-            assistant = _ASSISTANT_CLOSE
-        for role, text in (("user", user), ("assistant", assistant)):
-            turn_id = f"{session.session_id}.t{len(session.turns) + 1:02d}"
-            session.turns.append((turn_id, role, text))
-            if role == "user" and pair in at:
-                session.stated_in.append((turn_id, at[pair]))
+            user, assistant = work.next()
+        if pair == n_pairs - 1:
+            assistant = ASSISTANT_CLOSE
+        if pair in at:
+            session.stated_in.append((len(session.turns), at[pair]))
+        session.turns += [("user", user), ("assistant", assistant)]
 
 
 def _ledger(persona_id: str, sessions: list[_Session]) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
     for session in sessions:
-        for turn_id, st in session.stated_in:
+        for turn, st in session.stated_in:
+            turn_id = session.turn_id(turn)
             entries.append({
                 "persona": persona_id, "seq": len(entries) + 1,
                 "session": session.session_id, "chunk": session.chunk,
@@ -442,7 +488,7 @@ def _chunk_docs(config: PersonaConfig, persona_id: str, name: str,
         for s in shown:
             lines = [f"Session {s.session_id} ({s.day.isoformat()})"]
             lines += [f"{'User' if role == 'user' else 'Assistant'}: {text}"
-                      for _, role, text in s.turns]
+                      for role, text in s.turns]
             blocks.append("\n".join(lines))
         docs.append(CorpusDoc(
             doc_id=_doc_id(persona_id, chunk), instance_id=persona_id,
@@ -478,12 +524,15 @@ def _training_pairs(config: PersonaConfig, persona: _Persona) -> list[QAPair]:
                 rows.append((q.format(**fill), entry["holder"]))
             else:
                 rows += [(q.format(**fill), a.format(**fill)) for q, a in _QA_FACT]
-        for session in persona.sessions:
-            if session.chunk != chunk or session.withheld:
-                continue
+        # Sessions that carry facts first, then the filler ones, about 100 pairs a chunk
+        # (the paper's Q has 100 per persona-chunk, Table 5).
+        sessions = sorted((s for s in persona.sessions if s.chunk == chunk and not s.withheld),
+                          key=lambda s: not s.stated_in)
+        for session in sessions:
             fill = {"date": session.day.isoformat(), "session": session.session_id,
                     "task": session.task[0]}
             rows += [(q.format(**fill), a.format(**fill)) for q, a in _QA_SESSION]
+        rows = rows[:_QA_PER_CHUNK]
         seen: set[str] = set()
         for question, answer in rows:
             if question in seen:
@@ -498,7 +547,9 @@ def _training_pairs(config: PersonaConfig, persona: _Persona) -> list[QAPair]:
 # Items
 
 
-def _items(config: PersonaConfig, persona: _Persona) -> list[Item]:
+def _items(config: PersonaConfig, persona: _Persona, audits: Counter[str]) -> list[Item]:
+    """The persona's items; ``audits`` counts, per family, the items the option-only audit
+    removed (:mod:`~clstream.protocols.imprint.settings.persona.option_audit`)."""
     rng = _rng(config, "items", persona.persona_id)
     pid = persona.persona_id
     current = state_at(persona.ledger, pid)
@@ -522,15 +573,19 @@ def _items(config: PersonaConfig, persona: _Persona) -> list[Item]:
         source = [_doc_id(pid, entry["chunk"])]
         meta = {"attribute": key, "ledger_seq": [entry["seq"]], "support": [entry["sentence"]],
                 "values": [value.name], "explicitness": entry["explicitness"]}
-        past = history(persona.ledger, pid, key)
         if entry["previous_value"] is not None:
+            # The stale value was stated outright in the question's words and competes with
+            # the new one; NEW-INFO when the change came in a later chunk than the value it
+            # replaces, CHANGED-INFO when both are in one chunk (docs/imprint.md §4.5).
+            past = history(persona.ledger, pid, key)
+            stale = past[-2]
             before = attribute.value(entry["previous_value"])
+            axis = "new_info" if entry["chunk"] > stale["chunk"] else "changed_info"
             add("TempUpd", attribute.ask_now(), value.forms, "exact",
-                source, axis="changed_info", gold_before=before.forms,
-                meta={**meta, "cause": entry["cause"]})
-        elif entry["explicitness"] == "direct" and entry["chunk"] >= 1 and len(past) == 1:
-            add("TempUpd", attribute.ask, value.forms, "exact",
-                source, axis="new_info", meta=meta)
+                sorted({source[0], _doc_id(pid, stale["chunk"])}), axis=axis,
+                gold_before=before.forms,
+                meta={**meta, "cause": entry["cause"], "stale_seq": stale["seq"],
+                      "stale_support": stale["sentence"]})
         if entry["explicitness"] in ("paraphrase", "implicit"):
             # The chats gave this fact only as a gloss: the plain question paraphrases it.
             add("RefRes", attribute.ask, value.forms, "exact",
@@ -538,19 +593,21 @@ def _items(config: PersonaConfig, persona: _Persona) -> list[Item]:
         if config.include_diracq and entry["explicitness"] == "direct":
             add("DirAcq", attribute.ask, value.forms, "exact", source,
                 meta=meta)
-        # ImpRel: two or three recommendations, only the current value's fits.
-        others = [v for v in attribute.values if v.name != value.name]
-        rng.shuffle(others)
-        choices = [value, *others[:rng.randint(1, 2)]]
+        # ImpRel: one recommendation per value of the attribute (three or four), only the
+        # current value's fits; each option is the right one for a person holding its value.
+        choices = list(attribute.values)
         rng.shuffle(choices)
-        letter = "ABC"[choices.index(value)]
-        add("ImpRel", attribute.scenario, letter, "choice", source,
-            options=[c.suggestion for c in choices],
+        letter = "ABCD"[choices.index(value)]
+        options = [c.suggestion for c in choices]
+        if solved_by(attribute.scenario, options, letter):
+            audits["ImpRel"] += 1
+            continue
+        add("ImpRel", attribute.scenario, letter, "choice", source, options=options,
             meta={**meta, "gold_option": value.suggestion,
                   "option_values": [c.name for c in choices],
                   "affordances": list(attribute.affordances)})
 
-    _comprel_items(config, rng, persona, shown, add)
+    _comprel_items(config, rng, persona, shown, add, audits)
 
     # BoundAbs: withheld facts, nearby-only and never-mentioned attributes.
     kinds = ([(a, "withheld") for a in persona.withheld]
@@ -566,16 +623,20 @@ def _items(config: PersonaConfig, persona: _Persona) -> list[Item]:
 
 
 def _comprel_items(config: PersonaConfig, rng: random.Random, persona: _Persona,
-                   shown: dict[str, dict[str, Any]], add: Any) -> None:
+                   shown: dict[str, dict[str, Any]], add: Any, audits: Counter[str]) -> None:
     """A decision over two or three facts of the person (App. D.3 CompRel; docs/imprint.md §4.5).
 
     The facts have distinct constraint dimensions. Every option is a plan bundling one
     recommendation per fact (a value's ``suggestion``); the options instantiate a truth table
-    -- 2 facts: TT, FT, TF, FF; 3 facts: TTT, FTT, TFT, TTF -- where a T slot recommends what
+    -- 2 facts: TT, FT, TF, FF; 3 facts: TTT, TFF, FTF, FFT -- where a T slot recommends what
     the fact's current value implies and an F slot what another value implies (the fact's
-    previous value when it has one, a stale plan). The gold is the only all-T plan; every
-    distractor violates a different fact (FF both). The stem is generic and names no fact, so
-    the question is which plan fits the person, not which fact is true."""
+    previous value when it has one, a stale plan). The gold is the only all-T plan. Every slot
+    is T in exactly two options, so no slot's majority points at the gold; the paper's
+    three-fact table (TTT, FTT, TFT, TTF) is solved by the majority choice per slot, which its
+    no-context option-bias audit rejects, so each three-fact distractor here violates two
+    facts and each fact is violated by two distractors. Items the option-only audit still
+    solves are dropped and counted. The stem is generic and names no fact, so the question is
+    which plan fits the person, not which fact is true."""
     pid = persona.persona_id
     keys = sorted(shown, key=lambda k: shown[k]["seq"])
     for n in range(config.n_comprel):
@@ -599,7 +660,7 @@ def _comprel_items(config: PersonaConfig, rng: random.Random, persona: _Persona,
             else:
                 pool = [v.name for v in attribute.values if v.name != entry["value"]]
                 wrong.append(pool[rng.randrange(len(pool))])
-        patterns = (["TT", "FT", "TF", "FF"] if size == 2 else ["TTT", "FTT", "TFT", "TTF"])
+        patterns = (["TT", "FT", "TF", "FF"] if size == 2 else ["TTT", "TFF", "FTF", "FFT"])
         rows = []
         for pattern in patterns:
             chosen = [e["value"] if flag == "T" else w
@@ -608,6 +669,9 @@ def _comprel_items(config: PersonaConfig, rng: random.Random, persona: _Persona,
             rows.append((pattern, _capital("; ".join(slots)), chosen))
         rng.shuffle(rows)
         letter = "ABCD"[[p for p, _, _ in rows].index("T" * size)]
+        if solved_by(COMPREL_STEM, [t for _, t, _ in rows], letter, [c for _, _, c in rows]):
+            audits["CompRel"] += 1
+            continue
         add("CompRel", COMPREL_STEM, letter, "choice",
             sorted({_doc_id(pid, e["chunk"]) for e in entries}),
             axis=f"facts{size}", options=[t for _, t, _ in rows],
