@@ -557,6 +557,7 @@ def _items(config: PersonaConfig, persona: _Persona, audits: Counter[str]) -> li
     corpus_text = "\n".join(d.title + "\n" + d.text for d in persona.docs)
     corpus_words = content_words(corpus_text)
     out: list[Item] = []
+    placed: Counter[tuple[str, int]] = Counter()  # gold positions per family and option count
 
     def add(family: str, question: str, gold: str | list[str], judge: str,
             sources: list[str], **extra: Any) -> None:
@@ -595,19 +596,22 @@ def _items(config: PersonaConfig, persona: _Persona, audits: Counter[str]) -> li
                 meta=meta)
         # ImpRel: one recommendation per value of the attribute (three or four), only the
         # current value's fits; each option is the right one for a person holding its value.
-        choices = list(attribute.values)
+        choices = [c for c in attribute.values if c != value]
         rng.shuffle(choices)
-        letter = "ABCD"[choices.index(value)]
+        position = gold_position(placed, "ImpRel", len(choices) + 1)
+        choices.insert(position, value)
+        letter = "ABCD"[position]
         options = [c.suggestion for c in choices]
         if solved_by(attribute.scenario, options, letter):
             audits["ImpRel"] += 1
             continue
+        placed["ImpRel", len(choices)] += 1
         add("ImpRel", attribute.scenario, letter, "choice", source, options=options,
             meta={**meta, "gold_option": value.suggestion,
                   "option_values": [c.name for c in choices],
                   "affordances": list(attribute.affordances)})
 
-    _comprel_items(config, rng, persona, shown, add, audits)
+    _comprel_items(config, rng, persona, shown, add, audits, placed)
 
     # BoundAbs: withheld facts, nearby-only and never-mentioned attributes.
     kinds = ([(a, "withheld") for a in persona.withheld]
@@ -622,8 +626,17 @@ def _items(config: PersonaConfig, persona: _Persona, audits: Counter[str]) -> li
     return out
 
 
+def gold_position(placed: Counter[tuple[str, int]], family: str, options: int) -> int:
+    """Where the gold option of the next ``family`` item with ``options`` options goes: the
+    positions taken in turn from the last, counting only items kept, so each letter is gold
+    for at most its share of the family and always answering "A" never beats chance
+    (docs/imprint.md §7.11)."""
+    return options - 1 - placed[family, options] % options
+
+
 def _comprel_items(config: PersonaConfig, rng: random.Random, persona: _Persona,
-                   shown: dict[str, dict[str, Any]], add: Any, audits: Counter[str]) -> None:
+                   shown: dict[str, dict[str, Any]], add: Any, audits: Counter[str],
+                   placed: Counter[tuple[str, int]]) -> None:
     """A decision over two or three facts of the person (App. D.3 CompRel; docs/imprint.md §4.5).
 
     The facts have distinct constraint dimensions. Every option is a plan bundling one
@@ -667,11 +680,15 @@ def _comprel_items(config: PersonaConfig, rng: random.Random, persona: _Persona,
                       for e, w, flag in zip(entries, wrong, pattern, strict=True)]
             slots = [a.value(v).suggestion for a, v in zip(attrs, chosen, strict=True)]
             rows.append((pattern, _capital("; ".join(slots)), chosen))
+        gold_row = rows.pop(0)  # the all-true pattern comes first above
         rng.shuffle(rows)
-        letter = "ABCD"[[p for p, _, _ in rows].index("T" * size)]
+        position = gold_position(placed, "CompRel", len(rows) + 1)
+        rows.insert(position, gold_row)
+        letter = "ABCD"[position]
         if solved_by(COMPREL_STEM, [t for _, t, _ in rows], letter, [c for _, _, c in rows]):
             audits["CompRel"] += 1
             continue
+        placed["CompRel", len(rows)] += 1
         add("CompRel", COMPREL_STEM, letter, "choice",
             sorted({_doc_id(pid, e["chunk"]) for e in entries}),
             axis=f"facts{size}", options=[t for _, t, _ in rows],
