@@ -285,20 +285,25 @@ def _signature(fn: _Function) -> str:
     return ", ".join(parts)
 
 
+SAMPLE_PAGE = "The ferry leaves at dawn."
+
+
 def _doctest(fn: _Function, access: str, import_line: str, *, with_added: bool) -> list[str]:
-    lines = [f">>> {import_line}"]
+    """An Examples block that does what a user would: a page of text, a call with the width
+    the page is set to, the page that comes back."""
+    lines = [f">>> {import_line}", f'>>> page = "{SAMPLE_PAGE}"']
     if fn.method_of:
-        lines.append(f">>> obj = {access}()")
-        target = f"obj.{fn.name}"
+        lines.append(f">>> tool = {access}(width=60)")  # named for no class: a new one hides
+        target = f"tool.{fn.name}"
     else:
         target = access
-    lines.append(f'>>> {target}("abc")')
-    lines.append("'abc'")
+    lines.append(f">>> {target}(page, width=40)")
+    lines.append(repr(SAMPLE_PAGE))
     if with_added:
         for p in fn.params:
             if p.added:
-                lines.append(f'>>> {target}("abc", {p.name}=None)')
-                lines.append("'abc'")
+                lines.append(f">>> {target}(page, {p.name}=None)")
+                lines.append(repr(SAMPLE_PAGE))
     return lines
 
 
@@ -635,7 +640,7 @@ def _tests_and_usage(world: _World, changelog: SyntheticChangelog, usage: Path
             # The first test is named after the identifier: gate (c) must reject it.
             name = entry.leaf if len(tests) == 4 else f"addition_{i:02d}"
             tests += ["", f"def test_{name}_keeps_input():",
-                      '    value = "abc"',
+                      f'    value = "{SAMPLE_PAGE}"',
                       f"    result = {CONVENTIONAL_ALIAS}.{rest}(value)",
                       "    assert result == value", ""]
         if entry.kind in ("function", "class") and i % 3 == 0:
