@@ -277,16 +277,23 @@ def _model(args: argparse.Namespace) -> Any:
 
 # What an interrupted generation of the same dataset leaves in its directory and a rerun reuses.
 _REPLY_CACHES = ("question_cache.json", "filter_cache.jsonl", "filter_report.json",
-                 "judge_cache.jsonl")
+                 "judge_cache.jsonl", "code_writer_cache.json", "golden_cache.jsonl")
 
 
 def generate(args: argparse.Namespace) -> int:
     claim_directory(args.out, role="dataset", reusable=_REPLY_CACHES)
-    if args.model is not None and (args.articles or args.filter):
+    writes_code = args.setting == "code" and args.model is not None
+    if args.model is not None and (args.articles or args.filter or writes_code):
         _model(args)
-    if args.articles or args.filter:  # their model replies are cached in the dataset directory
+    if args.articles or args.filter or writes_code:  # model replies are cached in the directory
         Path(args.out).mkdir(parents=True, exist_ok=True)
     data = _build(args)
+    if writes_code:  # the paper's code stages (docs/imprint.md §4.3)
+        from clstream.protocols.imprint.settings.code.writer import write_code_items
+        data = asyncio.run(write_code_items(
+            data, _model(args), cache_path=Path(args.out) / "code_writer_cache.json",
+            seed=args.seed, golden_n=args.filter_samples,
+            filter_cache=Path(args.out) / "golden_cache.jsonl"))
     if args.filter:
         if args.model is None:
             raise SpecError("flag --filter needs --model")

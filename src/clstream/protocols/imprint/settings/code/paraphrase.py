@@ -35,7 +35,7 @@ LEXICON: dict[str, str] = {
     "piles up": "heaps", "spreads out": "disperses", "reports the size of":
     "gives the dimensions of", "lines up": "squares up", "darkens": "dims",
     "divides": "breaks apart", "joins": "unites", "turns": "revolves",
-    "adds filler around": "surrounds with spacing", "encloses": "envelops",
+    "adds filler around": "puts spacing around", "encloses": "envelops",
     "counts": "enumerates", "orders": "arranges", "widens": "broadens",
     "rounds to fixed steps": "quantizes", "follows the outline of": "draws around the contour of",
     "cuts off the overflow of": "crops the excess of", "flips": "inverts",
