@@ -42,7 +42,7 @@ LEXICON: dict[str, str] = {
     # its noun glosses
     "the blank edges of a page": "the empty rims of a leaf",
     "the drawn letter shapes": "the sketched character forms",
-    "the vertical text bands": "the upright bands of type",
+    "the vertical text bands": "the upright strips of type",
     "the colour shades": "the hues", "the long decorative strips": "the lengthy ornamental bands",
     "the frame lines": "the outer rules", "the pigment coats": "the dye films",
     "the boxed regions": "the enclosed zones", "the horizontal cell strips":
@@ -73,18 +73,19 @@ LEXICON: dict[str, str] = {
     "a workroom that groups surfaces, tools and pending jobs":
         "a studio gathering planes, implements and queued tasks",
     # common words of real libraries' summaries
-    "return": "give back", "returns": "gives back", "compute": "work out",
-    "computes": "works out", "calculate": "work out", "calculates": "works out",
-    "create": "build", "creates": "builds", "construct": "build", "constructs": "builds",
-    "evaluate": "assess", "evaluates": "assesses", "cumulative": "running", "sum": "total",
+    # (a summary's imperative verb reads as the third person the question needs)
+    "return": "gives back", "returns": "gives back", "compute": "works out",
+    "computes": "works out", "calculate": "works out", "calculates": "works out",
+    "create": "builds", "creates": "builds", "construct": "builds", "constructs": "builds",
+    "evaluate": "assesses", "evaluates": "assesses", "cumulative": "running", "sum": "total",
     "product": "multiplied total", "elements": "entries", "element": "entry",
     "along": "over", "given": "chosen", "axis": "dimension", "array": "grid of numbers",
     "arrays": "grids of numbers", "input": "supplied data", "matrix": "table of numbers",
     "vector": "list of numbers", "values": "numbers", "value": "number",
     "string": "text", "strings": "texts", "function": "routine", "data": "records",
     "new": "fresh", "specified": "requested", "maximum": "largest", "minimum": "smallest",
-    "mean": "average", "interpolate": "estimate in between", "interpolation": "in-between estimate",
-    "derivative": "rate of change", "integral": "area under a curve", "integrate": "find the area under",
+    "mean": "average", "interpolation": "in-between estimate",
+    "derivative": "rate of change", "integral": "area under a curve",
     "sort": "arrange", "sorted": "arranged", "unique": "distinct", "numerical": "numeric",
     "estimate": "approximate", "approximation": "rough estimate", "test": "check",
     "distribution": "spread of outcomes", "random": "chance", "sample": "draw",
