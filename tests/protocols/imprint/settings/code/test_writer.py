@@ -166,3 +166,17 @@ def test_without_a_model_the_card_names_the_template_families(template: Dataset)
     pipeline = template.manifest.config["pipeline"]
     assert pipeline["writer"] is None
     assert set(pipeline["template_families"]) == {"RefRes", "CompRel"}
+
+
+def test_a_damaged_reply_cache_is_one_line_and_left_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ds"
+    out.mkdir()
+    cache = out / "code_writer_cache.json"
+    cache.write_text('{"version": "other"}\n', encoding="utf-8")
+    assert main(["generate", "imprint", "--setting", "code", "--size", "small",
+                 "--out", str(out), "--model", "builtin"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "code_writer_cache.json" in err[0] and "Traceback" not in err[0]
+    assert cache.read_text(encoding="utf-8") == '{"version": "other"}\n'
+    assert sorted(p.name for p in out.iterdir()) == ["code_writer_cache.json"]

@@ -42,7 +42,7 @@ LEXICON: dict[str, str] = {
     # its noun glosses
     "the blank edges of a page": "the empty rims of a leaf",
     "the drawn letter shapes": "the sketched character forms",
-    "the vertical text bands": "the upright strips of type",
+    "the vertical text bands": "the upright strips of wording",
     "the colour shades": "the hues", "the long decorative strips": "the lengthy ornamental bands",
     "the frame lines": "the outer rules", "the pigment coats": "the dye films",
     "the boxed regions": "the enclosed zones", "the horizontal cell strips":
@@ -54,7 +54,7 @@ LEXICON: dict[str, str] = {
     "the bound edges of a book": "the stitched sides of a tome",
     # its topic qualifiers
     "in running prose": "within flowing writing", "on a page plan": "on a leaf blueprint",
-    "in a palette": "within a set of paints", "around a picture": "about an image",
+    "in a palette": "within a set of paints", "around a picture": "encircling an illustration",
     "before printing": "ahead of production", "on a paper sheet": "on a single leaf",
     "in a bound volume": "inside a stitched tome", "in a draft copy": "within a trial version",
     "in a studio": "inside a workshop",

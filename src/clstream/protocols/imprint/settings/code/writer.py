@@ -132,11 +132,11 @@ class CompRelWriter:
         fields = _fields(observation)
         code = _section(observation, "Snippet")
         call = re.search(re.escape(MASK) + r"\(([^()\n]*)\)", code)
-        shown = f" with {call.group(1).strip()}" if call and call.group(1).strip() else ""
+        shown = f" (arguments: {call.group(1).strip()})" if call and call.group(1).strip() else ""
         return {"question": f"Which {fields.get('Kind', 'callable')} of "
                             f"{fields.get('Library', 'the library')}, new in release "
-                            f"{fields.get('Version', '?')}, does this code call{shown} where "
-                            f"{MASK} stands?"}
+                            f"{fields.get('Version', '?')}, does the code below call at "
+                            f"{MASK}{shown}?"}
 
 
 class Validator:
