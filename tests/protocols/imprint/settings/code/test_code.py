@@ -266,6 +266,8 @@ def test_giveaway_scripts_are_rewritten_or_rejected(library: Library) -> None:
     assert any(o.endswith("_note.py") for o in origins)
     assert not any(o.endswith("_named.py") for o in origins)
     assert all("#" not in i.question for i in comprel if i.meta["origin"].endswith("_note.py"))
+    # the card counts what the gates turned down: at least the four negative-control scripts
+    assert data.manifest.config["pipeline"]["removed"]["CompRel"]["snippet_gates"] >= 4
 
 
 def test_a_wheel_between_changes_no_feature_it_does_not_have(library: Library) -> None:

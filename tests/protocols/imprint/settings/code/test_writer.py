@@ -57,7 +57,11 @@ def test_builtin_model_plays_the_stages_offline(template: Dataset, tmp_path: Pat
                and i.filters["blind"]["k_correct"] == 0 for i in comprel)
     # what the golden subset removed is counted, and the counts add up
     before = sum(1 for i in template.items if i.family == "CompRel")
-    assert before == len(comprel) + sum(pipeline["removed"]["CompRel"].values())
+    counts = dict(pipeline["removed"]["CompRel"])
+    # the template build's removals stay in the card, beside the stages'
+    assert counts.pop("snippet_gates") == template.manifest.config["pipeline"]["removed"][
+        "CompRel"]["snippet_gates"]
+    assert before == len(comprel) + sum(counts.values())
     # a rerun is served from the cache
     again = asyncio.run(write_code_items(template, model, cache_path=tmp_path / "c.json",
                                          golden_n=2, filter_cache=tmp_path / "g.jsonl"))
@@ -107,7 +111,8 @@ def test_rejections_are_counted_per_family(template: Dataset, tmp_path: Path) ->
     removed = data.manifest.config["pipeline"]["removed"]
     assert removed["RefRes"] == {"giveaway_check": 1, "writer_unreadable": len(leaf_of) - 1}
     n_comprel = sum(1 for i in template.items if i.family == "CompRel")
-    assert removed["CompRel"] == {"validator_fabricated": n_comprel}
+    assert {k: v for k, v in removed["CompRel"].items() if not k.startswith("snippet")} == {
+        "validator_fabricated": n_comprel}
     assert not [i for i in data.items if i.family in ("RefRes", "CompRel")]
     # DirAcq and ImpRel are the paper's templates: untouched
     assert [i for i in data.items] == [i for i in template.items

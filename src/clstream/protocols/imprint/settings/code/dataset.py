@@ -454,9 +454,11 @@ def _defines(text: str, leaf: str) -> bool:
 
 
 def usage_snippets(feature: Feature, surface: WheelSurface, usage_dir: Path | None = None,
-                   *, limit: int | None = None) -> list[Snippet]:
+                   *, limit: int | None = None,
+                   rejected: Counter[str] | None = None) -> list[Snippet]:
     """The gated snippets for ``feature`` (doctests, then tests, then the usage directory),
-    distinct by masked text; at most ``limit`` when given."""
+    distinct by masked text; at most ``limit`` when given. ``rejected`` counts the candidates
+    the gates (a)-(c) turned down and the repeats, for the dataset card."""
     leaf_counts = Counter(r.leaf for r in surface.records.values())
     if feature.is_parameter:
         parent = surface.records.get(feature.parent)
@@ -470,6 +472,8 @@ def usage_snippets(feature: Feature, surface: WheelSurface, usage_dir: Path | No
     seen: set[str] = set()
     for source, origin, code in _candidates(feature, surface, usage_dir):
         snippet = gate_snippet(code, target, source, origin)
+        if rejected is not None and (snippet is None or snippet.masked in seen):
+            rejected["snippet_gates" if snippet is None else "snippet_repeated"] += 1
         if snippet is not None and snippet.masked not in seen:
             seen.add(snippet.masked)
             out.append(snippet)
@@ -690,8 +694,12 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
                     meta={"path": feature.path, "description": found[0], "written": found[1]})
             members.setdefault((feature.parent, feature.kind), []).append((feature, doc_id))
         # a bounded pool to sample from: common parameter names occur thousands of times
-        snippets = usage_snippets(feature, new, usage, limit=8 * max_snippets)
+        snippets = usage_snippets(feature, new, usage, limit=8 * max_snippets,
+                                  rejected=removed["CompRel"])
+        if not snippets:
+            removed["CompRel"]["feature_without_snippet"] += 1
         if len(snippets) > max_snippets:
+            removed["CompRel"]["snippets_over_max"] += len(snippets) - max_snippets
             snippets = sorted(rng.sample(snippets, max_snippets), key=snippets.index)
         gold = feature.leaf if feature.is_parameter else feature.path
         for snippet in snippets:

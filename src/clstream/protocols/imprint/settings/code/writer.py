@@ -236,7 +236,10 @@ async def write_code_items(data: Dataset, model: Model, *, cache_path: str | Pat
     library = str(data.manifest.config.get("library", "the library"))
     calls = _Calls(model, Path(cache_path), seed)
     calls.load()
-    removed: dict[str, Counter[str]] = {"RefRes": Counter(), "CompRel": Counter()}
+    # what the template build removed (snippet gates, RefRes with no clean description) stays
+    before = data.manifest.config.get("pipeline")
+    prior = before.get("removed", {}) if isinstance(before, dict) else {}
+    removed: dict[str, Counter[str]] = {f: Counter(prior.get(f, {})) for f in ("RefRes", "CompRel")}
 
     def page(item: Item) -> tuple[dict[str, Any], str]:
         doc = docs[item.source_doc_ids[0]]
@@ -326,7 +329,7 @@ async def write_code_items(data: Dataset, model: Model, *, cache_path: str | Pat
         golden.update(sent=report["sent"], cache_hits=report["cache_hits"])
     pipeline = {
         "writer": model.name, "template_families": {},
-        "stages": ["refres_writer", "comprel_writer", "giveaway_check", "faithfulness_validator",
+        "stages": ["template_build", "refres_writer", "comprel_writer", "giveaway_check", "faithfulness_validator",
                    *(["golden_subset"] if golden_n > 0 else [])],
         "removed": {f: dict(sorted((k, v) for k, v in c.items() if v)) for f, c in removed.items()},
         "golden": golden, "model_calls": calls.calls, "cache_hits": calls.hits,
