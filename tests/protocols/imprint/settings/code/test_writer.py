@@ -17,7 +17,7 @@ from clstream.core.types import GenerationRequest, GenerationResult, Sample
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.imprint.schema import Dataset, load_dataset
 from clstream.protocols.imprint.settings.code.dataset import generate_code
-from clstream.protocols.imprint.settings.code.paraphrase import content_words, shares_content
+from clstream.protocols.imprint.settings.code.paraphrase import shares_content
 from clstream.protocols.imprint.settings.code.synthetic import CodeWorldConfig
 from clstream.protocols.imprint.settings.code.writer import (
     COMPREL_TASK,
@@ -150,9 +150,12 @@ def test_generate_with_a_loopback_model(tmp_path: Path,
     assert pipeline["writer"] == "openai:served" and pipeline["template_families"] == {}
     assert (out / "code_writer_cache.json").exists()
     assert all(i.gold == "Yes" for i in data.items if i.family == "DirAcq")
-    for item in data.items:
-        if item.family == "RefRes":
-            assert not content_words(item.meta["description"]) & {str(item.gold).lower()}
+    refres = [i for i in data.items if i.family == "RefRes"]
+    assert refres and all(i.meta["written"] == "model" for i in refres)
+    for item in refres:
+        assert str(item.gold).lower() not in item.question.lower()
+        assert not shares_content(item.meta["description"],
+                                  _documentation(data, item.source_doc_ids[0]))
     # an interrupted generation's caches are reused: no writer or golden-subset call again
     rerun = tmp_path / "rerun"
     rerun.mkdir()
