@@ -99,10 +99,40 @@ def one_request(root: Path) -> None:
           f"({8 * single / rows[0][2]:.2f}x)")
 
 
+def code_stages(root: Path) -> None:
+    import asyncio
+
+    from clstream.models.builtin import BuiltinReader
+    from clstream.protocols.imprint.settings.code.dataset import generate_code
+    from clstream.protocols.imprint.settings.code.synthetic import CodeWorldConfig
+    from clstream.protocols.imprint.settings.code.writer import write_code_items
+
+    model = BuiltinReader()
+    start = time.perf_counter()
+    data = generate_code(CodeWorldConfig(seed=0))
+    build = time.perf_counter() - start
+    written = [i for i in data.items if i.family in ("RefRes", "CompRel")]
+    cache = root / "code_writer_cache.json"
+    start = time.perf_counter()
+    after = asyncio.run(write_code_items(data, model, cache_path=cache, golden_n=0))
+    write = time.perf_counter() - start
+    comprel = sum(1 for i in after.items if i.family == "CompRel")
+    start = time.perf_counter()
+    asyncio.run(write_code_items(data, model, cache_path=cache, golden_n=8,
+                                 filter_cache=root / "golden_cache.jsonl"))
+    golden = time.perf_counter() - start
+    print(f"{'code stage':<40}{'items':>7}{'s':>8}{'items/s':>10}")
+    for label, n, seconds in (("template build (all families)", len(data.items), build),
+                              ("writer + validator (RefRes, CompRel)", len(written), write),
+                              ("golden subset n=8 (CompRel)", comprel, golden)):
+        print(f"{label:<40}{n:>7}{seconds:>8.2f}{n / seconds:>10.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-items", action="store_true")
     parser.add_argument("--skip-server", action="store_true")
+    parser.add_argument("--skip-code-stages", action="store_true")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-imprint-"))
     try:
@@ -110,6 +140,8 @@ def main() -> None:
             items(root)
         if not args.skip_server:
             one_request(root)
+        if not args.skip_code_stages:
+            code_stages(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -106,7 +106,9 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
                    help="persona: a HorizonBench-style export")
     f = p.add_argument_group("filters (with a model; recorded on every kept item)")
     f.add_argument("--model", default=None,
-                   help="model that writes questions (--articles) and answers the filters")
+                   help="model that writes questions (--articles; code: RefRes and CompRel "
+                        "through the paper's writer, validator and golden subset) and "
+                        "answers the filters")
     f.add_argument("--filter", action="store_true",
                    help="drop items the model answers without the source, and items it cannot "
                         "answer with it")

@@ -294,7 +294,8 @@ def _model(args: argparse.Namespace) -> Any:
 
 # What an interrupted generation of the same dataset leaves in its directory and a rerun reuses.
 _REPLY_CACHES = ("question_cache.json", "filter_cache.jsonl", "filter_report.json",
-                 "judge_cache.jsonl", "stage_cache.json")
+                 "judge_cache.jsonl", "stage_cache.json", "code_writer_cache.json",
+                 "golden_cache.jsonl")
 
 
 def _runs_stages(args: argparse.Namespace) -> bool:
@@ -307,11 +308,18 @@ def _runs_stages(args: argparse.Namespace) -> bool:
 def generate(args: argparse.Namespace) -> int:
     claim_directory(args.out, role="dataset", reusable=_REPLY_CACHES)
     staged = args.model is not None and _runs_stages(args)
-    if args.model is not None and (args.articles or args.filter or staged):
+    writes_code = args.setting == "code" and args.model is not None
+    if args.model is not None and (args.articles or args.filter or staged or writes_code):
         _model(args)
-    if args.articles or args.filter or staged:  # model replies are cached in the directory
+    if args.articles or args.filter or staged or writes_code:  # model replies cached there
         Path(args.out).mkdir(parents=True, exist_ok=True)
     data = _build(args)
+    if writes_code:  # the paper's code stages (docs/imprint.md §4.3)
+        from clstream.protocols.imprint.settings.code.writer import write_code_items
+        data = asyncio.run(write_code_items(
+            data, _model(args), cache_path=Path(args.out) / "code_writer_cache.json",
+            seed=args.seed, golden_n=args.filter_samples,
+            filter_cache=Path(args.out) / "golden_cache.jsonl"))
     if args.filter:
         if args.model is None:
             raise SpecError("flag --filter needs --model")

@@ -23,7 +23,9 @@ from clstream.protocols.imprint.settings.code.dataset import (
     sibling_leaves,
     usage_snippets,
 )
+from clstream.protocols.imprint.settings.code.giveaways import distinctive_words
 from clstream.protocols.imprint.settings.code.naming import name_style, name_words
+from clstream.protocols.imprint.settings.code.paraphrase import content_words, shares_content
 from clstream.protocols.imprint.settings.code.synthetic import (
     CodeWorldConfig,
     SyntheticChangelog,
@@ -50,20 +52,24 @@ def test_families_and_golds(library: Library) -> None:
     non_param = [e for e in changelog.added if e.kind != "parameter"]
     families = {f: [i for i in data.items if i.family == f] for f in
                 ("DirAcq", "RefRes", "ImpRel", "CompRel", "BoundAbs")}
-    present = [i for i in families["DirAcq"] if i.axis == "present"]
-    absent = [i for i in families["DirAcq"] if i.axis == "absent"]
-    assert len(present) == len(families["ImpRel"]) == len(non_param)
-    assert len(families["RefRes"]) == len(non_param)
-    assert all(i.gold == "Yes" and i.judge == "yesno" for i in present)
-    # balanced: an invented identifier beside every feature, defined nowhere
-    assert len(absent) == len(present)
-    assert all(i.gold == "No" and i.judge == "yesno" for i in absent)
+    # DirAcq as the paper's: every non-parameter feature, gold always Yes; nothing invented
+    assert len(families["DirAcq"]) == len(non_param)
+    assert all(i.gold == "Yes" and i.judge == "yesno" and "fictitious" not in i.meta
+               for i in families["DirAcq"])
     assert all(i.judge == "identifier" for f in ("RefRes", "ImpRel", "CompRel")
                for i in families[f])
     assert all(i.judge == "abstain" and i.gold == "No" for i in families["BoundAbs"])
     assert families["BoundAbs"]
     golds = {i.meta["path"]: i.gold for i in families["RefRes"]}
     assert {e.path: e.leaf for e in non_param} == golds
+    # ImpRel: one question per parent and kind, every new member of it accepted
+    questions = [i.question for i in families["ImpRel"]]
+    assert len(questions) == len(set(questions))
+    expected: dict[str, set[str]] = {}
+    for e in non_param:
+        plural = {"function": "functions", "class": "classes", "method": "methods"}[e.kind]
+        expected.setdefault(f"Which new {plural} are in {e.parent}?", set()).add(e.leaf)
+    assert {i.question: set(i.golds) for i in families["ImpRel"]} == expected
     # every feature has at least one CompRel snippet, and twins exist
     assert {i.meta["path"] for i in families["CompRel"]} == changelog.added_paths
     assert any(i.axis == "no_import" for i in families["CompRel"])
@@ -74,18 +80,19 @@ def test_diracq_is_answerable_from_its_article(library: Library) -> None:
     _, _, _, data = library
     docs = {d.doc_id: d for d in data.corpus}
     for item in data.items:
-        if item.family == "BoundAbs" or item.axis == "absent":
+        if item.family == "BoundAbs":
             assert all(item.meta["fictitious"] not in d.text for d in data.corpus)
             continue
         text = " ".join(docs[d].text for d in item.source_doc_ids)
-        path = item.meta["path"]
-        assert path in text
+        paths = item.meta["paths"] if item.family == "ImpRel" else [item.meta["path"]]
+        assert all(p in text for p in paths)
+        path = paths[0]
         if item.family == "DirAcq":
             assert path in item.question
             sentence = next(s for s in text.splitlines() if s.endswith(f"at {path}."))
             assert "has a" in sentence
         if item.family in ("RefRes", "ImpRel"):
-            assert re.search(rf"\b{re.escape(str(item.gold))}\b", text)
+            assert all(re.search(rf"\b{re.escape(g)}\b", text) for g in item.golds)
 
 
 def test_compositional_snippets_pass_the_gates(library: Library) -> None:
@@ -174,7 +181,7 @@ def test_invented_names_follow_the_package_naming(library: Library) -> None:
     existing |= {name.rsplit(".", 1)[-1] for s in surfaces for name in s.defined_names}
     features = {e.path: e for e in changelog.added}
     namespaces = set(newer.modules) | {p for p, r in newer.records.items() if r.kind == "class"}
-    invented = [i for i in data.items if i.axis == "absent" or i.family == "BoundAbs"]
+    invented = [i for i in data.items if i.family == "BoundAbs"]
     assert invented
     for item in invented:
         path = item.meta["fictitious"]
@@ -220,18 +227,32 @@ def test_masked_items_are_not_answerable_from_the_call_alone(library: Library) -
         assert all(not (set(re.findall(r"[a-z]+", q.lower())) & leaf_words) for q in quoted)
 
 
-def test_descriptions_have_no_lost_words(library: Library) -> None:
+def test_refres_descriptions_quote_nothing_of_the_docstring(library: Library) -> None:
     _, _, _, data = library
-    for item in data.items:
-        if item.family not in ("RefRes", "CompRel"):
-            continue
-        head = item.question.split("\n\n", 1)[0]
-        assert "[...]" not in head and "[" not in head
-        for quoted in re.findall(r'"([^"]*)"', head):
-            assert quoted[:1].isupper() and quoted.endswith(".")
-            assert quoted.split()[-1].rstrip(".").lower() not in ("of", "the", "a", "to", "and")
+    docs = {d.doc_id: d.text.split("Documentation:\n", 1)[1] for d in data.corpus}
     refres = [i for i in data.items if i.family == "RefRes"]
-    assert all(i.meta["description"] in i.question for i in refres)
+    assert refres
+    for item in refres:
+        description = item.meta["description"]
+        assert description in item.question
+        assert not shares_content(description, docs[item.source_doc_ids[0]]), item.question
+        assert not content_words(description) & distinctive_words(str(item.gold))
+    # the fictional library's summaries are all covered by the lexicon
+    assert {i.meta["written"] for i in refres} == {"reworded"}
+    assert data.manifest.config["pipeline"]["writer"] is None
+    assert set(data.manifest.config["pipeline"]["template_families"]) == {"RefRes", "CompRel"}
+
+
+def test_no_comprel_item_repeats_a_refres_item(library: Library) -> None:
+    _, _, _, data = library
+    refres = [i for i in data.items if i.family == "RefRes"]
+    comprel = [i for i in data.items if i.family == "CompRel"]
+    for item in comprel:
+        head = item.question.split("\n\n", 1)[0]
+        assert not any(r.meta["description"] in item.question for r in refres)
+        assert '"' not in head  # no documentation sentence is quoted
+        # the snippet calls the API with a page of text, not a placeholder
+        assert '("abc")' not in item.question
 
 
 def test_giveaway_scripts_are_rewritten_or_rejected(library: Library) -> None:
@@ -245,6 +266,8 @@ def test_giveaway_scripts_are_rewritten_or_rejected(library: Library) -> None:
     assert any(o.endswith("_note.py") for o in origins)
     assert not any(o.endswith("_named.py") for o in origins)
     assert all("#" not in i.question for i in comprel if i.meta["origin"].endswith("_note.py"))
+    # the card counts what the gates turned down: at least the four negative-control scripts
+    assert data.manifest.config["pipeline"]["removed"]["CompRel"]["snippet_gates"] >= 4
 
 
 def test_a_wheel_between_changes_no_feature_it_does_not_have(library: Library) -> None:

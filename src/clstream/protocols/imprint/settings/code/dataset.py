@@ -51,7 +51,6 @@ from clstream.protocols.imprint.schema import (
 )
 from clstream.protocols.imprint.settings.code.giveaways import (
     code_giveaway,
-    plain_description,
     without_comments,
 )
 from clstream.protocols.imprint.settings.code.naming import (
@@ -59,6 +58,7 @@ from clstream.protocols.imprint.settings.code.naming import (
     forbidden_names,
     invented_leaf,
 )
+from clstream.protocols.imprint.settings.code.paraphrase import offline_description
 from clstream.protocols.imprint.settings.code.synthetic import CodeWorldConfig, write_library_wheels
 from clstream.protocols.imprint.settings.code.wheels import (
     Deprecation,
@@ -454,9 +454,11 @@ def _defines(text: str, leaf: str) -> bool:
 
 
 def usage_snippets(feature: Feature, surface: WheelSurface, usage_dir: Path | None = None,
-                   *, limit: int | None = None) -> list[Snippet]:
+                   *, limit: int | None = None,
+                   rejected: Counter[str] | None = None) -> list[Snippet]:
     """The gated snippets for ``feature`` (doctests, then tests, then the usage directory),
-    distinct by masked text; at most ``limit`` when given."""
+    distinct by masked text; at most ``limit`` when given. ``rejected`` counts the candidates
+    the gates (a)-(c) turned down and the repeats, for the dataset card."""
     leaf_counts = Counter(r.leaf for r in surface.records.values())
     if feature.is_parameter:
         parent = surface.records.get(feature.parent)
@@ -470,6 +472,8 @@ def usage_snippets(feature: Feature, surface: WheelSurface, usage_dir: Path | No
     seen: set[str] = set()
     for source, origin, code in _candidates(feature, surface, usage_dir):
         snippet = gate_snippet(code, target, source, origin)
+        if rejected is not None and (snippet is None or snippet.masked in seen):
+            rejected["snippet_gates" if snippet is None else "snippet_repeated"] += 1
         if snippet is not None and snippet.masked not in seen:
             seen.add(snippet.masked)
             out.append(snippet)
@@ -577,48 +581,50 @@ def _invented(features: list[Feature], surface_old: WheelSurface, surface_new: W
     return out
 
 
-def described(feature: Feature) -> tuple[str, str] | None:
-    """(whole sentence, what it describes) for a question about ``feature`` that gives no
-    word of its leaf away (:func:`giveaways.plain_description`): a parameter's own
-    description first, else its callable's prose; None when no sentence is clean."""
-    if feature.is_parameter:
-        lines = parameter_description(feature.doc, feature.leaf).splitlines()[1:]
-        own = plain_description(textwrap.dedent("\n".join(lines)), feature.leaf)
-        if own is not None:
-            return own[0], "parameter"
-        found = plain_description(feature.doc, feature.leaf)
-        return (found[0], "callable") if found else None
-    found = plain_description(feature.doc, feature.leaf)
-    return (found[0], feature.kind) if found else None
-
-
-def _comprel_question(feature: Feature, library: str, code: str) -> str:
-    description = described(feature)
-    if feature.is_parameter:
-        parent_leaf = feature.parent.rsplit(".", 1)[-1]
-        head = f"In the Python code below, {MASK} hides the name of a keyword parameter of {parent_leaf}."
-        if description is not None:
-            whose = "The parameter" if description[1] == "parameter" else parent_leaf
-            head += f' {whose} is documented as: "{description[0]}"'
+def comprel_question(kind: str, library: str, code: str, parent: str | None = None) -> str:
+    """The template CompRel question: the masked snippet and what the mask hides, nothing of
+    what the identifier does (that is RefRes's question; a CompRel item that quoted it would
+    be a RefRes item with code attached)."""
+    if kind == "parameter":
+        head = (f"In the Python code below, {MASK} hides the name of a keyword parameter of "
+                f"{parent}.")
     else:
-        head = f"In the Python code below, {MASK} hides the name of a {feature.kind} of {library}."
-        if description is not None:
-            head += f' Its documentation says: "{description[0]}"'
+        head = f"In the Python code below, {MASK} hides the name of a {kind} of {library}."
     return f"{head} Which identifier does {MASK} stand for? Reply with the identifier only.\n\n{code}"
+
+
+def refres_question(kind: str, library: str, description: str, how: str) -> str:
+    """The RefRes question around a description (App. D.2 item 2: "what <kind> in <library>
+    <description>?"); a reworded class summary is a noun phrase, so it takes "is"."""
+    verb = "is " if kind == "class" and how == "reworded" else ""
+    return f"Which {kind} of {library} {verb}{description}? Give its name."
+
+
+# Families whose paper stage is an LLM writer (App. D.2), and what stands in for it offline.
+TEMPLATE_STAND_INS: dict[str, str] = {
+    "RefRes": "description reworded through a fixed lexicon (or structural), not an LLM "
+              "paraphrase with the faithfulness validator",
+    "CompRel": "template question over the masked snippet, not an LLM-written question with "
+               "the faithfulness validator and the golden subset",
+}
+
+
+def template_pipeline(removed: dict[str, Counter[str]]) -> dict[str, object]:
+    """The card's account of a dataset built without a writer model: the families that did
+    not go through the paper's stages, and what each deterministic stage removed."""
+    return {"writer": None, "template_families": dict(TEMPLATE_STAND_INS),
+            "removed": {f: dict(sorted(c.items())) for f, c in removed.items()}}
 
 
 def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *, seed: int,
                        usage_dir: str | Path | None = None, library: str | None = None,
                        include_boundabs: bool = False, max_snippets: int = 4,
-                       balanced: bool = True,
                        between_wheels: Sequence[str | Path] = ()) -> Dataset:
     """The code-changelog dataset of ``package`` between two wheels (setting ``code``, one
     instance ``all``).
 
-    ``balanced``: DirAcq also asks about an invented identifier next to each feature (gold
-    No, ``axis`` ``absent``; the real ones ``present``), so its yes/no golds are balanced and
-    answering Yes to everything scores half. The paper's DirAcq asks only about real features
-    (App. D.2); ``balanced=False`` reproduces that.
+    DirAcq asks only about real features, gold Yes, as the paper does (App. D.2): invented
+    identifiers belong to BoundAbs (``include_boundabs``), where abstaining or denying is right.
 
     ``between_wheels``: the wheels of the releases between the two, in release order. Each
     feature is then dated by the first release that has it (docs/imprint.md §4.3), and its
@@ -654,6 +660,9 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
             "family": family, "instance_id": SINGLE_INSTANCE, **fields}))
 
     ledger: list[dict[str, object]] = []
+    descriptions: set[str] = set()
+    members: dict[tuple[str, str], list[tuple[Feature, str]]] = {}
+    removed: dict[str, Counter[str]] = {"RefRes": Counter(), "CompRel": Counter()}
     for index, feature in enumerate(features):
         doc_id = f"code-feature-{index:04d}"
         corpus.append(CorpusDoc(
@@ -672,40 +681,42 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
         sources = [doc_id]
         if not feature.is_parameter:
             add("DirAcq", question=f"Does {name} have a {feature.kind} at {feature.path}?",
-                gold="Yes", judge="yesno", source_doc_ids=sources,
-                axis="present" if balanced else None, meta={"path": feature.path})
-            description = described(feature)
-            if description is not None:  # else dropped: no clean sentence to ask with
-                add("RefRes", question=(f"Which {feature.kind} of {name} is documented as "
-                                        f'follows: "{description[0]}" Give its name.'),
+                gold="Yes", judge="yesno", source_doc_ids=sources, meta={"path": feature.path})
+            found = offline_description(
+                summary_line(feature.doc), feature.doc, feature.leaf, kind=feature.kind,
+                version=feature.version, signature=feature.signature, taken=descriptions)
+            if found is None:  # nothing clean to ask with: counted in the card
+                removed["RefRes"]["no_clean_description"] += 1
+            else:
+                descriptions.add(found[0])
+                add("RefRes", question=refres_question(feature.kind, name, found[0], found[1]),
                     gold=feature.leaf, judge="identifier", source_doc_ids=sources,
-                    meta={"path": feature.path, "description": description[0]})
-            add("ImpRel", question=f"Which new {_PLURAL[feature.kind]} are in {feature.parent}?",
-                gold=feature.leaf, judge="identifier", source_doc_ids=sources,
-                meta={"path": feature.path})
+                    meta={"path": feature.path, "description": found[0], "written": found[1]})
+            members.setdefault((feature.parent, feature.kind), []).append((feature, doc_id))
         # a bounded pool to sample from: common parameter names occur thousands of times
-        snippets = usage_snippets(feature, new, usage, limit=8 * max_snippets)
+        snippets = usage_snippets(feature, new, usage, limit=8 * max_snippets,
+                                  rejected=removed["CompRel"])
+        if not snippets:
+            removed["CompRel"]["feature_without_snippet"] += 1
         if len(snippets) > max_snippets:
+            removed["CompRel"]["snippets_over_max"] += len(snippets) - max_snippets
             snippets = sorted(rng.sample(snippets, max_snippets), key=snippets.index)
         gold = feature.leaf if feature.is_parameter else feature.path
         for snippet in snippets:
             for axis, code in ((None, snippet.masked), ("no_import", snippet.no_import)):
                 if axis and code == snippet.masked:
                     continue
-                question = _comprel_question(feature, name, code)
+                question = comprel_question(
+                    feature.kind, name, code,
+                    feature.parent.rsplit(".", 1)[-1] if feature.is_parameter else None)
                 add("CompRel", question=question, gold=gold, judge="identifier", axis=axis,
                     source_doc_ids=sources,
                     meta={"path": feature.path, "snippet_source": snippet.source,
                           "origin": snippet.origin})
-    if balanced:
-        # A separate stream, so the other items do not change with this switch.
-        absent_rng = random.Random(f"{seed}/diracq-absent")
-        for feature, fake in _invented(features, old, new, absent_rng, classes=True):
-            index = features.index(feature)
-            add("DirAcq", question=f"Does {name} have a {feature.kind} at "
-                f"{feature.parent}.{fake}?", gold="No", judge="yesno", axis="absent",
-                source_doc_ids=[f"code-feature-{index:04d}"],
-                meta={"fictitious": f"{feature.parent}.{fake}"})
+    for (parent, kind), group in members.items():  # one question per parent and kind
+        add("ImpRel", question=f"Which new {_PLURAL[kind]} are in {parent}?",
+            gold=[f.leaf for f, _ in group], judge="identifier",
+            source_doc_ids=[d for _, d in group], meta={"paths": [f.path for f, _ in group]})
     if include_boundabs:
         for feature, fake in _invented(features, old, new, rng):
             index = features.index(feature)
@@ -720,8 +731,8 @@ def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *
         "new_wheel": Path(new_whl).name, "old_version": old.version,
         "between_wheels": [Path(w).name for w in between_wheels],
         "new_version": new.version, "include_boundabs": include_boundabs,
-        "balanced": balanced,
         "max_snippets": max_snippets, "usage_dir": str(usage) if usage else None,
+        "pipeline": template_pipeline(removed),
     })
     return Dataset(manifest=manifest, corpus=corpus, qa=qa, items=items, ledger=ledger)
 

@@ -285,20 +285,28 @@ def _signature(fn: _Function) -> str:
     return ", ".join(parts)
 
 
+SAMPLE_PAGE = "The ferry leaves at dawn."
+
+
 def _doctest(fn: _Function, access: str, import_line: str, *, with_added: bool) -> list[str]:
-    lines = [f">>> {import_line}"]
+    """An Examples block that does what a user would: a page of text, a comment saying what
+    the call is for (the summary: it spells none of the identifier's words), a call with the
+    width the page is set to, the page that comes back."""
+    lines = [f">>> {import_line}", f'>>> page = "{SAMPLE_PAGE}"']
     if fn.method_of:
-        lines.append(f">>> obj = {access}()")
-        target = f"obj.{fn.name}"
+        lines.append(f">>> tool = {access}(width=60)")  # named for no class: a new one hides
+        target = f"tool.{fn.name}"
     else:
         target = access
-    lines.append(f'>>> {target}("abc")')
-    lines.append("'abc'")
+    lines.append(f">>> # {fn.summary}")
+    lines.append(f">>> {target}(page, width=40)")
+    lines.append(repr(SAMPLE_PAGE))
     if with_added:
         for p in fn.params:
             if p.added:
-                lines.append(f'>>> {target}("abc", {p.name}=None)')
-                lines.append("'abc'")
+                lines.append(f">>> # {p.doc}")
+                lines.append(f">>> {target}(page, {p.name}=None)")
+                lines.append(repr(SAMPLE_PAGE))
     return lines
 
 
@@ -635,13 +643,14 @@ def _tests_and_usage(world: _World, changelog: SyntheticChangelog, usage: Path
             # The first test is named after the identifier: gate (c) must reject it.
             name = entry.leaf if len(tests) == 4 else f"addition_{i:02d}"
             tests += ["", f"def test_{name}_keeps_input():",
-                      '    value = "abc"',
+                      f'    value = "{SAMPLE_PAGE}"',
                       f"    result = {CONVENTIONAL_ALIAS}.{rest}(value)",
                       "    assert result == value", ""]
         if entry.kind in ("function", "class") and i % 3 == 0:
             parent, leaf = entry.path.rsplit(".", 1)
+            purpose = _purpose(entry.leaf)
             scripts[f"client_{i:02d}.py"] = (
-                f'"""Prepares a batch of pages."""\n\nfrom {parent} import {leaf}\n\n\n'
+                f'"""{purpose}."""\n\nfrom {parent} import {leaf}\n\n\n'
                 f"def prepare(pages):\n    out = []\n    for page in pages:\n"
                 f"        out.append({leaf}(page))\n    return out\n")
         if entry.kind == "function" and i % 3 == 1:
@@ -679,6 +688,17 @@ def _tests_and_usage(world: _World, changelog: SyntheticChangelog, usage: Path
     for name, text in sorted(scripts.items()):
         write_atomic(usage / name, text)
     return {f"{pkg}/tests/__init__.py": "", f"{pkg}/tests/test_additions.py": "\n".join(tests)}
+
+
+def _purpose(leaf: str) -> str:
+    """What a client script calling ``leaf`` is for, in the words of its docstring summary
+    (none of the leaf's own words); a class reads as the place the work is done in."""
+    verb, _, noun = leaf.partition("_")
+    if verb in VERBS and noun in NOUNS:
+        gloss = VERBS[verb]
+        return f"{gloss[:1].upper()}{gloss[1:]} {NOUNS[noun]} on every page of a draft"
+    doc = (CLASSES.get(leaf) or NEW_CLASS_DOC).rstrip(".")
+    return f"Prepares the work in {doc[:1].lower()}{doc[1:]}"
 
 
 def write_library_wheels(config: CodeWorldConfig, directory: str | Path
