@@ -23,19 +23,23 @@ from clstream.core.contracts import Model
 from clstream.core.errors import DataError
 from clstream.core.files import write_atomic
 from clstream.core.jsonio import load_json_file
-from clstream.core.types import GenerationRequest, SamplingParams
+from clstream.core.types import GenerationRequest, Message, SamplingParams
 
 CACHE_VERSION = "imprint-stage-cache-v1"
 CACHE_NAME = "stage_cache.json"
 
 
 @dataclass
-class StageCalls:
-    """Cached, counted calls of one model for the dataset stages."""
+class CachedCalls:
+    """Cached, counted calls of one model: replies kept in ``cache_path`` under a hash of
+    (model name, messages, decoding parameters), versioned by ``version`` so a file of another
+    stage is refused, not misread. Every model-writing stage of ``generate imprint`` (news from
+    articles, the code writer, the procedural worlds' writer and audits) calls through it."""
 
     model: Model
     cache_path: Path
     seed: int = 0
+    version: str = CACHE_VERSION
     entries: dict[str, str] = field(default_factory=dict)
     calls: int = 0
     hits: int = 0
@@ -45,16 +49,17 @@ class StageCalls:
         if not self.cache_path.exists():
             return
         raw = load_json_file(self.cache_path)
-        if (not isinstance(raw, dict) or raw.get("version") != CACHE_VERSION
+        if (not isinstance(raw, dict) or raw.get("version") != self.version
                 or not isinstance(raw.get("entries"), dict)
                 or not all(isinstance(v, str) for v in raw["entries"].values())):
-            raise DataError(self.cache_path, None, "entries", f"not a {CACHE_VERSION} cache")
+            raise DataError(self.cache_path, None, "entries", f"not a {self.version} cache")
         self.entries = dict(raw["entries"])
 
-    def request(self, key: str, stage: str, payload: dict[str, Any]) -> GenerationRequest:
-        return GenerationRequest(
-            key=key, stage=f"imprint-{stage}", messages=imprint_writing.messages(stage, payload),
-            params=SamplingParams(temperature=0.0, top_p=1.0, max_tokens=1024, seed=self.seed))
+    def greedy(self, key: str, stage: str, messages: tuple[Message, ...],
+               max_tokens: int = 1024) -> GenerationRequest:
+        """One greedy, one-sample request (the paper's writers and audits take one reply)."""
+        return GenerationRequest(key=key, stage=stage, messages=messages, params=SamplingParams(
+            temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=self.seed))
 
     def _hash(self, request: GenerationRequest) -> str:
         body = {"model": self.model.name, "messages": [m.model_dump() for m in request.messages],
@@ -81,10 +86,30 @@ class StageCalls:
                     continue
                 self.entries[self._hash(request)] = result.samples[0].text
                 out[request.key] = result.samples[0].text
-            body = {"version": CACHE_VERSION, "entries": dict(sorted(self.entries.items()))}
+            body = {"version": self.version, "entries": dict(sorted(self.entries.items()))}
             write_atomic(self.cache_path, json.dumps(body, indent=1, ensure_ascii=False) + "\n")
         return out
 
     def counts(self) -> dict[str, Any]:
         return {"model": self.model.name, "model_calls": self.calls, "cache_hits": self.hits,
                 "failed_requests": self.failed}
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """The reply's JSON object (code fences and text around the outermost braces ignored)."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        value = json.loads(text[start:end + 1])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@dataclass
+class StageCalls(CachedCalls):
+    """The procedural worlds' writer and audits (:mod:`clstream.core.imprint_writing`)."""
+
+    def request(self, key: str, stage: str, payload: dict[str, Any]) -> GenerationRequest:
+        return self.greedy(key, f"imprint-{stage}", imprint_writing.messages(stage, payload))

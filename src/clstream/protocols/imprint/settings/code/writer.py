@@ -34,27 +34,22 @@ a validator that checks give-aways only.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clstream.core import layout
 from clstream.core.contracts import Model
 from clstream.core.environment import Turn
-from clstream.core.errors import DataError
-from clstream.core.files import write_atomic
-from clstream.core.jsonio import load_json_file
-from clstream.core.types import GenerationRequest, Message, SamplingParams
+from clstream.core.types import Message
 from clstream.protocols.imprint.filters import apply_filters
 from clstream.protocols.imprint.schema import Dataset, Item
 from clstream.protocols.imprint.settings.code.dataset import MASK, refres_question, summary_line
 from clstream.protocols.imprint.settings.code.giveaways import distinctive_words
 from clstream.protocols.imprint.settings.code.paraphrase import content_words, reword
+from clstream.protocols.imprint.settings.model_calls import CachedCalls, json_object
 
 CACHE_VERSION = "imprint-code-writer-cache-v1"
 REFRES_TASK = "imprint_code_refres_writer"
@@ -154,70 +149,14 @@ class Validator:
         return {"verdict": "faithful", "reason": "no give-away found"}
 
 
-# --- model calls with a reply cache ---------------------------------------------------------------
-
-
-@dataclass
-class _Calls:
-    model: Model
-    cache_path: Path
-    seed: int
-    entries: dict[str, str] = field(default_factory=dict)
-    calls: int = 0
-    hits: int = 0
-    failed: int = 0
-
-    def load(self) -> None:
-        if not self.cache_path.exists():
-            return
-        raw = load_json_file(self.cache_path)
-        if (not isinstance(raw, dict) or raw.get("version") != CACHE_VERSION
-                or not isinstance(raw.get("entries"), dict)
-                or not all(isinstance(v, str) for v in raw["entries"].values())):
-            raise DataError(self.cache_path, None, "entries", f"not a {CACHE_VERSION} reply cache")
-        self.entries = dict(raw["entries"])
-
-    def hash(self, request: GenerationRequest) -> str:
-        body = {"model": self.model.name, "messages": [m.model_dump() for m in request.messages],
-                "params": request.params.model_dump(mode="json")}
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-    async def run(self, asks: dict[str, str]) -> dict[str, dict[str, Any]]:
-        """The JSON object each prompt was answered with (by key); unreadable replies and
-        failed requests are left out."""
-        requests = [GenerationRequest(
-            key=key, stage="imprint-code-writer",
-            messages=(Message(role="system", content=_SYSTEM), Message(role="user", content=text)),
-            params=SamplingParams(temperature=0.0, top_p=1.0, max_tokens=1024, seed=self.seed))
-            for key, text in asks.items()]
-        texts: dict[str, str] = {}
-        todo = []
-        for request in requests:
-            cached = self.entries.get(self.hash(request))
-            if cached is None:
-                todo.append(request)
-            else:
-                self.hits += 1
-                texts[request.key] = cached
-        if todo:
-            self.calls += len(todo)
-            for request, result in zip(todo, await self.model.generate(todo), strict=True):
-                if not result.ok or not result.samples:
-                    self.failed += 1
-                    continue
-                self.entries[self.hash(request)] = texts[request.key] = result.samples[0].text
-            body = {"version": CACHE_VERSION, "entries": dict(sorted(self.entries.items()))}
-            write_atomic(self.cache_path, json.dumps(body, indent=1, ensure_ascii=False) + "\n")
-        out: dict[str, dict[str, Any]] = {}
-        for key, text in texts.items():
-            start, end = text.find("{"), text.rfind("}")
-            try:
-                value = json.loads(text[start:end + 1]) if 0 <= start < end else None
-            except ValueError:
-                value = None
-            if isinstance(value, dict):
-                out[key] = value
-        return out
+async def _ask(calls: CachedCalls, asks: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The JSON object each prompt was answered with (by key); unreadable replies and failed
+    requests are left out."""
+    texts = await calls.run([calls.greedy(key, "imprint-code-writer", (
+        Message(role="system", content=_SYSTEM), Message(role="user", content=text)))
+        for key, text in asks.items()])
+    return {key: value for key, text in texts.items()
+            if (value := json_object(text)) is not None}
 
 
 # --- the stages ----------------------------------------------------------------------------------
@@ -234,8 +173,7 @@ async def write_code_items(data: Dataset, model: Model, *, cache_path: str | Pat
     and, for CompRel, cut to the golden subset by ``model``; the card records each stage."""
     docs = {d.doc_id: d for d in data.corpus}
     library = str(data.manifest.config.get("library", "the library"))
-    calls = _Calls(model, Path(cache_path), seed)
-    calls.load()
+    calls = CachedCalls(model, Path(cache_path), seed, version=CACHE_VERSION)
     # what the template build removed (snippet gates, RefRes with no clean description) stays
     before = data.manifest.config.get("pipeline")
     prior = before.get("removed", {}) if isinstance(before, dict) else {}
@@ -259,7 +197,7 @@ async def write_code_items(data: Dataset, model: Model, *, cache_path: str | Pat
             snippet = item.question.split("\n\n", 1)[1]
             asks[item.item_id] = prompt(COMPREL_TASK, _COMPREL_ASK, fields,
                                         f"{masked_doc}\n\nSnippet:\n{snippet}", "Documentation")
-    written = await calls.run(asks)
+    written = await _ask(calls, asks)
 
     drafts: dict[str, str] = {}
     for item in targets:
@@ -288,7 +226,7 @@ async def write_code_items(data: Dataset, model: Model, *, cache_path: str | Pat
         checks[item.item_id] = prompt(VALIDATE_TASK, _VALIDATE_ASK, {
             "Library": library, "Kind": str(meta["kind"]), "Identifier": str(meta["leaf"]),
             "Candidate": drafts[item.item_id]}, doc, "Documentation")
-    verdicts = await calls.run(checks)
+    verdicts = await _ask(calls, checks)
 
     items: list[Item] = []
     for item in data.items:

@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import hashlib
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -47,9 +45,8 @@ from typing import Any
 
 from clstream.core.contracts import Model
 from clstream.core.errors import DataError
-from clstream.core.files import write_atomic
-from clstream.core.jsonio import iter_json_lines, load_json_file
-from clstream.core.types import GenerationRequest, Message, SamplingParams
+from clstream.core.jsonio import iter_json_lines
+from clstream.core.types import GenerationRequest, Message
 from clstream.protocols.imprint.schema import (
     CorpusDoc,
     Dataset,
@@ -58,6 +55,7 @@ from clstream.protocols.imprint.schema import (
     QAPair,
     question_key,
 )
+from clstream.protocols.imprint.settings.model_calls import CachedCalls, json_object
 from clstream.retrieval.bm25 import IncrementalBM25, tokenize
 
 GENERATOR = "imprint.news-local-v1"
@@ -238,80 +236,10 @@ def _article_prompt(article: LocalArticle) -> str:
     return f"Title: {article.title}\nDate: {article.date}\n\n{article.text}"
 
 
-# --- model calls with a reply cache ------------------------------------------------------------
-
-
-@dataclass
-class _Calls:
-    model: Model
-    cache_path: Path
-    seed: int
-    entries: dict[str, str] = field(default_factory=dict)
-    calls: int = 0
-    hits: int = 0
-    failed: int = 0
-
-    def load(self) -> None:
-        if not self.cache_path.exists():
-            return
-        raw = load_json_file(self.cache_path)
-        if (not isinstance(raw, dict) or raw.get("version") != CACHE_VERSION
-                or not isinstance(raw.get("entries"), dict)
-                or not all(isinstance(v, str) for v in raw["entries"].values())):
-            raise DataError(self.cache_path, None, "entries",
-                            f"not a {CACHE_VERSION} reply cache")
-        self.entries = dict(raw["entries"])
-
-    def save(self) -> None:
-        body = {"version": CACHE_VERSION, "entries": dict(sorted(self.entries.items()))}
-        write_atomic(self.cache_path, json.dumps(body, indent=1, ensure_ascii=False) + "\n")
-
-    def request(self, key: str, user: str) -> GenerationRequest:
-        return GenerationRequest(
-            key=key, stage="imprint-news-local",
-            messages=(Message(role="system", content=_SYSTEM), Message(role="user", content=user)),
-            params=SamplingParams(temperature=0.0, top_p=1.0, max_tokens=2048, seed=self.seed))
-
-    def hash(self, request: GenerationRequest) -> str:
-        body = {"model": self.model.name, "messages": [m.model_dump() for m in request.messages],
-                "params": request.params.model_dump(mode="json")}
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-    async def run(self, requests: Sequence[GenerationRequest]) -> dict[str, str]:
-        """Reply text per request key; cached replies are reused, failures are left out."""
-        out: dict[str, str] = {}
-        todo = []
-        for request in requests:
-            cached = self.entries.get(self.hash(request))
-            if cached is not None:
-                self.hits += 1
-                out[request.key] = cached
-            else:
-                todo.append(request)
-        if todo:
-            self.calls += len(todo)
-            results = await self.model.generate(todo)
-            for request, result in zip(todo, results, strict=True):
-                if not result.ok or not result.samples:
-                    self.failed += 1
-                    continue
-                text = result.samples[0].text
-                self.entries[self.hash(request)] = text
-                out[request.key] = text
-            self.save()
-        return out
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    """The reply's JSON object (code fences and text around the outermost braces ignored)."""
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        return None
-    try:
-        value = json.loads(text[start:end + 1])
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+def _request(calls: CachedCalls, key: str, user: str) -> GenerationRequest:
+    return calls.greedy(key, "imprint-news-local", (Message(role="system", content=_SYSTEM),
+                                                     Message(role="user", content=user)),
+                        max_tokens=2048)
 
 
 def _s(value: Any) -> str:
@@ -530,10 +458,9 @@ async def build_local_news(articles_path: str | Path, model: Model, *, seed: int
     stripped, lines_dropped = strip_boilerplate(raw)
     nonempty = [a for a in stripped if a.text.strip()]
     articles, duplicates = drop_near_duplicates(nonempty, dedup_threshold)
-    calls = _Calls(model, Path(cache_path), seed)
-    calls.load()
+    calls = CachedCalls(model, Path(cache_path), seed, version=CACHE_VERSION)
     bad: Counter[str] = Counter()
-    requests = [calls.request(f"news-local/{family}/{a.doc_id}",
+    requests = [_request(calls, f"news-local/{family}/{a.doc_id}",
                               f"{ask}\n\nArticle:\n{_article_prompt(a)}")
                 for a in articles for family, ask in _ASK.items()]
     replies = await calls.run(requests)
@@ -545,7 +472,7 @@ async def build_local_news(articles_path: str | Path, model: Model, *, seed: int
             reply = replies.get(f"news-local/{family}/{a.doc_id}")
             if reply is None:
                 continue
-            data = _json_object(reply)
+            data = json_object(reply)
             ok = data is not None
             if data is not None and family == "dir_acq":
                 ok = _dir_acq(data, a, out)
@@ -606,7 +533,7 @@ async def build_local_news(articles_path: str | Path, model: Model, *, seed: int
 
 
 async def _bound_abs(clusters: Sequence[list[ArticleEvent]], articles: Sequence[LocalArticle],
-                     calls: _Calls, out: _Out, bad: Counter[str]) -> None:
+                     calls: CachedCalls, out: _Out, bad: Counter[str]) -> None:
     by_id = {a.doc_id: a for a in articles}
     index = IncrementalBM25()
     for n, a in enumerate(articles):
@@ -615,14 +542,14 @@ async def _bound_abs(clusters: Sequence[list[ArticleEvent]], articles: Sequence[
     requests = []
     for n, group in enumerate(clusters):
         body = "\n\n---\n\n".join(_article_prompt(by_id[e.doc_id]) for e in group)
-        requests.append(calls.request(f"news-local/bound_abs/{n}",
+        requests.append(_request(calls, f"news-local/bound_abs/{n}",
                                       f"{_ASK_ABSENT}\n\nArticles:\n{body}"))
     replies = await calls.run(requests)
     for n, group in enumerate(clusters):
         reply = replies.get(f"news-local/bound_abs/{n}")
         if reply is None:
             continue
-        data = _json_object(reply)
+        data = json_object(reply)
         candidates = data.get("candidates") if data is not None else None
         if not isinstance(candidates, list):
             bad["bound_abs"] += 1
