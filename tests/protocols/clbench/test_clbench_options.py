@@ -64,3 +64,12 @@ def test_options_are_recorded_in_the_run_and_change_its_id(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--env-option" in err[0] and "size" in err[0]
     assert not (tmp_path / "other").exists()
+
+
+def test_generate_writes_the_options_in_force(tmp_path: Path) -> None:
+    out = tmp_path / "materials"
+    assert main(["generate", "clbench", "--task", DB, "--schedule", "short", "--out", str(out),
+                 "--env-option", "notice=on"]) == 0
+    schedule = json.loads((out / DB / "schedule.json").read_text())
+    assert schedule["params"]["options"] == {"feedback": "paper", "notice": "on",
+                                             "size": "small"}

@@ -187,6 +187,10 @@ def test_generate_writes_each_environment_s_materials(tmp_path: Path) -> None:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         conn.close()
         assert any(t.endswith("_products") for t in tables)
+    bank = [json.loads(line) for line in
+            (out / "database_exploration" / "questions.jsonl").read_text().splitlines()]
+    assert [q["post_migration"] for q in bank] == [False] * 3 + [True] * 3
+    assert all(q["pre_migration_sql"] != q["sql"] for q in bank if q["post_migration"])
 
 
 def test_unknown_task_and_bad_counts_are_one_line_errors(
