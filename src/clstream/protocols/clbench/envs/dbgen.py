@@ -13,17 +13,24 @@ rtg_ct rnk``; ``rid ref_id usr rtg hlp_ct vrf ts txt``) while encodings differ b
 * distractors: ``avg_rtg_30d`` (a stale 30-day rating, 30% populated) on Office products and
   ``rnk`` (a sales rank) everywhere.
 
-The migration (between the halves) applies the paper's transforms to a copy: Electronics
-products gain ``prc_v2`` (updated prices, in dollars; ``prc`` is kept but stale); Office
-reviews gain ``verified_status`` ('verified'/'unverified') on 70% of rows, whose old ``vrf``
-is cleared (moved, so both columns are needed); Musical Instruments reviews gain ``yr`` and
-``mo`` and lose 30% of ``ts``; its attributes table becomes ``<g>_attrs_legacy`` with 40% of
-rows dropped and a new canonical ``<g>_attributes (ref_id, attr_name, attr_value)``; and every
-products table gains a soft-delete flag ``del`` (1 = no longer listed).
+The migration (between the halves) applies the paper's transforms to a copy, each changing
+values as well as the schema, so that what was true before is false after: Electronics
+products gain ``prc_v2`` (the prices after a rise of 5-25% per product, in dollars; ``prc`` is
+kept but stale); Office reviews gain ``verified_status`` ('verified'/'unverified') on 70% of
+rows, whose old ``vrf`` is cleared (moved, so both columns are needed), and an audit revokes
+10% of the moved verified flags; Musical Instruments reviews gain ``yr`` and ``mo``, lose 30%
+of ``ts``, and archived reviews are imported with ``yr``/``mo`` only; its attributes table
+becomes ``<g>_attrs_legacy`` with 40% of rows dropped beside a new canonical ``<g>_attributes
+(ref_id, attr_name, attr_value)`` that also records attributes the old one lacked; and every
+products table gains a soft-delete flag ``del`` (1 = no longer listed), set mostly on products
+priced above their category's median. The value changes are the project's (the paper lists
+only the schema transforms): without them a question's pre-migration answer could still pass.
 
 The bank has 40 questions (20 per half) from templates with seeded parameters; each carries
-its gold SQL, run on the database that is live for it to get the gold answer. Every
-post-migration question depends on a migrated fact.
+its gold SQL, run on the database that is live for it to get the gold answer, and its SQL as
+written against the pre-migration database. Every post-migration question depends on a
+migrated fact: neither its pre-migration answer nor its pre-migration SQL passes after the
+migration (:func:`drift_bites`; docs/clbench.md §4.2).
 """
 
 from __future__ import annotations
