@@ -10,7 +10,7 @@ import pytest
 
 from clstream.core.environment import EnvironmentStateError
 from clstream.protocols.clbench.envs import dbgen
-from clstream.protocols.clbench.envs.database import NOTICE, DatabaseEnv
+from clstream.protocols.clbench.envs.database import NOTICE, SIZES, DatabaseEnv
 
 SMALL: dict[str, Any] = {"n_products": 300, "n_reviews": 1200}
 
@@ -82,6 +82,21 @@ def test_every_post_migration_question_rejects_its_stale_answer_and_sql(seed: in
         assert stale is None or not dbgen.grade(str(stale), q, slack=2.0), (q.qid, stale)
     for q in bank[:20]:
         assert q.pre_sql == q.sql
+
+
+def test_sizes_give_the_rows_per_category(env: DatabaseEnv) -> None:
+    """The named sizes are rows per category (the paper's: 50K products per category); the
+    paper size itself is measured in benchmarks/bench_clbench_database.py."""
+    assert SIZES == {"small": (1500, 6000), "paper": (50_000, 200_000)}
+    for category in dbgen.CATEGORIES:
+        g = env.layout.group[category]
+        pre = env.database(False)
+        assert pre.execute(f"SELECT COUNT(*) FROM {g}_products").fetchone()[0] == 300
+        assert pre.execute(f"SELECT COUNT(*) FROM {g}_reviews").fetchone()[0] == 1200
+    assert env.describe()["params"]["n_products"] == 300
+    default = DatabaseEnv(0, "short")
+    assert (default.n_products, default.n_reviews) == SIZES["small"]
+    assert default.describe()["params"]["options"]["size"] == "small"
 
 
 def test_options_are_checked() -> None:
