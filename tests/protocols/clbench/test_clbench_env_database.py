@@ -10,7 +10,7 @@ import pytest
 
 from clstream.core.environment import EnvironmentStateError
 from clstream.protocols.clbench.envs import dbgen
-from clstream.protocols.clbench.envs.database import NOTICE, DatabaseEnv
+from clstream.protocols.clbench.envs.database import NOTICE, SIZES, DatabaseEnv
 
 SMALL: dict[str, Any] = {"n_products": 300, "n_reviews": 1200}
 
@@ -63,6 +63,49 @@ def test_bank_of_forty_questions_post_ones_need_the_migration(env: DatabaseEnv) 
     assert set(env.questions) == {q.qid for q in bank}
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_every_post_migration_question_rejects_its_stale_answer_and_sql(seed: int) -> None:
+    """Neither the pre-migration answer of a post-migration question nor its pre-migration
+    SQL run on the migrated database passes, a number by at least twice the tolerance."""
+    env = DatabaseEnv(seed)
+    pre, post = env.database(False), env.database(True)
+    bank = dbgen.make_questions(seed, env.layout, pre, post)
+    assert sum(q.post for q in bank) == 20
+    for q in bank[20:]:
+        assert q.pre_sql and q.pre_sql != q.sql, q.qid
+        before = pre.execute(q.pre_sql).fetchone()[0]
+        assert not dbgen.grade(str(before), q, slack=2.0), (q.qid, q.template, before, q.answer)
+        try:
+            stale = post.execute(q.pre_sql).fetchone()[0]
+        except sqlite3.Error:
+            continue
+        assert stale is None or not dbgen.grade(str(stale), q, slack=2.0), (q.qid, stale)
+    for q in bank[:20]:
+        assert q.pre_sql == q.sql
+
+
+def test_sizes_give_the_rows_per_category(env: DatabaseEnv) -> None:
+    """The named sizes are rows per category (the paper's: 50K products per category); the
+    paper size itself is measured in benchmarks/bench_clbench_database.py."""
+    assert SIZES == {"small": (1500, 6000), "paper": (50_000, 200_000)}
+    for category in dbgen.CATEGORIES:
+        g = env.layout.group[category]
+        pre = env.database(False)
+        assert pre.execute(f"SELECT COUNT(*) FROM {g}_products").fetchone()[0] == 300
+        assert pre.execute(f"SELECT COUNT(*) FROM {g}_reviews").fetchone()[0] == 1200
+    assert env.describe()["params"]["n_products"] == 300
+    default = DatabaseEnv(0, "short")
+    assert (default.n_products, default.n_reviews) == SIZES["small"]
+    assert default.describe()["params"]["options"]["size"] == "small"
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="option size must be one of small, paper"):
+        DatabaseEnv(0, options={"size": "huge"}, **SMALL)
+    with pytest.raises(ValueError, match="unknown option 'colour'"):
+        DatabaseEnv(0, options={"colour": "red"}, **SMALL)
+
+
 def test_grading() -> None:
     q = dbgen.Question("q", "?", "integer", "", "t", "", False, 0.0, "4783")
     assert dbgen.grade("4,783 reviews", q) and dbgen.grade("4783.0", q)
@@ -86,19 +129,25 @@ def test_reward_is_one_minus_queries_over_fifteen(env: DatabaseEnv) -> None:
     assert res.reward == pytest.approx(1.0)
 
 
-def test_wrong_answer_and_over_budget_reveal_gold_answer_and_sql(env: DatabaseEnv) -> None:
+@pytest.mark.parametrize("feedback", ["paper", "rich"])
+def test_wrong_answer_and_over_budget_reveal_gold_only_with_rich_feedback(feedback: str) -> None:
+    env = DatabaseEnv(0, options={"feedback": feedback}, **SMALL)
+    rich = feedback == "rich"
     env.reset()
     q = env.questions["q01"]
     env.begin("q01")
     res = env.step({"answer": "-1"})
     assert res.reward == 0.0 and not res.success
-    assert q.answer in res.feedback and q.sql in res.feedback
+    assert res.feedback.startswith("Wrong answer")
+    assert (q.answer in res.feedback and q.sql in res.feedback) == rich
+    assert "SELECT" not in res.feedback or rich
     env.begin("q02")
     for _ in range(15):
         ask(env, "SELECT 1")
     res = env.step({"tool": "sql", "query": "SELECT 1"})
     assert res.instance_complete and res.reward == 0.0 and res.info["ended"] == "over_budget"
-    assert env.questions["q02"].sql in res.feedback
+    assert (env.questions["q02"].sql in res.feedback) == rich
+    assert env.describe()["params"]["options"]["feedback"] == feedback
 
 
 def test_queries_are_read_only_and_bounded() -> None:
@@ -146,7 +195,18 @@ def test_stateless_arm_sees_the_migrated_database(env: DatabaseEnv) -> None:
     assert not env.migrated
 
 
-def test_stateful_run_migrates_once_with_a_notice(env: DatabaseEnv) -> None:
+def test_the_migration_is_unannounced_by_default(env: DatabaseEnv) -> None:
+    env.reset()
+    env.begin("q05")
+    env.step({"answer": "0"})
+    post = env.begin("q30")
+    assert env.migrated and "NOTICE" not in post.observation
+    assert env.describe()["params"]["options"] == {"feedback": "paper", "notice": "off",
+                                                   "size": "small"}
+
+
+def test_stateful_run_migrates_once_with_the_notice_option() -> None:
+    env = DatabaseEnv(0, options={"notice": "on"}, **SMALL)
     env.reset()
     first = env.begin("q05")
     assert NOTICE not in first.observation and not env.migrated

@@ -57,16 +57,22 @@ def test_wape_skill_unclipped() -> None:
 
 
 @pytest.mark.parametrize(("scale", "expected"), [(1.0, 1.0), (0.0, 0.0), (3.0, -1.0)])
-def test_reward_on_hand_made_submissions(scale: float, expected: float) -> None:
-    env = SalesEnv(0, "short")
+@pytest.mark.parametrize("feedback", ["paper", "rich"])
+def test_reward_on_hand_made_submissions(scale: float, expected: float, feedback: str) -> None:
+    env = SalesEnv(0, "short", options={"feedback": feedback})
     env.reset()
     env.begin("year-2027")
     res = env.step({"tool": "submit", "predictions": cells(env, "year-2027", scale)})
     assert res.instance_complete and res.reward == pytest.approx(expected)
     lines = res.feedback.split("\n")
-    assert lines[0].startswith("Predictions recorded for year 2027")
+    first = SalesEnv(0, "short").actuals("year-2027", [2027])
+    score = 1.0 - sum(abs(scale * a - a) for a in first.values()) / sum(first.values())
+    assert lines[0] == f"Predictions recorded for year 2027. Composite score: {score:.3f}."
     revealed = [ln for ln in lines if ln.count(" | ") == 2 and ln[-1].isdigit()]
-    assert len(revealed) == 15  # only the year 2027 actuals of the 15 targets
+    # the paper's feedback is the composite score alone; rich feedback adds the year 2027
+    # actuals of the 15 targets
+    assert len(revealed) == (15 if feedback == "rich" else 0)
+    assert len(lines) == (17 if feedback == "rich" else 1)
 
 
 def test_missing_cells_count_as_zero_and_bad_cells_are_refused() -> None:

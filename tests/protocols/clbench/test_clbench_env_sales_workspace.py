@@ -21,6 +21,10 @@ from clstream.protocols.clbench.policies import (
 )
 
 FOUND = detect() if sys.platform == "linux" else "the sandbox relies on Linux"
+# The revealed actuals (feedback=rich) are what the policy's panel and notes pool on the short
+# schedule, where each store is shown once; the paper's feedback (the composite score) leaves
+# it the store-years it was shown, enough on the default schedule only.
+RICH = {"feedback": "rich"}
 
 
 def started(schedule: str = "short", instance: str = "year-2027") -> SalesEnv:
@@ -120,9 +124,11 @@ def test_snapshot_round_trips_text_and_binary_files() -> None:
             SalesEnv(0, "short").restore({**snap, "state": bad})
 
 
-@pytest.mark.parametrize("schedule", ["short", "default"])
-def test_builtin_policy_gains_through_its_program_and_its_notes(schedule: str) -> None:
-    env = SalesEnv(0, schedule)
+@pytest.mark.parametrize(("schedule", "feedback"),
+                         [("short", "rich"), ("default", "paper"), ("default", "rich")])
+def test_builtin_policy_gains_through_its_program_and_its_notes(schedule: str,
+                                                                feedback: str) -> None:
+    env = SalesEnv(0, schedule, options={"feedback": feedback})
     policy = SalesForecaster()
     stateless = play_stateless(env, policy)
     n, s_sl = len(stateless), sum(r.reward for r in stateless)
@@ -135,12 +141,16 @@ def test_builtin_policy_gains_through_its_program_and_its_notes(schedule: str) -
 
 @pytest.mark.skipif(isinstance(FOUND, str), reason="the sandbox needs bubblewrap")
 def test_the_program_and_its_panel_persist_in_the_stateful_workspace() -> None:
-    env = SalesEnv(0, "short")
+    env = SalesEnv(0, "short", options=RICH)
     play_stateful(env, SalesForecaster())
     own = env.own_files()
     assert {"forecast.py", "task.json", "panel/actuals_2027.csv", "panel/actuals_2028.csv",
             "panel/export_sales_sf_2026.csv", "panel/export_sales_chi_2028.csv"} <= set(own)
-    stateless = SalesEnv(0, "short")
+    paper = SalesEnv(0, "short")  # the composite score alone reveals no actuals to keep
+    play_stateful(paper, SalesForecaster())
+    assert not any(p.startswith("panel/actuals") for p in paper.own_files())
+    assert "panel/export_sales_chi_2028.csv" in paper.own_files()
+    stateless = SalesEnv(0, "short", options=RICH)
     play_stateless(stateless, SalesForecaster())
     assert not any(p.startswith("panel/actuals") for p in stateless.own_files())
 
@@ -149,14 +159,15 @@ def test_without_a_sandbox_the_policy_still_gains(monkeypatch: pytest.MonkeyPatc
     def refuse(*args: object, **kwargs: object) -> None:
         raise IsolationUnavailable("refusing to run model-written code: no bubblewrap")
     monkeypatch.setattr(sales_module, "run_in_workspace", refuse)
-    env, policy = SalesEnv(0, "short"), SalesForecaster()
+    env, policy = SalesEnv(0, "short", options=RICH), SalesForecaster()
     s_sl = sum(r.reward for r in play_stateless(env, policy))
     for play in (play_stateful, play_with_notes):
         assert sum(r.reward for r in play(env, policy, 0)) > s_sl + 0.1
 
 
-def test_notes_carry_actuals_and_growth_and_merge_idempotently() -> None:
-    env = SalesEnv(0, "short")
+@pytest.mark.parametrize("feedback", ["paper", "rich"])
+def test_notes_carry_actuals_and_growth_and_merge_idempotently(feedback: str) -> None:
+    env = SalesEnv(0, "short", options={"feedback": feedback})
     policy = SalesForecaster()
     turns: list[Turn] = []
     env.reset()
@@ -164,13 +175,16 @@ def test_notes_carry_actuals_and_growth_and_merge_idempotently() -> None:
         play_instance(env, policy, instance_id, turns)
     notes = policy.notes(turns)
     subjects = [n.split(":", 1)[0] for n in notes]
-    assert "sales actuals 2027" in subjects and "sales actuals 2029" in subjects
     assert len(subjects) == len(set(subjects))
-    actuals = next(n for n in notes if n.startswith("sales actuals 2027"))
-    assert "San Francisco |" in actuals and actuals.count(";") == 14
-    if not isinstance(FOUND, str):  # the program ran and printed its growth estimates
-        growth = [n for n in notes if n.startswith("sales growth ")]
-        assert len(growth) == 5 and all("estimated in 2029" in n for n in growth)
+    if feedback == "paper":  # no actuals are revealed, so none are noted
+        assert not any(subject.startswith("sales actuals") for subject in subjects)
+    else:
+        assert "sales actuals 2027" in subjects and "sales actuals 2029" in subjects
+        actuals = next(n for n in notes if n.startswith("sales actuals 2027"))
+        assert "San Francisco |" in actuals and actuals.count(";") == 14
+        if not isinstance(FOUND, str):  # the program ran and printed its growth estimates
+            growth = [n for n in notes if n.startswith("sales growth ")]
+            assert len(growth) == 5 and all("estimated in 2029" in n for n in growth)
     for note in notes:
         assert policy.merge(note, note) == note
         assert policy.merge(policy.merge(note, note), note) == note

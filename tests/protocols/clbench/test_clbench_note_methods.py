@@ -13,11 +13,22 @@ import pytest
 from clstream.cli import main
 from clstream.core import registry
 from clstream.core.environment import NoteTaker, Turn, merge_notes
+from clstream.protocols.clbench.commands import make_env
 from clstream.protocols.clbench.envs import ENVIRONMENTS
+from clstream.protocols.clbench.envs.base import EnvironmentBase
 from clstream.protocols.clbench.policies import play_stateless, play_with_notes
 
 # mem0 on BM25 keeps the test light; which retriever is used is not what is tested here.
 SYSTEMS = ("icl", "notepad", "mem0:retriever=bm25", "ace")
+# The short schedules are too short for the paper's settings (docs/clbench.md §4): three
+# questions a half cannot make up an unannounced migration, and sales notes without the
+# revealed actuals carry no store seen twice; here the database announces its migration and
+# sales gives the rich feedback (as the shared short run does, clbench_short_results.py).
+OPTIONS = {"database_exploration": {"notice": "on"}, "sales_prediction": {"feedback": "rich"}}
+
+
+def short_env(task: str) -> EnvironmentBase:
+    return make_env(task, 0, "short", OPTIONS)
 
 
 def note_tasks() -> list[str]:
@@ -33,7 +44,7 @@ def test_the_notes_tasks_include_the_first_two() -> None:
 
 @pytest.mark.parametrize("task", note_tasks())
 def test_a_notes_only_rollout_gains(task: str) -> None:
-    env = ENVIRONMENTS[task](0, "short")
+    env = short_env(task)
     policy = registry.resolve("policy", task)()
     n = len(env.schedule)
     s_sl = sum(r.reward for r in play_stateless(env, policy))
@@ -44,7 +55,7 @@ def test_a_notes_only_rollout_gains(task: str) -> None:
 
 @pytest.mark.parametrize("task", note_tasks())
 def test_merging_is_idempotent(task: str) -> None:
-    env = ENVIRONMENTS[task](0, "short")
+    env = short_env(task)
     policy = registry.resolve("policy", task)()
     env.reset()
     turns: list[Turn] = []
@@ -72,6 +83,9 @@ def test_every_method_gains_on_every_notes_task(tmp_path: Path,
     out = tmp_path / "results"
     argv = ["run", "clbench", "--schedule", "short", "--rollouts", "2", "--model", "builtin",
             "--out", str(out), "--no-progress"]
+    for task, given in OPTIONS.items():
+        argv += [x for name, value in given.items()
+                 for x in ("--env-option", f"{task}:{name}={value}")]
     for task in tasks:
         argv += ["--task", task]
     for system in SYSTEMS:

@@ -16,12 +16,18 @@ import pytest
 
 from clstream.cli import main
 from clstream.core.environment import Environment
+from clstream.protocols.clbench.commands import make_env
 from clstream.protocols.clbench.envs import ENVIRONMENTS
 from clstream.protocols.clbench.policies import POLICIES, play_stateful, play_stateless
 from clstream.store.db import ResultsStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from clbench_short_results import SEED, full_and_memory_free, run_argv  # noqa: E402
+from clbench_short_results import (  # noqa: E402
+    OPTIONS,
+    SEED,
+    full_and_memory_free,
+    run_argv,
+)
 
 TASKS = sorted(ENVIRONMENTS)
 
@@ -124,8 +130,11 @@ def test_the_runner_plays_exactly_the_reference_policy_runs(
     """With the builtin model, ``full`` shows every past step, so the builtin policy acting on
     the prompt does what the reference drivers do with the policy's own memory."""
     stored = _stored(results, "full", "instance")
+    options = {"database_exploration": {"notice": "on"}, "sales_prediction": {"feedback": "rich"}}
+    assert OPTIONS == tuple(x for task, given in options.items() for name, value in given.items()
+                            for x in ("--env-option", f"{task}:{name}={value}"))
     for task in TASKS:
-        env: Environment = ENVIRONMENTS[task](int(SEED), "short")
+        env: Environment = make_env(task, int(SEED), "short", options)
         policy = POLICIES[task]()
         for run in play_stateless(env, policy):
             key = f"{task}/stateless/0/{run.instance_id}"
@@ -178,6 +187,10 @@ def test_generate_writes_each_environment_s_materials(tmp_path: Path) -> None:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         conn.close()
         assert any(t.endswith("_products") for t in tables)
+    bank = [json.loads(line) for line in
+            (out / "database_exploration" / "questions.jsonl").read_text().splitlines()]
+    assert [q["post_migration"] for q in bank] == [False] * 3 + [True] * 3
+    assert all(q["pre_migration_sql"] != q["sql"] for q in bank if q["post_migration"])
 
 
 def test_unknown_task_and_bad_counts_are_one_line_errors(

@@ -45,6 +45,10 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"task (repeatable; default all): {', '.join(TASKS)}")
     p.add_argument("--seed", type=seed_value, default=0)
     p.add_argument("--schedule", choices=SCHEDULES, default="default")
+    p.add_argument("--env-option", action="append", default=None, metavar="[TASK:]NAME=VALUE",
+                   help="an environment option other than the paper's setting (repeatable), "
+                        "e.g. feedback=rich, database_exploration:notice=on, "
+                        "database_exploration:size=paper; docs/clbench.md §4")
     p.add_argument("--out", required=True, help="directory; one subdirectory per task")
 
 
@@ -56,6 +60,10 @@ def add_run_clbench_arguments(p: argparse.ArgumentParser) -> None:
                    help="stateful rollouts R per task (default 5; the stateless arm runs once)")
     p.add_argument("--schedule", choices=SCHEDULES, default="default",
                    help="the paper's schedules, or short ones for tests and demos")
+    p.add_argument("--env-option", action="append", default=None, metavar="[TASK:]NAME=VALUE",
+                   help="an environment option other than the paper's setting (repeatable), "
+                        "e.g. feedback=rich, database_exploration:notice=on, "
+                        "database_exploration:size=paper; docs/clbench.md §4")
     p.add_argument("--parallel", type=int, default=4, metavar="N",
                    help="rollouts (and stateless arms) played at once (default 4)")
     p.add_argument("--reference", default=None, metavar="TASK=NUMBER,...|RUN_ID",

@@ -38,6 +38,7 @@ from clstream.protocols.clbench.envs import ENVIRONMENTS
 from clstream.protocols.clbench.envs.base import EnvironmentBase
 from clstream.protocols.clbench.materials import write_materials
 from clstream.protocols.clbench.metrics import ci_multiplier, score_clbench
+from clstream.protocols.clbench.options import parse_env_options
 from clstream.protocols.clbench.records import ClbenchRecords, load_clbench_records
 from clstream.protocols.clbench.run_summary import stateless_sums
 from clstream.protocols.clbench.runner import ClbenchRunner, template_fingerprint
@@ -132,10 +133,13 @@ def task_names(given: list[str] | None) -> list[str]:
     return [t for t in TASKS if t in out]
 
 
-def make_env(task: str, seed: int, schedule: str) -> EnvironmentBase:
-    """A fresh environment of ``task`` (every class takes ``(seed, schedule)``)."""
+def make_env(task: str, seed: int, schedule: str,
+             options: dict[str, dict[str, str]] | None = None) -> EnvironmentBase:
+    """A fresh environment of ``task`` (every class takes ``(seed, schedule)``; one with
+    options takes those given for it, :mod:`.options`)."""
     cls: Any = ENVIRONMENTS[task]
-    env: EnvironmentBase = cls(seed, schedule)
+    given = (options or {}).get(task)
+    env: EnvironmentBase = cls(seed, schedule, options=given) if given else cls(seed, schedule)
     return env
 
 
@@ -162,11 +166,13 @@ def generate(args: argparse.Namespace) -> int:
     """Each task's materials in ``OUT/<task>``, all or nothing per task: written into a hidden
     staging directory beside it, then renamed into place, so a full or read-only disk leaves
     no partial task directory (and no ``OUT`` this command created)."""
+    tasks = task_names(args.task)
+    options = parse_env_options(args.env_option, tasks)
     out = Path(args.out)
     claim_directory(out, role="dataset")  # a new or empty directory: never over a dataset
     created = not out.exists()
-    for task in task_names(args.task):
-        env = make_env(task, args.seed, args.schedule)
+    for task in tasks:
+        env = make_env(task, args.seed, args.schedule, options)
         stage = out / f".{task}.partial-{os.getpid()}"
         try:
             paths = write_materials(env, stage)
@@ -275,8 +281,9 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     positive("--rollouts", args.rollouts, MOST_ROLLOUTS)
     positive("--parallel", args.parallel, MOST_IN_FLIGHT)
     tasks = task_names(args.task)
+    options = parse_env_options(args.env_option, tasks)
     basics = run_basics(args)
-    envs = {task: make_env(task, args.seed, args.schedule) for task in tasks}
+    envs = {task: make_env(task, args.seed, args.schedule, options) for task in tasks}
     try:
         view = task_view(envs)
     finally:
@@ -285,18 +292,23 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     texts = [t for env in envs.values() for t in (env.instructions, env.action_format)]
     info: dict[str, Any] = {"prompt_template_hash": template_fingerprint(texts),
                             "tasks": tasks, "schedule": args.schedule}
+    params: dict[str, Any] = {"tasks": tasks, "schedule": args.schedule,
+                              "rollouts": args.rollouts}
+    if options:  # absent when none is given: the paper's settings, as before options existed
+        info["env_options"] = params["env_options"] = options
     if reference is not None:
         info["reference"] = reference
     return plan_job(
         args, basics, protocol="clbench", unit="instance",
         add_arguments=add_run_clbench_arguments,
         dataset=StoredDataset(view_hash(view), f"clbench:{','.join(tasks)}", view),
-        params={"tasks": tasks, "schedule": args.schedule, "rollouts": args.rollouts},
+        params=params,
         info=info, units={"instance": "instances"}, error_kinds=("instance",),
         cells_at_once=args.parallel,
         before_register=lambda spec: partial(_check_reference, run_id=spec.run_id,
                                              reference=reference),
         open_runner=lambda spec, make: partial(
             ClbenchRunner, spec, make_system=make,
-            make_env=partial(make_env, seed=args.seed, schedule=args.schedule), tasks=tasks,
+            make_env=partial(make_env, seed=args.seed, schedule=args.schedule,
+                             options=options), tasks=tasks,
             rollouts=args.rollouts, view=view))

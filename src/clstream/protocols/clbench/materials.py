@@ -11,7 +11,9 @@ back by a run; the files show what a seed produces. Per task, under ``OUT/<task>
 * per environment: the spectrum's true channels (``channels.json``); the sales world's full
   panel of units sold (``panel.csv``) and the files each year shows under ``data/``
   (``files/<instance>/...``); the database before and after its migration
-  (``database_pre_migration.sqlite``, ``database_post_migration.sqlite``).
+  (``database_pre_migration.sqlite``, ``database_post_migration.sqlite``) and its question
+  bank with gold answers, gold SQL and, for post-migration questions, the SQL as written
+  against the pre-migration database (``questions.jsonl``).
 """
 
 from __future__ import annotations
@@ -91,4 +93,10 @@ def write_materials(env: EnvironmentBase, out: Path) -> list[Path]:
                                (True, "database_post_migration.sqlite")):
             _copy_database(env.database(migrated), out / name)
             written.append(out / name)
+        put("questions.jsonl", "".join(
+            json.dumps({"qid": q.qid, "post_migration": q.post, "text": q.text,
+                        "kind": q.kind, "tolerance": q.tolerance, "answer": q.answer,
+                        "sql": q.sql, "pre_migration_sql": q.pre_sql},
+                       ensure_ascii=False) + "\n"
+            for q in sorted(env.questions.values(), key=lambda q: q.qid)))
     return written

@@ -11,15 +11,15 @@ structure and a stateless one that cannot).
   mean centre and width, hit count) and reports confirmed ones even while they are silent;
   without memory it reports only the peaks of the current scan.
 * :class:`~clstream.protocols.clbench.envs.sales_policy.SalesForecaster` -- keeps a
-  forecasting program and a pooled panel (every export its program copied, every year of
-  actuals revealed) in the workspace and reruns the program each year, so it estimates one
+  forecasting program and a pooled panel (every export its program copied, and every year of
+  actuals revealed where the feedback reveals them, ``feedback=rich``) in the workspace and reruns the program each year, so it estimates one
   growth rate per category; in a fresh workspace, with only the current instance's turns, it
   forecasts flat from the one visible store-year. It also keeps notes (revealed actuals,
   growth estimates) for notes-only memories.
 * :class:`~clstream.protocols.clbench.envs.database_policy.SchemaExplorer` -- caches schema
   facts (table per category, columns, price/time/boolean encodings) and answers with one
-  query once it knows them; forgets all on a drift notice; without memory it rediscovers them
-  for every question.
+  query once it knows them; forgets all on a drift notice or a wrong answer; without memory
+  it rediscovers them for every question.
 * :class:`~clstream.protocols.clbench.envs.poker_policy.OpponentModeler` -- counts each named
   opponent's folds, calls and raises over earlier hands and exploits the style they show;
   without memory it is :class:`~clstream.protocols.clbench.envs.poker_policy.TAGHeuristic`,

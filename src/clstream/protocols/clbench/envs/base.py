@@ -13,6 +13,11 @@ A subclass supplies the content through a few hooks:
 * ``_forfeit()`` -- what an instance ended by invalid actions scores (default: ``min_reward``);
 * ``_state_json()`` / ``_load_state(state)`` -- what a snapshot adds.
 
+Named options (:attr:`EnvironmentBase.OPTIONS`, e.g. ``feedback=rich``) select departures from
+the paper's defaults; the ones in force (:attr:`EnvironmentBase.options`) are part of the
+environment's parameters, so they enter its description, the run's dataset hash (and with it
+the run id) and the snapshot fingerprint (docs/clbench.md §4).
+
 Every observation opens with the line ``Instance <id>, step <s>`` (never a position in the
 run), so a reader can tell which instance a past turn belonged to.
 """
@@ -83,10 +88,14 @@ class EnvironmentBase(ABC):
     instructions: ClassVar[str] = ""
     action_format: ClassVar[str] = ""
     action_schema: ClassVar[Mapping[str, Any]] = {}
+    # option name -> its values, the first being the default (the paper's setting)
+    OPTIONS: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
-    def __init__(self, seed: int, schedule: Schedule, max_invalid: int = 3) -> None:
+    def __init__(self, seed: int, schedule: Schedule, max_invalid: int = 3,
+                 options: Mapping[str, str] | None = None) -> None:
         if max_invalid < 1:
             raise ValueError(f"max_invalid must be >= 1, got {max_invalid}")
+        self.options = self.choose_options(options)
         self._seed = int(seed)
         self._schedule = schedule
         self.max_invalid = int(max_invalid)
@@ -96,6 +105,21 @@ class EnvironmentBase(ABC):
         self._invalid = 0
         self._last_variant: str | None = None
         self._completed: list[str] = []
+
+    @classmethod
+    def choose_options(cls, given: Mapping[str, str] | None) -> dict[str, str]:
+        """The options in force: ``given`` over the defaults; ValueError names an unknown
+        option or value."""
+        chosen = {name: values[0] for name, values in cls.OPTIONS.items()}
+        for name, value in (given or {}).items():
+            if name not in cls.OPTIONS:
+                known = ", ".join(sorted(cls.OPTIONS)) or "none"
+                raise ValueError(f"{cls.name}: unknown option {name!r} (known: {known})")
+            if value not in cls.OPTIONS[name]:
+                raise ValueError(f"{cls.name}: option {name} must be one of "
+                                 f"{', '.join(cls.OPTIONS[name])}, got {value!r}")
+            chosen[name] = value
+        return chosen
 
     # --- properties of the contract --------------------------------------------------------
 
@@ -211,7 +235,7 @@ class EnvironmentBase(ABC):
     # --- snapshots -------------------------------------------------------------------------
 
     def _fingerprint(self) -> str:
-        text = json.dumps({"schedule": self._schedule.to_json(), "params": self._params()},
+        text = json.dumps({"schedule": self._schedule.to_json(), "params": self._all_params()},
                           sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -249,12 +273,16 @@ class EnvironmentBase(ABC):
         return {"task": self.name, "seed": self._seed, "schedule": self._schedule.to_json(),
                 "order_policy": self.order_policy.value, "r_max": self.r_max,
                 "min_reward": self.min_reward, "max_steps": self.max_steps,
-                "max_invalid": self.max_invalid, "params": self._params()}
+                "max_invalid": self.max_invalid, "params": self._all_params()}
 
     # --- hooks -----------------------------------------------------------------------------
 
     def _params(self) -> dict[str, Any]:
         return {}
+
+    def _all_params(self) -> dict[str, Any]:
+        """The task's parameters and the options in force (none for a task without any)."""
+        return {**self._params(), **({"options": self.options} if self.options else {})}
 
     def _reset_state(self) -> None:
         """The state at the start of the stateful run (a hook: nothing by default)."""

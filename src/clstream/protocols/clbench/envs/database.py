@@ -4,9 +4,13 @@ The agent answers questions about a generated SQLite database (:mod:`.dbgen`: th
 groups with their own price, time and boolean encodings, abbreviated column names, distractor
 columns) whose schema it is not shown. Per question it may run up to 15 exploratory queries,
 then answers. Reward 1 - q/15 for a correct answer after q queries, else 0; r_max 1. A wrong
-answer, or a 16th query (over budget), ends the question and reveals the gold answer and the
-gold SQL. The database migrates between the halves (20 + 20 questions by default); the first
-question after the migration in a stateful run carries a notice, as in the paper.
+answer, or a 16th query (over budget), ends the question; as in the paper the agent learns
+only that the answer was wrong (option ``feedback=rich`` adds the gold answer and the gold SQL,
+as the authors' code shows them). The database migrates between the halves (20 + 20 questions
+by default), unannounced as in the paper, whose agent has to notice it (option ``notice=on``
+puts the authors' code's notice on the first question after the migration of a stateful
+run). Option ``size``: ``small`` (1,500 products and 6,000 reviews per category, the default)
+or ``paper`` (50,000 products per category, as the paper samples, and 200,000 reviews).
 
 Reading chosen here: the stateless arm (:meth:`DatabaseEnv.reset_to`) answers a
 post-migration question against the *migrated* database, the state that question has in the
@@ -37,6 +41,7 @@ SCHEDULES: dict[str, tuple[int, int]] = {"default": (20, 20), "short": (3, 3)}
 MAX_QUERY_CHARS, MAX_CELL_CHARS, MAX_RESULT_CHARS = 10_000, 300, 8_000
 READ_PRAGMAS = frozenset({"table_info", "table_xinfo", "table_list", "index_list",
                           "index_info", "index_xinfo", "foreign_key_list"})
+SIZES: dict[str, tuple[int, int]] = {"small": (1500, 6000), "paper": (50_000, 200_000)}
 NOTICE = ("NOTICE: the database was migrated after the earlier questions. Its schema and "
           "contents may have changed; check the current tables and data before relying on "
           "what you learned before.")
@@ -46,8 +51,7 @@ INSTRUCTIONS = (
     "split into several product groups. You are not shown the schema: explore it with "
     "read-only SQL. Each question allows up to 15 exploratory queries; every query lowers the "
     "reward of a correct answer (1 - queries/15), a wrong answer earns 0, and a 16th query "
-    "ends the question unanswered. Query results show at most 50 rows. After a wrong answer "
-    "you are shown the expected answer and the SQL that produces it."
+    "ends the question unanswered. Query results show at most 50 rows."
 )
 ACTION_FORMAT = (
     'Reply with one JSON object: {"tool": "sql", "query": "<one SQL statement, or .tables, '
@@ -188,10 +192,14 @@ class DatabaseEnv(EnvironmentBase):
     instructions: ClassVar[str] = INSTRUCTIONS
     action_format: ClassVar[str] = ACTION_FORMAT
     action_schema: ClassVar[Mapping[str, Any]] = ACTION_SCHEMA
+    OPTIONS: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "feedback": ("paper", "rich"), "notice": ("off", "on"), "size": tuple(SIZES)}
 
     def __init__(self, seed: int = 0, schedule: str = "default", max_invalid: int = 3,
-                 n_products: int = 1500, n_reviews: int = 6000, sql_timeout_s: float = 10.0,
-                 row_cap: int = 50) -> None:
+                 n_products: int | None = None, n_reviews: int | None = None,
+                 sql_timeout_s: float = 10.0, row_cap: int = 50,
+                 options: Mapping[str, str] | None = None) -> None:
+        """``n_products`` / ``n_reviews`` (per category) override the ``size`` option's."""
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r}; known: {sorted(SCHEDULES)}")
         pre_n, post_n = SCHEDULES[schedule]
@@ -199,11 +207,14 @@ class DatabaseEnv(EnvironmentBase):
         ids = [f"q{i + 1:02d}" for i in range(pre_n)]
         ids += [f"q{bank_pre + i + 1:02d}" for i in range(post_n)]
         super().__init__(seed, build_schedule(schedule, (pre_n, post_n), VARIANTS, ids),
-                         max_invalid)
-        self.n_products, self.n_reviews = n_products, n_reviews
+                         max_invalid, options)
+        sized = SIZES[self.options["size"]]
+        self.n_products = sized[0] if n_products is None else int(n_products)
+        self.n_reviews = sized[1] if n_reviews is None else int(n_reviews)
         self.sql_timeout_s, self.row_cap = float(sql_timeout_s), int(row_cap)
         self.layout = dbgen.make_layout(seed)
-        self._pre, self._post, bank = _databases(seed, self.layout, n_products, n_reviews)
+        self._pre, self._post, bank = _databases(seed, self.layout, self.n_products,
+                                                 self.n_reviews)
         self.questions = {q.qid: q for q in bank if q.qid in ids}
         for conn in (self._pre, self._post):
             lock_read_only(conn)
@@ -245,7 +256,8 @@ class DatabaseEnv(EnvironmentBase):
         self._queries = 0
 
     def _notice(self, old_variant: str, new_variant: str) -> str:
-        return NOTICE if new_variant == "post_migration" else ""
+        on = self.options["notice"] == "on"
+        return NOTICE if on and new_variant == "post_migration" else ""
 
     def _observation(self, first: bool) -> str:
         assert self.current is not None
@@ -278,20 +290,22 @@ class DatabaseEnv(EnvironmentBase):
                 return Outcome(f"Correct: {given.strip()} after {self._queries} queries "
                                f"(reward {reward:.3f}).", True, reward, True,
                                {"queries": self._queries, "ended": "answered"})
-            return Outcome(f"Wrong answer: {given.strip()!r}. {self._reveal(q)}", True, 0.0,
+            return Outcome(f"Wrong answer: {given.strip()!r}.{self._reveal(q)}", True, 0.0,
                            False, {"queries": self._queries, "ended": "wrong"})
         self._queries += 1
         if self._queries > BUDGET:
             return Outcome(f"Query budget exhausted ({BUDGET} queries): the question ends "
-                           f"without credit. {self._reveal(q)}", True, 0.0, False,
+                           f"without credit.{self._reveal(q)}", True, 0.0, False,
                            {"queries": BUDGET, "ended": "over_budget"})
         result = run_query(self.live, str(action["query"]), self.sql_timeout_s, self.row_cap)
         return Outcome(f"Query {self._queries} of {BUDGET}:\n{result}",
                        info={"queries": self._queries})
 
-    @staticmethod
-    def _reveal(q: dbgen.Question) -> str:
-        return f"The expected answer is {q.answer}, produced by: {q.sql}"
+    def _reveal(self, q: dbgen.Question) -> str:
+        """The gold answer and SQL with ``feedback=rich``; nothing in the paper's feedback."""
+        if self.options["feedback"] != "rich":
+            return ""
+        return f" The expected answer is {q.answer}, produced by: {q.sql}"
 
     def _state_json(self) -> dict[str, Any]:
         return {"migrated": self.migrated}

@@ -5,7 +5,8 @@ is given -- the table list, which group holds which category, a table's columns,
 encoding (cents or dollars, epoch ms / s / ISO time, the literal meaning "true") -- then
 answers the current question with one computing query. It knows the question templates and
 the usual abbreviations (a test learner), not the layout of a given seed. Facts seen before
-the latest drift notice are dropped; a failed computing query drops everything learned
+the latest sign of drift -- a notice (option ``notice=on``) or a wrong answer, all the
+paper's feedback says -- are dropped; a failed computing query drops everything learned
 before the current question. With only the current question's turns it must probe every
 fact again, which is what separates it from its stateful use.
 """
@@ -280,22 +281,22 @@ class SchemaExplorer:
         instance = instance_of(observation)
         mine = [t for t in history if instance_of(t.observation) == instance]
         usable = list(history)
-        notices = [n for n, t in enumerate(usable) if "NOTICE:" in t.observation]
+        marks = _drift_marks(usable)
         if "NOTICE:" in observation:
             usable = []
-        elif notices:
-            usable = usable[notices[-1]:]
+        elif marks:
+            usable = usable[marks[-1][0]:]
         facts = Facts()
         for t in usable:
             facts.learn(_sql_of(t.action), t.feedback)
         return _decide(facts, mine, observation)
 
     def notes(self, history: Sequence[Turn]) -> list[str]:
-        notices = [n for n, t in enumerate(history) if "NOTICE:" in t.observation]
+        marks = _drift_marks(history)
         facts = Facts()
-        if notices:
-            facts.migration = instance_of(history[notices[-1]].observation) or "notice"
-        for t in history[notices[-1]:] if notices else history:
+        if marks:
+            facts.migration = marks[-1][1]
+        for t in history[marks[-1][0]:] if marks else history:
             facts.learn(_sql_of(t.action), t.feedback)
         note = schema_note(facts)
         return [note] if note else []
@@ -312,6 +313,18 @@ class SchemaExplorer:
         for t in mine:
             facts.learn(_sql_of(t.action), t.feedback)
         return _decide(facts, mine, observation)
+
+
+def _drift_marks(history: Sequence[Turn]) -> list[tuple[int, str]]:
+    """Where facts stop being trusted: (index of the first turn still usable, the instance
+    that showed it) for every drift notice and every wrong answer, in order."""
+    marks: list[tuple[int, str]] = []
+    for n, t in enumerate(history):
+        if "NOTICE:" in t.observation:
+            marks.append((n, instance_of(t.observation) or "notice"))
+        if t.feedback.startswith("Wrong answer"):
+            marks.append((n + 1, f"{instance_of(t.observation) or 'answer'} (wrong answer)"))
+    return marks
 
 
 def _decide(facts: Facts, mine: Sequence[Turn], observation: str) -> dict[str, Any]:

@@ -13,17 +13,24 @@ rtg_ct rnk``; ``rid ref_id usr rtg hlp_ct vrf ts txt``) while encodings differ b
 * distractors: ``avg_rtg_30d`` (a stale 30-day rating, 30% populated) on Office products and
   ``rnk`` (a sales rank) everywhere.
 
-The migration (between the halves) applies the paper's transforms to a copy: Electronics
-products gain ``prc_v2`` (updated prices, in dollars; ``prc`` is kept but stale); Office
-reviews gain ``verified_status`` ('verified'/'unverified') on 70% of rows, whose old ``vrf``
-is cleared (moved, so both columns are needed); Musical Instruments reviews gain ``yr`` and
-``mo`` and lose 30% of ``ts``; its attributes table becomes ``<g>_attrs_legacy`` with 40% of
-rows dropped and a new canonical ``<g>_attributes (ref_id, attr_name, attr_value)``; and every
-products table gains a soft-delete flag ``del`` (1 = no longer listed).
+The migration (between the halves) applies the paper's transforms to a copy, each changing
+values as well as the schema, so that what was true before is false after: Electronics
+products gain ``prc_v2`` (the prices after a rise of 5-25% per product, in dollars; ``prc`` is
+kept but stale); Office reviews gain ``verified_status`` ('verified'/'unverified') on 70% of
+rows, whose old ``vrf`` is cleared (moved, so both columns are needed), and an audit revokes
+10% of the moved verified flags; Musical Instruments reviews gain ``yr`` and ``mo``, lose 30%
+of ``ts``, and archived reviews are imported with ``yr``/``mo`` only; its attributes table
+becomes ``<g>_attrs_legacy`` with 40% of rows dropped beside a new canonical ``<g>_attributes
+(ref_id, attr_name, attr_value)`` that also records attributes the old one lacked; and every
+products table gains a soft-delete flag ``del`` (1 = no longer listed), set mostly on products
+priced above their category's median. The value changes are the project's (the paper lists
+only the schema transforms): without them a question's pre-migration answer could still pass.
 
 The bank has 40 questions (20 per half) from templates with seeded parameters; each carries
-its gold SQL, run on the database that is live for it to get the gold answer. Every
-post-migration question depends on a migrated fact.
+its gold SQL, run on the database that is live for it to get the gold answer, and its SQL as
+written against the pre-migration database. Every post-migration question depends on a
+migrated fact: neither its pre-migration answer nor its pre-migration SQL passes after the
+migration (:func:`drift_bites`; docs/clbench.md §4.2).
 """
 
 from __future__ import annotations
@@ -68,6 +75,14 @@ WORDS = ("good solid works fine great value quality sturdy cheap broke returned 
          "sound setup price recommend small light heavy loud quiet battery cable fits").split()
 BRAND_WEIGHTS = [0.32, 0.2, 0.16, 0.13, 0.11, 0.08]
 TRUE_LITERAL = {"int": "1", "yn": "'Y'", "tf": "'true'"}
+# The migration's value changes (module docstring): Electronics prices rise by a factor drawn
+# per product; an audit revokes this share of the moved verified flags; one archived review
+# is imported per this many Musical Instruments reviews; products above their category's
+# median price are delisted at the first rate, the others at the second.
+PRICE_RISE = (1.05, 1.25)
+AUDIT_REVOKED = 0.1
+ARCHIVE_SHARE = 8
+DELISTED_PREMIUM, DELISTED_OTHER = 0.3, 0.04
 
 
 @dataclass(frozen=True)
@@ -180,7 +195,9 @@ def _build_group(conn: sqlite3.Connection, rng: random.Random, layout: Layout, c
 
 
 def migrate(pre: sqlite3.Connection, seed: int, layout: Layout) -> sqlite3.Connection:
-    """A migrated copy of ``pre`` (the paper's transforms plus soft deletes)."""
+    """A migrated copy of ``pre``: the paper's transforms plus soft deletes, each changing
+    the data as well as the schema so that no pre-migration answer or query survives it
+    (module docstring)."""
     post = sqlite3.connect(":memory:", check_same_thread=False)
     pre.backup(post)
     rng = random.Random(f"db-migration:{seed}")
@@ -188,14 +205,48 @@ def migrate(pre: sqlite3.Connection, seed: int, layout: Layout) -> sqlite3.Conne
     post.execute(f"ALTER TABLE {e}_products ADD COLUMN prc_v2 REAL")
     rows = post.execute(f"SELECT ref_id, prc FROM {e}_products WHERE prc IS NOT NULL").fetchall()
     post.executemany(f"UPDATE {e}_products SET prc_v2 = ? WHERE ref_id = ?",
-                     [(round(p / 100 * rng.uniform(0.9, 1.2), 2), r) for r, p in rows])
+                     [(round(p / 100 * rng.uniform(*PRICE_RISE), 2), r) for r, p in rows])
     post.execute(f"ALTER TABLE {o}_reviews ADD COLUMN verified_status TEXT")
     true = TRUE_LITERAL[layout.bool_enc[OFFICE]]
     rows = post.execute(f"SELECT rid, vrf = {true} FROM {o}_reviews").fetchall()
-    moved = [(("verified" if flag else "unverified"), rid) for rid, flag in rows
-             if rng.random() < 0.7]
+    moved = []
+    for rid, flag in rows:
+        if rng.random() < 0.7:
+            kept = bool(flag) and rng.random() >= AUDIT_REVOKED
+            moved.append(("verified" if kept else "unverified", rid))
     post.executemany(f"UPDATE {o}_reviews SET verified_status = ?, vrf = NULL WHERE rid = ?",
                      moved)
+    _split_music_time(post, rng, layout, m)
+    post.execute(f"CREATE TABLE {m}_attributes (ref_id TEXT, attr_name TEXT, attr_value TEXT)")
+    post.execute(f"INSERT INTO {m}_attributes SELECT ref_id, k, v FROM {m}_attrs")
+    known = set(post.execute(f"SELECT ref_id, k FROM {m}_attrs").fetchall())
+    refs = [r for (r,) in post.execute(f"SELECT ref_id FROM {m}_products ORDER BY ref_id")]
+    post.executemany(f"INSERT INTO {m}_attributes VALUES (?,?,?)",
+                     [(ref, key, rng.choice(VOCAB[MUSIC][key])) for ref in refs
+                      for key in ("color", "material")
+                      if (ref, key) not in known and rng.random() < 0.5])
+    post.execute(f"ALTER TABLE {m}_attrs RENAME TO {m}_attrs_legacy")
+    keep = [r for (r,) in post.execute(f"SELECT rowid FROM {m}_attrs_legacy")]
+    post.executemany(f"DELETE FROM {m}_attrs_legacy WHERE rowid = ?",
+                     [(r,) for r in keep if rng.random() < 0.4])
+    for category in CATEGORIES:
+        g = layout.group[category]
+        post.execute(f"ALTER TABLE {g}_products ADD COLUMN del INTEGER NOT NULL DEFAULT 0")
+        priced = post.execute(f"SELECT ref_id, prc FROM {g}_products ORDER BY ref_id").fetchall()
+        known_prices = sorted(p for _, p in priced if p is not None)
+        median = known_prices[len(known_prices) // 2] if known_prices else 0
+        post.executemany(f"UPDATE {g}_products SET del = 1 WHERE ref_id = ?",
+                         [(r,) for r, p in priced if rng.random() < (
+                             DELISTED_PREMIUM if p is not None and p > median
+                             else DELISTED_OTHER)])
+    post.commit()
+    return post
+
+
+def _split_music_time(post: sqlite3.Connection, rng: random.Random, layout: Layout,
+                      m: str) -> None:
+    """Musical Instruments reviews: ``yr``/``mo`` from ``ts``, 30% of ``ts`` cleared, and
+    archived reviews imported with ``yr``/``mo`` only (so counts by year and month grow)."""
     post.execute(f"ALTER TABLE {m}_reviews ADD COLUMN yr INTEGER")
     post.execute(f"ALTER TABLE {m}_reviews ADD COLUMN mo INTEGER")
     year, month = time_parts("ts", layout.time_enc[MUSIC])
@@ -204,20 +255,18 @@ def migrate(pre: sqlite3.Connection, seed: int, layout: Layout) -> sqlite3.Conne
     rids = [r for (r,) in post.execute(f"SELECT rid FROM {m}_reviews")]
     post.executemany(f"UPDATE {m}_reviews SET ts = NULL WHERE rid = ?",
                      [(r,) for r in rids if rng.random() < 0.3])
-    post.execute(f"CREATE TABLE {m}_attributes (ref_id TEXT, attr_name TEXT, attr_value TEXT)")
-    post.execute(f"INSERT INTO {m}_attributes SELECT ref_id, k, v FROM {m}_attrs")
-    post.execute(f"ALTER TABLE {m}_attrs RENAME TO {m}_attrs_legacy")
-    keep = [r for (r,) in post.execute(f"SELECT rowid FROM {m}_attrs_legacy")]
-    post.executemany(f"DELETE FROM {m}_attrs_legacy WHERE rowid = ?",
-                     [(r,) for r in keep if rng.random() < 0.4])
-    for category in CATEGORIES:
-        g = layout.group[category]
-        post.execute(f"ALTER TABLE {g}_products ADD COLUMN del INTEGER NOT NULL DEFAULT 0")
-        refs = [r for (r,) in post.execute(f"SELECT ref_id FROM {g}_products")]
-        post.executemany(f"UPDATE {g}_products SET del = 1 WHERE ref_id = ?",
-                         [(r,) for r in refs if rng.random() < 0.06])
-    post.commit()
-    return post
+    refs = [r for (r,) in post.execute(f"SELECT ref_id FROM {m}_products ORDER BY ref_id")]
+    users = max(1, len(rids) // 2)
+    archived = []
+    for n in range(len(rids) // ARCHIVE_SHARE):
+        when = datetime.fromtimestamp(rng.randrange(_T0, _T1), UTC)
+        archived.append((len(rids) + n + 1, rng.choice(refs), f"U{rng.randint(1, users):06d}",
+                         rng.choices([1, 2, 3, 4, 5], [0.07, 0.08, 0.12, 0.25, 0.48])[0],
+                         min(60, int(rng.expovariate(0.25))),
+                         _encode_bool(rng.random() < 0.8, layout.bool_enc[MUSIC]), None,
+                         None, when.year, when.month))
+    post.executemany(f"INSERT INTO {m}_reviews (rid, ref_id, usr, rtg, hlp_ct, vrf, ts, txt, "
+                     "yr, mo) VALUES (?,?,?,?,?,?,?,?,?,?)", archived)
 
 
 def time_parts(column: str, enc: str) -> tuple[str, str]:
@@ -242,6 +291,7 @@ class Question:
     post: bool
     tolerance: float = 0.0
     answer: str = ""
+    pre_sql: str = ""  # the gold SQL as written against the pre-migration database
 
 
 PRE_PLAN: list[tuple[str, str]] = [
@@ -256,7 +306,7 @@ PRE_PLAN: list[tuple[str, str]] = [
 POST_PLAN: list[tuple[str, str]] = [
     ("avg_price", ELECTRONICS), ("verified_low_rating", OFFICE), ("reviews_in_year", MUSIC),
     ("attr_count", MUSIC), ("rating_at_least", OFFICE), ("price_above", ELECTRONICS),
-    ("verified_in_year", OFFICE), ("reviews_in_month", MUSIC), ("priciest", ""),
+    ("verified_in_year", OFFICE), ("reviews_in_month", MUSIC), ("rating_at_least", ELECTRONICS),
     ("brand_count", ELECTRONICS), ("reviews_in_year", MUSIC), ("verified_in_year", MUSIC),
     ("rating_at_least", MUSIC), ("attr_count", MUSIC), ("avg_price", OFFICE),
     ("verified_five_star", OFFICE), ("price_above", MUSIC), ("brand_count", OFFICE),
@@ -296,6 +346,12 @@ class Sql:
             return f"yr = {year}"
         expr, _ = time_parts("ts", self.layout.time_enc[category])
         return f"{expr} = '{year}'"
+
+    def month_is(self, category: str, year: int, month: int) -> str:
+        if category == MUSIC and self.post:
+            return f"yr = {year} AND mo = {month}"
+        year_expr, month_expr = time_parts("ts", self.layout.time_enc[category])
+        return f"{year_expr} = '{year}' AND {month_expr} = '{month:02d}'"
 
     def attrs(self, category: str) -> tuple[str, str, str]:
         if category == MUSIC and self.post:
@@ -340,7 +396,7 @@ def _template(name: str, cat: str, q: Sql, rng: random.Random, conn: sqlite3.Con
         year, month = rng.choice(list(YEARS)), rng.randint(1, 12)
         return (f"How many reviews in the {cat} category were posted in month {month} of {year} "
                 "(UTC)?",
-                "integer", f"SELECT COUNT(*) FROM {g}_reviews WHERE yr = {year} AND mo = {month}",
+                "integer", f"SELECT COUNT(*) FROM {g}_reviews WHERE {q.month_is(cat, year, month)}",
                 0.0)
     if name == "verified_in_year":
         year = rng.choice(list(YEARS))
@@ -401,23 +457,56 @@ def _template(name: str, cat: str, q: Sql, rng: random.Random, conn: sqlite3.Con
 
 def make_questions(seed: int, layout: Layout, pre: sqlite3.Connection,
                    post: sqlite3.Connection) -> list[Question]:
+    """The 40 questions. A post-migration question is drawn again (new parameters) until
+    the migration bites on it (:func:`drift_bites`); every template of :data:`POST_PLAN`
+    reads a fact the migration changed, so a redraw is rare."""
     rng = random.Random(f"db-questions:{seed}")
     out: list[Question] = []
     seen: set[str] = set()
     for half, plan in enumerate((PRE_PLAN, POST_PLAN)):
         conn = post if half else pre
-        sql = Sql(layout, bool(half))
+        sql, old = Sql(layout, bool(half)), Sql(layout, False)
         for name, cat in plan:
-            for _ in range(20):  # redraw parameters until the question is new
+            question: Question | None = None
+            for _ in range(20):  # redraw parameters until the question is new (and bites)
+                state = rng.getstate()
                 text, kind, gold, tol = _template(name, cat, sql, rng, conn)
-                if text not in seen:
+                after = rng.getstate()
+                rng.setstate(state)
+                pre_sql = _template(name, cat, old, rng, pre)[2]
+                rng.setstate(after)
+                row = conn.execute(gold).fetchone()
+                answer = "" if row is None or row[0] is None else str(row[0])
+                question = Question(f"q{len(out) + 1:02d}", text, kind, gold, name, cat,
+                                    bool(half), tol, answer, pre_sql)
+                if text not in seen and (not half or drift_bites(question, pre, post)):
                     break
-            seen.add(text)
-            row = conn.execute(gold).fetchone()
-            answer = "" if row is None or row[0] is None else str(row[0])
-            qid = f"q{len(out) + 1:02d}"
-            out.append(Question(qid, text, kind, gold, name, cat, bool(half), tol, answer))
+            assert question is not None
+            seen.add(question.text)
+            out.append(question)
     return out
+
+
+def stale_answers(question: Question, pre: sqlite3.Connection, post: sqlite3.Connection
+                  ) -> tuple[str | None, str | None]:
+    """What a question's pre-migration SQL answers before the migration and after it (None
+    where it fails to run)."""
+    out: list[str | None] = []
+    for conn in (pre, post):
+        try:
+            row = conn.execute(question.pre_sql).fetchone()
+        except sqlite3.Error:
+            out.append(None)
+            continue
+        out.append(None if row is None or row[0] is None else str(row[0]))
+    return out[0], out[1]
+
+
+def drift_bites(question: Question, pre: sqlite3.Connection, post: sqlite3.Connection) -> bool:
+    """Whether neither the question's pre-migration answer nor its pre-migration SQL run on
+    the migrated database passes, a number by at least twice the grading tolerance."""
+    return all(answer is None or not grade(answer, question, slack=2.0)
+               for answer in stale_answers(question, pre, post))
 
 
 # --- grading -------------------------------------------------------------------------------
@@ -430,9 +519,9 @@ def _first_number(text: str) -> float | None:
     return float(m.group()) if m else None
 
 
-def grade(given: str, question: Question) -> bool:
-    """Integer: the first integer equals the gold; float: within max(tol, 1% of |gold|);
-    text: case-insensitive equality (quotes and a final period ignored)."""
+def grade(given: str, question: Question, slack: float = 1.0) -> bool:
+    """Integer: the first integer equals the gold; float: within max(tol, 1% of |gold|)
+    (times ``slack``); text: case-insensitive equality (quotes and a final period ignored)."""
     if question.kind == "text":
         norm = given.strip().rstrip(".").strip().strip("'\"").strip().lower()
         return norm == question.answer.strip().lower()
@@ -441,7 +530,7 @@ def grade(given: str, question: Question) -> bool:
         return False
     if question.kind == "integer":
         return value == int(gold)
-    return abs(value - gold) <= max(question.tolerance, 0.01 * abs(gold))
+    return abs(value - gold) <= slack * max(question.tolerance, 0.01 * abs(gold))
 
 
 def plan_size() -> Sequence[int]:

@@ -14,8 +14,10 @@ Instance t (year T = 2027, 2028, ...) shows one store's point-of-sale export for
 stage adds its own non-causal distractor columns. The agent forecasts 75 cells: the
 alphabetically first product of each category at all three stores, years T..T+4. Reward: WAPE
 skill 1 - sum|p - a| / sum|a| over the 75 cells, unclipped (a missing cell counts as 0 units);
-r_max 1. After submitting, the agent sees only year T's score and year T's actual sales of the
-15 target (store, product) pairs. Never permuted (the years are a calendar).
+r_max 1. After submitting, the agent sees only the composite score (the skill on year T's 15
+cells), as in the paper; option ``feedback=rich`` adds year T's actual sales of the 15 target
+(store, product) pairs, as the authors' code puts them in the next prompt. Never permuted (the
+years are a calendar).
 
 The workspace is a small file store (paths to bytes) held by the environment. ``data/`` belongs
 to the environment and is replaced at every instance (older exports are discarded); files the
@@ -181,7 +183,7 @@ INSTRUCTIONS = (
     "stay for later years. Programs run in a sandbox without network, with the workspace as "
     "their working directory. The forecast is "
     "scored by 1 - sum|predicted - actual| / sum|actual| over all its cells; after submitting "
-    "you see the score of the first forecast year and that year's actual sales."
+    "you see the composite score: the same skill on the first forecast year alone."
 )
 ACTION_FORMAT = (
     "Reply with one JSON object, one tool call: "
@@ -220,14 +222,17 @@ class SalesEnv(EnvironmentBase):
     instructions: ClassVar[str] = INSTRUCTIONS
     action_format: ClassVar[str] = ACTION_FORMAT
     action_schema: ClassVar[Mapping[str, Any]] = ACTION_SCHEMA
+    OPTIONS: ClassVar[Mapping[str, tuple[str, ...]]] = {"feedback": ("paper", "rich")}
 
-    def __init__(self, seed: int = 0, schedule: str = "default", max_invalid: int = 3) -> None:
+    def __init__(self, seed: int = 0, schedule: str = "default", max_invalid: int = 3,
+                 options: Mapping[str, str] | None = None) -> None:
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r}; known: {sorted(SCHEDULES)}")
         sizes = SCHEDULES[schedule]
         years = list(range(START_YEAR, START_YEAR + sum(sizes)))
         super().__init__(seed, build_schedule(schedule, sizes, VARIANTS,
-                                              [f"year-{y}" for y in years]), max_invalid)
+                                              [f"year-{y}" for y in years]), max_invalid,
+                         options)
         self.world = SalesWorld(seed, years[-1] + HORIZON - 1)
         self.files: dict[str, bytes] = {}
         found = allowed_packages(WORKSPACE_PACKAGES).names  # with what they require
@@ -417,12 +422,12 @@ class SalesEnv(EnvironmentBase):
         first = self.actuals(self.current, [year])
         first_score = wape_skill(cells, first)
         missing = len(actual) - len(cells)
-        lines = [f"Predictions recorded for year {year}. Score on {year} alone "
-                 f"(1 - sum|error| / sum|actual| over its {len(first)} cells): {first_score:.3f}."]
+        lines = [f"Predictions recorded for year {year}. Composite score: {first_score:.3f}."]
         if missing:
             lines.append(f"{missing} cells had no prediction and count as 0 units.")
-        lines.append(f"Actual units sold in {year} (locality | furniture_name | units):")
-        lines += [f"{c} | {n} | {a:.0f}" for (c, n, _), a in first.items()]
+        if self.options["feedback"] == "rich":
+            lines.append(f"Actual units sold in {year} (locality | furniture_name | units):")
+            lines += [f"{c} | {n} | {a:.0f}" for (c, n, _), a in first.items()]
         return Outcome("\n".join(lines), True, reward, None,
                        {"raw_metric": reward, "first_year_score": first_score,
                         "missing_cells": missing})

@@ -4,8 +4,10 @@ workspace, and notes that carry what the years revealed.
 Per instance the policy writes ``forecast.py`` if the workspace lacks it, adds every year of
 actuals it remembers that the workspace lacks as ``panel/actuals_<year>.csv``, writes
 ``task.json``, runs the program and submits its FORECAST lines. With a persisted workspace
-(the stateful arm) the panel pools every store-year and every revealed year, so the program
-estimates per-category growth; in a fresh workspace with only the current instance's turns
+(the stateful arm) the panel pools every store-year and every revealed year (actuals are
+revealed only with ``feedback=rich``; the paper's feedback is the composite score alone, so
+the panel then holds the store-years shown, enough once a store has been shown twice), so the
+program estimates per-category growth; in a fresh workspace with only the current instance's turns
 (the stateless twin) it sees one store-year and forecasts flat. Should the program not run
 (no sandbox here), the policy reads the export and the catalog and forecasts the same way
 from what it remembers.
