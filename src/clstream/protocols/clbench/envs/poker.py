@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 from clstream.core.environment import ActionError, OrderPolicy, Schedule
 from clstream.protocols.clbench.envs.base import EnvironmentBase, Outcome, build_schedule
+from clstream.protocols.clbench.envs.poker_ceiling import hand_ceiling
 from clstream.protocols.clbench.envs.poker_game import (
     BIG_BLIND,
     BLIND_SEAT,
@@ -44,7 +45,6 @@ from clstream.protocols.clbench.envs.poker_game import (
     hand_deck,
     holding,
 )
-from clstream.protocols.clbench.envs.poker_ceiling import hand_ceiling
 from clstream.protocols.clbench.envs.poker_opponents import OPPONENTS, RULES
 from clstream.protocols.clbench.envs.poker_policy import OracleExploiter
 

@@ -16,12 +16,15 @@ player has put in:
   call or raise again, each again a range maximum or a closed form over the sizes;
 * before the flop, every raise size is tried against the opponent's actual rule.
 
-What the dynamic programming rests on, and :func:`opponent_act` checks on every call it
-makes: an opponent's choice of verb (fold, check or call, raise) depends on its cards, the
-street, whether it faces a bet, whether it raised on the street and whether it may raise at
-all, never on the sizes; its raise to a bet is three times the bet; after it has bet or raised
-on a street it only calls or folds. A rule that broke these would make the solver raise
-:class:`CeilingError` rather than return a number that might not be the maximum.
+What the dynamic programming rests on: after the flop, an opponent's choice of verb (fold,
+check or call, raise) depends on its cards, the street, whether it faces a bet, whether it
+already bet or raised on the street and whether the bet puts it all-in, never on the sizes
+(before the flop its rule is asked about every size); its raise to a bet is three times the
+bet; after it has bet or raised on a street it only calls or folds. The solver asks each
+situation's verb at the extremes of the chips in and of the sizes (:meth:`HandSolver._probe`)
+and raises :class:`CeilingError`, rather than return a number that might not be the
+maximum, for a rule that answers differently there or raises twice; the tests sweep the
+sizes in between.
 
 The best line is also returned as the system's actions in order, so that a test can replay it
 through :class:`~.poker.PokerEnv` and find the same result.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
 from pokerkit import StandardHighHand
 
 from clstream.protocols.clbench.envs.poker_game import (
@@ -157,21 +161,43 @@ class HandSolver:
 
     def _answer(self, street: int, t: int, my_bet: int, their_bet: int, *, raised: bool,
                 increment: int) -> Act:
-        """The opponent's answer to the system's raise to ``their_bet`` (street totals). Its
-        verb is asked of the rule once per street, street state (raised or not) and whether
-        it may raise (all it depends on after the flop: the module docstring); before the
-        flop, every time. A raise is checked to be three times the bet."""
+        """The opponent's answer to the system's raise to ``their_bet`` (street totals).
+        Before the flop the rule is asked every time. After it, the verb is asked once per
+        street, street state (bet or raised already or not) and whether the bet puts the
+        opponent all-in: :meth:`_probe` asks it at the extremes of the chips already in and
+        of the sizes, and refuses a rule whose answers differ there. A raise is checked to be
+        three times the bet."""
         most = STACK - t
         key = (street, raised, their_bet < most)
-        if street and key in self._verbs:
+        if street:
+            if key not in self._verbs:
+                self._verbs[key] = self._probe(*key)
             verb = self._verbs[key]
             return verb, min(3 * their_bet, most) if verb == "RAISE" else None
+        return self._asked(street, t, my_bet, their_bet, raised, increment)
+
+    def _asked(self, street: int, t: int, my_bet: int, their_bet: int, raised: bool,
+               increment: int) -> Act:
         verb, amount = opponent_act(self.variant, self._spot(
             street, t, my_bet, their_bet, raised=raised, increment=increment), raised=raised)
-        if verb == "RAISE" and amount != min(3 * their_bet, most):
+        if verb == "RAISE" and amount != min(3 * their_bet, STACK - t):
             raise CeilingError(f"{self.variant} raised to {amount}, not 3 x {their_bet}")
-        self._verbs[key] = verb
         return verb, amount
+
+    def _probe(self, street: int, raised: bool, below_all_in: bool) -> str:
+        """The one verb of a situation after the flop, asked with the fewest and the most
+        chips already in and the smallest and largest bets it covers."""
+        verbs = set()
+        for t in (BIG_BLIND, STACK // 2, STACK - 4 * BIG_BLIND):
+            most = STACK - t
+            for mine in ((BIG_BLIND, most // 3) if raised else (0,)):
+                least = min(max(2 * mine, BIG_BLIND), most - 1)
+                for bet in ((least, most - 1) if below_all_in else (most,)):
+                    verbs.add(self._asked(street, t, mine, bet, raised, bet - mine)[0])
+        if len(verbs) > 1:
+            raise CeilingError(f"{self.variant} answers a bet with {' or '.join(sorted(verbs))} "
+                               f"by its size on street {street}")
+        return verbs.pop()
 
     def _facing_bet(self, street: int, t: int, x: int, opp_bet: int = 0,
                     increment: int | None = None) -> Act:
@@ -196,7 +222,7 @@ class HandSolver:
             answers = {z: self._answer(street, t, theirs, z, raised=True,
                                        increment=z - theirs)[0]
                        for z in {least, max(least, most - 1), most}}
-            if least < most and answers[least] != answers[most - 1]:
+            if street == 0 and least < most and answers[least] != answers[most - 1]:
                 raise CeilingError(f"{self.variant} answers a raise to {least} with "
                                    f"{answers[least]} and one to {most - 1} with "
                                    f"{answers[most - 1]}")
@@ -227,10 +253,6 @@ class HandSolver:
         if least >= most:
             return options
         lo_verb, _ = self._facing_bet(street, t, least, opp_bet)
-        hi_verb, _ = self._facing_bet(street, t, most - 1, opp_bet)
-        if lo_verb != hi_verb:
-            raise CeilingError(f"{self.variant} answers a bet of {least} with {lo_verb} and "
-                               f"one of {most - 1} with {hi_verb}")
         if lo_verb == "FOLD":
             options.append(Option(t + opp_bet, (*prefix, ("RAISE", least))))
         elif lo_verb in ("CALL", "CHECK"):
