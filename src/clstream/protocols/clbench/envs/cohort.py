@@ -20,6 +20,7 @@ invalid action. Feedback on a report is only "Report submitted for <study>." (no
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Mapping
 from functools import cached_property
@@ -166,7 +167,7 @@ class CohortEnv(EnvironmentBase):
         earning the instance's reference KL (seed 0, default schedule: 0.187757 bits; the
         authors': 0.162202)."""
         ids = self.schedule.instance_ids
-        return sum(self.ceiling(i) for i in ids) / len(ids)
+        return math.fsum(self.ceiling(i) for i in ids) / len(ids)
 
     def _ceiling(self) -> dict[str, Any]:
         return {"basis": "mean over the instances of the reference's KL (a perfect report)",

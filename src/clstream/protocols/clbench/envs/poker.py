@@ -26,6 +26,7 @@ r_max is computed for the seed: the mean over its hands of each hand's clairvoya
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -135,7 +136,7 @@ class PokerEnv(EnvironmentBase):
         """The mean over this seed's hands of the clairvoyant best result of each hand
         (:mod:`.poker_ceiling`): no way of playing the schedule earns more."""
         best = self.hand_ceilings()
-        return sum(best.values()) / len(best)
+        return math.fsum(best.values()) / len(best)
 
     def hand_ceilings(self) -> dict[str, float]:
         """Per hand, the most the system can win in it (BB), every card and the opponent's
