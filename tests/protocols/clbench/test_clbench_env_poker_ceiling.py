@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from statistics import mean
 from typing import Any
 
@@ -186,7 +187,8 @@ def test_a_search_over_sampled_sizes_finds_nothing_better(seed: int, hand: int,
 def test_the_opponents_keep_what_the_solver_assumes(variant: str) -> None:
     """After the flop a verb does not depend on the sizes: swept over the chips already in
     and the bet faced, it is the same for a bet as for any other below all-in, a raise is
-    three times the bet, and nothing raises twice on a street."""
+    three times the bet, nothing raises twice on a street, and who raised last before the flop
+    is not read."""
     rng = random.Random(variant)
     for hand in range(1, 13):
         solver = HandSolver(hand_deck(0, 0, hand), hand % 2, variant)
@@ -196,8 +198,9 @@ def test_the_opponents_keep_what_the_solver_assumes(variant: str) -> None:
                 t = rng.randint(BIG_BLIND, STACK - 4 * BIG_BLIND)
                 most = STACK - t
                 x = rng.randint(BIG_BLIND, most - 1)
-                verb, amount = RULES[variant](solver._spot(street, t, 0, x, raised=False,
-                                                           increment=x))
+                spot = solver._spot(street, t, 0, x, raised=False, increment=x)
+                verb, amount = RULES[variant](spot)
+                assert RULES[variant](replace(spot, preflop_aggressor=True)) == (verb, amount)
                 seen.setdefault((False, x < most), set()).add(verb)
                 if verb == "RAISE":
                     assert amount == min(3 * x, most)

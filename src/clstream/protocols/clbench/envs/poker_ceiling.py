@@ -1,4 +1,4 @@
-"""The poker task's ceiling: a clairvoyant best response per hand (docs/clbench.md §4.4).
+"""The poker task's ceiling: a clairvoyant best response per hand (docs/clbench.md §4.7).
 
 With every card known (both hole cards and the board, all fixed by the deck of the hand) and
 the opponent a deterministic rule (:mod:`.poker_opponents`), one hand is a single-agent game:
@@ -8,18 +8,20 @@ player has put in:
 
 * after the flop, a street starts with both players in for the same ``T`` chips and nothing
   else the opponents read carries over (their rules see the cards, the bets of the street and
-  whether they bet or raised on it), so the value of the rest of the hand is a function
+  whether they bet or raised on it; none reads who raised last before the flop), so the value of the rest of the hand is a function
   ``V_s(T)`` of the street ``s`` and ``T`` alone, computed for every ``T`` from the river up;
 * on a street, a raise the opponent calls moves the hand to ``T + x``: the best such raise is
   a range maximum of ``V_{s+1}``; a raise it folds to wins its chips whatever the size; a
   raise it re-raises (to three times the bet, clamped to all-in) leaves the system to fold,
   call or raise again, each again a range maximum or a closed form over the sizes;
-* before the flop, every raise size is tried against the opponent's actual rule.
+* before the flop, every size of the system's raise is put to the opponent's actual rule
+  (and a raise back after its re-raise is a range maximum as above).
 
 What the dynamic programming rests on: after the flop, an opponent's choice of verb (fold,
 check or call, raise) depends on its cards, the street, whether it faces a bet, whether it
 already bet or raised on the street and whether the bet puts it all-in, never on the sizes
-(before the flop its rule is asked about every size); its raise to a bet is three times the
+(before the flop its rule is asked about every size of the system's raise, and about the
+smallest and largest raise back after it re-raised); its raise to a bet is three times the
 bet; after it has bet or raised on a street it only calls or folds. The solver asks each
 situation's verb at the extremes of the chips in and of the sizes (:meth:`HandSolver._probe`)
 and raises :class:`CeilingError`, rather than return a number that might not be the
