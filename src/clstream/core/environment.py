@@ -242,7 +242,8 @@ class Environment(Protocol):
 
     @property
     def r_max(self) -> float:
-        """The best reward one instance can earn."""
+        """The ceiling of the mean reward over the schedule's instances, which no policy can
+        pass: the best one instance can earn where every instance shares it."""
         ...
 
     @property

@@ -103,7 +103,8 @@ def test_default_schedule_and_r_max() -> None:
     assert env.schedule.sizes == (4, 4, 4, 4, 4)
     assert [s.variant for s in env.schedule.stages] == list(STUDY_ORDER)
     ceilings = [env.ceiling(i) for i in env.schedule.instance_ids]
-    assert sum(ceilings) / len(ceilings) == pytest.approx(CohortEnv.r_max, abs=1e-6)
+    assert sum(ceilings) / len(ceilings) == pytest.approx(env.r_max) == pytest.approx(0.187757,
+                                                                                 abs=1e-6)
     assert len(COHORTS) == 36 and [c.layer for c in COHORTS].count(3) == 16
 
 

@@ -23,7 +23,10 @@ CASES = [(name, schedule) for name in sorted(ENVIRONMENTS) for schedule in ("sho
          if (name, schedule) != ("codebase_adaptation", "default")]
 # Least normalized gain: 0.1, but spectrum's short stages (5 scans) give the registry too few
 # hits to average the authors' 3 MHz centre noise away (docs/clbench.md §4.1).
-MIN_GAIN = {("blind_spectrum_monitoring", "short"): 0.03}
+MIN_GAIN = {("blind_spectrum_monitoring", "short"): 0.03,
+            # poker's r_max is the clairvoyant ceiling (every card known), 30-40 BB per hand
+            # where the builtin modeler wins 1-2: docs/clbench.md §4.7
+            ("exploitable_poker", "short"): 0.01, ("exploitable_poker", "default"): 0.03}
 # The database's migration is unannounced (the paper's setting): the stateful policy answers
 # its first post-migration question from stale facts, wrongly, which three questions a half
 # (the short schedule) cannot make up; there the test announces it (notice=on). Sales' short

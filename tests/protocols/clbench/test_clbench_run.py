@@ -63,8 +63,10 @@ def test_full_gains_on_every_task_and_memory_free_does_not(
             gain = m["normalized_gain"]["mean"]
             split = m["stability"]["mean"] + m["plasticity"]["mean"]
             assert split == pytest.approx(gain, abs=1e-9)
-            if system == "full":  # short spectrum stages are few scans against 3 MHz noise
-                assert gain > (0.03 if task == "blind_spectrum_monitoring" else 0.1), (task, gain)
+            if system == "full":  # short spectrum stages are few scans against 3 MHz noise;
+                # poker's r_max is the clairvoyant ceiling (docs/clbench.md §4.7)
+                least = {"blind_spectrum_monitoring": 0.03, "exploitable_poker": 0.03}
+                assert gain > least.get(task, 0.1), (task, gain)
             else:
                 assert gain == pytest.approx(0.0, abs=1e-9), (task, gain)
     agg = runs["full"]["metrics"]["aggregate"]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from clstream.cli import main
+from clstream.core.errors import DataError
 from clstream.protocols.clbench.metrics import score_clbench, stage_means
 from clstream.protocols.clbench.run_summary import by_stage, scored_records, text_rows
 from clstream.protocols.clbench.snapshots import apply_delta
@@ -41,6 +42,21 @@ def test_partial_rollouts_are_left_out_and_tasks_without_complete_arms_withheld(
     result = score_clbench(records)
     assert result["tasks"]["a"]["rollouts"] == 1
     assert result["tasks"]["a"]["normalized_gain"]["mean"] == pytest.approx(0.75)
+
+
+def test_the_export_bounds_each_reward_by_the_task_best_reward() -> None:
+    view = {"tasks": {"a": {"n_instances": 2, "r_max": 1.0,
+                            "ceiling": {"basis": "best_reward", "best_reward": 1.0}}}}
+    stored = {"a": {("stateless", 0): rows("a", "stateless", 0, [0.0, 0.0]),
+                    ("stateful", 0): rows("a", "stateful", 0, [0.5, 1.0])}}
+    records, _ = scored_records(view, stored, rollouts=1)
+    assert records[0]["reward_max"] == 1.0
+    score_clbench(records)
+    records[-1]["reward"] = 1.25  # above best_reward, though the rollout's mean is not above r_max
+    with pytest.raises(DataError, match="outside task 'a''s range"):
+        score_clbench(records)
+    records, _ = scored_records(VIEW, {"a": stored["a"]}, rollouts=1)  # a run recorded before
+    assert "reward_max" not in records[0]
 
 
 def test_a_snapshot_delta_rebuilds_the_state() -> None:

@@ -375,6 +375,8 @@ def _build_task(source: str, task: _Task, rows: list[_Instance], allow_missing: 
                         f"task {name!r}: the stateless arm's mean reward "
                         f"{stateless_sum / len(kept):g} is above r_max {task.r_max:g}, so the "
                         f"normalized gain would change sign; r_max must be the ceiling")
+    if not left_out and not n_unseen:
+        _check_ceiling(source, task, stateful)
     unit, costs = _costs(source, name, orders, stateful)
     return TaskRecords(
         name=name, r_max=task.r_max, n_declared=task.n_instances, s_ext=task.s_ext,
@@ -383,6 +385,20 @@ def _build_task(source: str, task: _Task, rows: list[_Instance], allow_missing: 
         stateful={r: {i: stateful[r][i].reward for i in order} for r, order in orders.items()},
         orders=orders, costs=costs, cost_unit=unit, left_out=left_out, n_unseen=n_unseen,
         rollouts_left_out=rollouts_left_out)
+
+
+def _check_ceiling(source: str, task: _Task, stateful: dict[int, dict[str, _Instance]]) -> None:
+    """r_max bounds the mean reward over a task's N instances (docs/clbench.md §4.7), so a
+    stateful rollout holding all of them cannot sum above N * r_max: one that does shows an
+    r_max that is not the ceiling. Checked only where every declared instance is scored, since
+    a subset of instances may have higher ceilings than the mean (poker's hands)."""
+    for rollout, rewards in sorted(stateful.items()):
+        total = math.fsum(inst.reward for inst in rewards.values())
+        if total > task.n_instances * task.r_max * (1 + 1e-12):
+            raise DataError(source, f"line {task.line}", "r_max",
+                            f"task {task.name!r}: stateful rollout {rollout}'s mean reward "
+                            f"{total / task.n_instances:g} is above r_max {task.r_max:g}; "
+                            f"r_max must be the ceiling")
 
 
 def _costs(source: str, name: str, orders: dict[int, list[str]],

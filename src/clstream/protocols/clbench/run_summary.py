@@ -123,6 +123,9 @@ def scored_records(view: dict[str, Any], rows: dict[str, dict[tuple[str, int], l
             continue
         line: Row = {"kind": "task", "task": task, "r_max": float(info["r_max"]),
                      "n_instances": n}
+        best = (info.get("ceiling") or {}).get("best_reward")
+        if isinstance(best, int | float) and not isinstance(best, bool):
+            line["reward_max"] = float(best)  # no instance can earn more (docs/clbench.md §4.7)
         if s_ext and task in s_ext:
             line["s_ext"] = s_ext[task]
         out.append(line)

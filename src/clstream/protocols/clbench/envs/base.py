@@ -82,7 +82,8 @@ class EnvironmentBase(ABC):
 
     name: ClassVar[str] = ""
     order_policy: ClassVar[OrderPolicy] = OrderPolicy.STAGE_PERMUTE
-    r_max: ClassVar[float] = 1.0
+    best_reward: ClassVar[float] = 1.0
+    """The most one instance can earn (docs/clbench.md §4.7 derives it task by task)."""
     min_reward: ClassVar[float] = 0.0
     max_steps: ClassVar[int] = 1
     instructions: ClassVar[str] = ""
@@ -135,6 +136,13 @@ class EnvironmentBase(ABC):
     def current(self) -> str | None:
         """The instance in progress, if any."""
         return self._current
+
+    @property
+    def r_max(self) -> float:
+        """The ceiling of the mean reward over this schedule's instances, which no policy can
+        exceed: ``best_reward`` unless the task computes a tighter one for its seed (poker,
+        cohort studies; docs/clbench.md §4.7)."""
+        return self.best_reward
 
     @property
     def completed(self) -> tuple[str, ...]:
@@ -272,8 +280,9 @@ class EnvironmentBase(ABC):
     def describe(self) -> dict[str, Any]:
         return {"task": self.name, "seed": self._seed, "schedule": self._schedule.to_json(),
                 "order_policy": self.order_policy.value, "r_max": self.r_max,
-                "min_reward": self.min_reward, "max_steps": self.max_steps,
-                "max_invalid": self.max_invalid, "params": self._all_params()}
+                "ceiling": self._ceiling(), "min_reward": self.min_reward,
+                "max_steps": self.max_steps, "max_invalid": self.max_invalid,
+                "params": self._all_params()}
 
     # --- hooks -----------------------------------------------------------------------------
 
@@ -283,6 +292,10 @@ class EnvironmentBase(ABC):
     def _all_params(self) -> dict[str, Any]:
         """The task's parameters and the options in force (none for a task without any)."""
         return {**self._params(), **({"options": self.options} if self.options else {})}
+
+    def _ceiling(self) -> dict[str, Any]:
+        """How ``r_max`` was found, recorded with the run (docs/clbench.md §4.7)."""
+        return {"basis": "best_reward", "best_reward": self.best_reward}
 
     def _reset_state(self) -> None:
         """The state at the start of the stateful run (a hook: nothing by default)."""

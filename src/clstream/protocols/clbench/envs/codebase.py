@@ -60,7 +60,7 @@ class CodebaseEnv(EnvironmentBase):
 
     name: ClassVar[str] = "codebase_adaptation"
     order_policy: ClassVar[OrderPolicy] = OrderPolicy.STAGE_PERMUTE
-    r_max: ClassVar[float] = 1.0
+    best_reward: ClassVar[float] = 1.0
     min_reward: ClassVar[float] = 0.0
     max_steps: ClassVar[int] = BUDGET
     instructions: ClassVar[str] = INSTRUCTIONS

@@ -186,7 +186,7 @@ class DatabaseEnv(EnvironmentBase):
 
     name: ClassVar[str] = "database_exploration"
     order_policy: ClassVar[OrderPolicy] = OrderPolicy.STAGE_SHUFFLE
-    r_max: ClassVar[float] = 1.0
+    best_reward: ClassVar[float] = 1.0
     min_reward: ClassVar[float] = 0.0
     max_steps: ClassVar[int] = BUDGET
     instructions: ClassVar[str] = INSTRUCTIONS

@@ -19,15 +19,21 @@ folding to any bet (a card room's rule for a player out of time); the reward is 
 result, so at worst the chips already put in. When
 the opponent folds before the system's first decision (Adam folding his small blind), the hand
 is already won and any well-formed action acknowledges it.
+
+r_max is computed for the seed: the mean over its hands of each hand's clairvoyant best result
+(:mod:`.poker_ceiling`), recorded with the oracle exploiter's mean and the authors' 9.4875.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from clstream.core.environment import ActionError, OrderPolicy, Schedule
 from clstream.protocols.clbench.envs.base import EnvironmentBase, Outcome, build_schedule
+from clstream.protocols.clbench.envs.poker_ceiling import hand_ceiling
 from clstream.protocols.clbench.envs.poker_game import (
     BIG_BLIND,
     BLIND_SEAT,
@@ -41,15 +47,17 @@ from clstream.protocols.clbench.envs.poker_game import (
     holding,
 )
 from clstream.protocols.clbench.envs.poker_opponents import OPPONENTS, RULES
+from clstream.protocols.clbench.envs.poker_policy import OracleExploiter
 
 VARIANTS = ("calling_station", "loose_aggressive", "calling_station", "fit_or_fold",
             "loose_aggressive")
 SCHEDULES: dict[str, tuple[int, ...]] = {"default": (20, 30, 10, 35, 25),
                                          "short": (3, 3, 2, 4, 3)}
 ACTIONS = ("FOLD", "CHECK", "CALL", "RAISE")
-R_MAX = 2.96
-"""BB per hand of :class:`~.poker_policy.OracleExploiter` on the default schedule, the mean
-over seeds 0-9 (per seed 1.14 to 5.80; docs/clbench.md §4.4)."""
+AUTHORS_R_MAX = 9.4875
+"""The authors' r_max, BB per hand: their expert policy (knowing each opponent's strategy, not
+its cards) on their engine, opponents and fixed hands (paper App. A.5). Recorded beside this
+task's own ceiling, never used as it: it is neither a bound nor from these opponents."""
 
 INSTRUCTIONS = (
     "You play heads-up no-limit Texas hold'em, one hand at a time, against the opponent named "
@@ -101,7 +109,7 @@ class PokerEnv(EnvironmentBase):
 
     name: ClassVar[str] = "exploitable_poker"
     order_policy: ClassVar[OrderPolicy] = OrderPolicy.STAGE_PERMUTE
-    r_max: ClassVar[float] = R_MAX
+    best_reward: ClassVar[float] = STACK / BIG_BLIND
     min_reward: ClassVar[float] = -STACK / BIG_BLIND
     max_steps: ClassVar[int] = 20
     instructions: ClassVar[str] = INSTRUCTIONS
@@ -122,6 +130,29 @@ class PokerEnv(EnvironmentBase):
 
     def _params(self) -> dict[str, Any]:
         return {"stack": STACK, "blinds": [SMALL_BLIND, BIG_BLIND], "opponents": OPPONENTS}
+
+    @property
+    def r_max(self) -> float:
+        """The mean over this seed's hands of the clairvoyant best result of each hand
+        (:mod:`.poker_ceiling`): no way of playing the schedule earns more."""
+        best = self.hand_ceilings()
+        return math.fsum(best.values()) / len(best)
+
+    def hand_ceilings(self) -> dict[str, float]:
+        """Per hand, the most the system can win in it (BB), every card and the opponent's
+        rule known."""
+        return dict(zip(self.schedule.instance_ids,
+                        _ceilings(self.seed, tuple(self._hands())), strict=True))
+
+    def _hands(self) -> list[tuple[int, int, str]]:
+        return [(self.schedule.stage_of(i), self.schedule.canonical_index(i) + 1,
+                 self.schedule.variant_of(i)) for i in self.schedule.instance_ids]
+
+    def _ceiling(self) -> dict[str, Any]:
+        return {"basis": "clairvoyant best response per hand, mean over this seed's hands",
+                "best_reward": self.best_reward,
+                "authors_r_max": AUTHORS_R_MAX,
+                "oracle_exploiter": round(_exploiter(self.seed, self.schedule.name), 6)}
 
     def deck(self, instance_id: str) -> list[str]:
         """The cards of a hand in dealing order (system and opponent hole cards, board)."""
@@ -275,3 +306,27 @@ class PokerEnv(EnvironmentBase):
         outcome = self._result("Your remaining decisions were played as check or fold.")
         assert outcome.reward is not None
         return outcome.reward, outcome.feedback
+
+
+@lru_cache(maxsize=64)
+def _ceilings(seed: int, hands: tuple[tuple[int, int, str], ...]) -> tuple[float, ...]:
+    """The clairvoyant best result of each (stage, hand number, variant), in BB: a few
+    hundredths of a second a hand, kept for the process."""
+    return tuple(hand_ceiling(seed, stage, hand, variant)[0] for stage, hand, variant in hands)
+
+
+@lru_cache(maxsize=64)
+def _exploiter(seed: int, schedule: str) -> float:
+    """BB per hand of :class:`~.poker_policy.OracleExploiter` (the opponents' rules known,
+    their cards not) on this seed's hands: the figure recorded beside r_max."""
+    env, policy, total = PokerEnv(seed, schedule), OracleExploiter(), 0.0
+    for instance_id in env.schedule.instance_ids:
+        query = env.begin(instance_id)
+        while True:
+            result = env.step(policy.act((), query.observation))
+            if result.instance_complete:
+                total += float(result.reward or 0.0)
+                break
+            assert result.next_query is not None
+            query = result.next_query
+    return total / len(env.schedule)

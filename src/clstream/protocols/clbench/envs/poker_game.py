@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from pokerkit import Automation, Card, Label, NoLimitTexasHoldem, StandardHighHand, State
 
@@ -99,6 +100,7 @@ def _straight_ranks(ranks: set[int]) -> int:
     return len(outs)
 
 
+@lru_cache(maxsize=4096)
 def holding(hole: tuple[str, str], board: tuple[str, ...]) -> Holding:
     """The made level and draw flag of ``hole`` on a flop, turn or river ``board``."""
     best = StandardHighHand.from_game("".join(hole), "".join(board))

@@ -15,7 +15,8 @@ All of them read only the observation and feedback texts of :mod:`.poker`:
   it plays like :class:`TAGHeuristic`. It writes what it knows as notes
   (``opponent <Name>: ...``, the hands as evidence) and can act from such notes alone.
 * :class:`OracleExploiter` -- plays the matching exploit from the first hand, knowing each
-  named opponent's rules (never its cards); its mean reward is the task's r_max.
+  named opponent's rules (never its cards); its mean reward is recorded beside the task's
+  r_max, the clairvoyant ceiling (:mod:`.poker_ceiling`).
 """
 
 from __future__ import annotations

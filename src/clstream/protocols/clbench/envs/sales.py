@@ -216,7 +216,7 @@ class SalesEnv(EnvironmentBase):
 
     name: ClassVar[str] = "sales_prediction"
     order_policy: ClassVar[OrderPolicy] = OrderPolicy.FIXED
-    r_max: ClassVar[float] = 1.0
+    best_reward: ClassVar[float] = 1.0
     min_reward: ClassVar[float] = 0.0
     max_steps: ClassVar[int] = MAX_STEPS
     instructions: ClassVar[str] = INSTRUCTIONS

@@ -280,7 +280,7 @@ class SpectrumEnv(EnvironmentBase):
 
     name: ClassVar[str] = "blind_spectrum_monitoring"
     order_policy: ClassVar[OrderPolicy] = OrderPolicy.STAGE_PERMUTE
-    r_max: ClassVar[float] = 1.0
+    best_reward: ClassVar[float] = 1.0
     min_reward: ClassVar[float] = 0.0
     max_steps: ClassVar[int] = 1
     instructions: ClassVar[str] = INSTRUCTIONS
