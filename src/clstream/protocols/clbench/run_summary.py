@@ -316,13 +316,33 @@ def _lines_of(run: dict[str, Any]) -> Iterable[str]:
                f"{status.get('errors', 0):>7}{status.get('tokens', 0):>11}")
 
 
+BUILTIN_POLICY_NOTE = (
+    "Every run here uses the builtin model, which acts in each task with one builtin policy "
+    "(docs/clbench.md §6) whatever the system: the systems differ only in which earlier steps "
+    "their prompts show that policy. The comparison checks the harness (memory carried across "
+    "instances, both arms, the metrics) and does not rank memory methods."
+)
+
+
+def builtin_policy_note(runs: Sequence[dict[str, Any]]) -> str | None:
+    """:data:`BUILTIN_POLICY_NOTE` when every run in ``runs`` used the builtin model (so the
+    same policy acted for every system), else None: a model's scores are then no measurement of
+    a method, only of what its prompts carried."""
+    if runs and all((run.get("model_info") or {}).get("backend") == "builtin" for run in runs):
+        return BUILTIN_POLICY_NOTE
+    return None
+
+
 def text_rows(runs: list[dict[str, Any]]) -> list[str]:
     """``clstream summary`` lines for CL-Bench runs: a line per task and run (normalized gain
     ± SE over rollouts, stability, plasticity, normalized reward ± SE when the run has a
     reference ('-' otherwise), cumulative reward of both arms, instances done, errors, tokens), an aggregate line per run (± 95% CI), and a coverage note under the table
-    for each incomplete run."""
+    for each incomplete run; last, when every run used the builtin model, the line saying that
+    the comparison checks the harness and ranks no method (:func:`builtin_policy_note`)."""
     lines = [TEXT_HEADER]
     for run in runs:
         lines += list(_lines_of(run))
     notes = [(run.get("system", "?"), coverage_note(run)) for run in runs]
-    return lines + [f"  {system}: {note}" for system, note in notes if note]
+    lines += [f"  {system}: {note}" for system, note in notes if note]
+    same_policy = builtin_policy_note(runs)
+    return lines + ([f"  note: {same_policy}"] if same_policy else [])
