@@ -174,3 +174,17 @@ def test_minilm_retrieves_by_meaning(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [d for d, _ in index.search("Where did Mary go?", 4, exclude={0})][-1] != 0
     vectors = embedder.embed(docs)
     assert vectors.shape == (4, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+
+
+@needs_minilm
+def test_a_text_s_vector_does_not_depend_on_the_texts_embedded_with_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Padded into a batch beside a longer text a vector moves in its last bits; a search's
+    near-ties, and so a run's records, would depend on which texts came first."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert MINILM is not None
+    inner = SentenceTransformerEmbedder(MINILM)
+    text = "database schema: the products table keeps prices in cents"
+    alone = inner.embed([text])[0]
+    beside = inner.embed(["a much longer text about something else " * 20, text, "short"])[1]
+    assert np.array_equal(alone, beside)

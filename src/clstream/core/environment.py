@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from clstream.core.events import Observation
-from clstream.core.layout import action_block
+from clstream.core.layout import action_block, instance_steps_section
 from clstream.core.types import Query
 
 MAX_ACTION_CHARS = 200_000
@@ -185,17 +185,21 @@ class EnvQuery:
     def query_id(self) -> str:
         return f"{self.instance_id}/step{self.step}"
 
-    def to_query(self) -> Query:
+    def to_query(self, earlier: Sequence[str] = ()) -> Query:
         """The generic :class:`Query`: rules as instructions, the observation as the block
         (an action block of :mod:`clstream.core.layout`: its line naming the task lets a reader
-        of the prompt, such as the builtin model, tell which environment asks)."""
+        of the prompt, such as the builtin model, tell which environment asks). ``earlier``
+        are the step blocks of the instance's steps already taken, shown before the block
+        (:func:`~clstream.core.layout.instance_steps_section`); the query's text stays the
+        observation, so retrieval keyed on it is unchanged."""
         return Query(
             id=self.query_id, text=self.observation, kind="action",
             meta={"task": self.task, "instance_id": self.instance_id, "stage": self.stage,
                   "variant": self.variant, "step": self.step, "max_steps": self.max_steps,
                   "action_schema": dict(self.action_schema)},
             instructions=self.instructions,
-            prompt=action_block(self.observation, self.task, self.action_format))
+            prompt=instance_steps_section(earlier)
+            + action_block(self.observation, self.task, self.action_format))
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,11 @@ Memory is shown in two shared entry formats, so one reader understands every met
 
   The query block of such a step is an *action block*: the observation as the question, a
   line ``Environment task: <name>`` naming the task, then the action format
-  (:func:`action_block`).
+  (:func:`action_block`). The steps already taken in the instance in progress open the
+  query's prompt as a section of step blocks under :data:`INSTANCE_STEPS_HEADER`
+  (:func:`instance_steps_section`) for a system whose memory does not hold them: within an
+  instance every system sees its own steps, and memory decides only what crosses instances
+  (docs/clbench.md §2.4).
 
 Placement rule for sections (:func:`user_text`): a section that already ends with a blank line
 is kept byte for byte, any other is trimmed at its end and given one. The second half of the
@@ -357,6 +361,7 @@ ACTION_TASK_LABEL = "Environment task:"
 ACTION_TASK_TEMPLATE = "Environment task: {task}\n"
 STEP_TAG_TEMPLATE = "[step {instance_id}/{step}]"
 STEP_PARTS = ("Observation", "Action", "Feedback")
+INSTANCE_STEPS_HEADER = "Steps already taken in this instance, oldest first:\n\n"
 
 _ACTION_TASK = re.compile(r"^Environment task: ([a-z][a-z0-9_+\-]*)$", re.MULTILINE)
 _STEP_TAG = re.compile(r"^\[step (\S+)/(\d+)\]$")
@@ -366,7 +371,7 @@ _STEP_PART = re.compile(r"^(Observation|Action|Feedback) \((\d+) lines?\):$")
 def step_fingerprint() -> str:
     """sha256 of the step templates (kept apart from :func:`template_fingerprint`, which the
     runs of the other protocols record)."""
-    texts = [ACTION_TASK_TEMPLATE, STEP_TAG_TEMPLATE, *STEP_PARTS]
+    texts = [ACTION_TASK_TEMPLATE, STEP_TAG_TEMPLATE, *STEP_PARTS, INSTANCE_STEPS_HEADER]
     return hashlib.sha256("\x00".join(texts).encode()).hexdigest()
 
 
@@ -375,6 +380,23 @@ def action_block(observation: str, task: str, action_format: str) -> str:
     naming the task, then the action format (no trailing newline)."""
     return (QUESTION_TEMPLATE.format(question=observation)
             + ACTION_TASK_TEMPLATE.format(task=task) + action_format)
+
+
+def instance_steps_section(blocks: Sequence[str]) -> str:
+    """The steps already taken in the instance in progress (step blocks, oldest first) as the
+    section opening a step's prompt; '' when there are none (the first step)."""
+    if not blocks:
+        return ""
+    return INSTANCE_STEPS_HEADER + "".join(placed(b) for b in blocks)
+
+
+def split_instance_steps(memory: str) -> tuple[str, str]:
+    """(the rest, the instance's own steps section) of a prompt's memory part: the section
+    starts at the last :data:`INSTANCE_STEPS_HEADER` ('' when there is none)."""
+    at = memory.rfind(INSTANCE_STEPS_HEADER)
+    if at < 0 or (at > 0 and memory[at - 1] != "\n"):
+        return memory, ""
+    return memory[:at], memory[at:]
 
 
 def parse_action_block(block: str) -> tuple[str, str] | None:

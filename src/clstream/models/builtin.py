@@ -239,12 +239,15 @@ _BLOCK_START = re.compile(r"^(?=\[chunk index \d+\]$)", re.MULTILINE)
 def shown_turns(memory: str, messages: Sequence[Message]) -> list[Turn]:
     """The environment steps a prompt shows, oldest first, as a policy's turns: step blocks of
     the memory ordered by the tag of the passage holding them (stable), then the steps of the
-    conversation in ``messages``; a step shown twice counts once."""
+    conversation in ``messages``, then the steps already taken in the instance in progress
+    (:func:`~clstream.core.layout.instance_steps_section`); a step shown twice counts once."""
+    memory, current = layout.split_instance_steps(memory)
     blocks: list[tuple[int, int, layout.ShownStep]] = []
     for order, (index, text) in enumerate(layout.parse_passages(memory)):
         blocks += [(index, order, step) for step in layout.parse_steps(text)]
     blocks.sort(key=lambda b: (b[0], b[1]))
-    steps = [b[2] for b in blocks] + layout.transcript_steps(messages)
+    steps = ([b[2] for b in blocks] + layout.transcript_steps(messages)
+             + layout.parse_steps(current))
     seen: set[tuple[str, str, str]] = set()
     turns = []
     for step in steps:

@@ -131,13 +131,17 @@ class SentenceTransformerEmbedder:
                                               local_files_only=True)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One forward pass per text: in a batch a text is padded to its longest neighbour,
+        which moves its vector in the last bits, so the vector (and every near-tie of a
+        search) would depend on which texts happened to be embedded with it -- on the order
+        concurrent units first asked. Alone, a text's vector is a function of the text, and a
+        run's records are the same in every process (docs/design.md §8)."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        vectors = self._model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
-        )
-        return normalize_rows(vectors)
+        vectors = [self._model.encode([text], batch_size=1, normalize_embeddings=True,
+                                      convert_to_numpy=True, show_progress_bar=False)[0]
+                   for text in texts]
+        return normalize_rows(np.stack(vectors))
 
 
 class OpenAIEmbedder:

@@ -198,6 +198,10 @@ class ConversationMethod(MemorySystem):
     # observe may depend on the reply given in respond (the scratch), so a runner must keep
     # snapshots rather than replay events.
     replayable: ClassVar[bool] = False
+    # Every step observed becomes turns of the transcript, so the instance in progress is
+    # already in each request: an environment runner need not show its steps again
+    # (docs/clbench.md §2.4).
+    keeps_instance_steps: ClassVar[bool] = True
 
     def _empty(self) -> None:
         self._asked: dict[str, Asked] = {}

@@ -14,7 +14,13 @@ import pytest
 from clstream.cli import main
 from clstream.core.errors import DataError
 from clstream.protocols.clbench.metrics import score_clbench, stage_means
-from clstream.protocols.clbench.run_summary import by_stage, scored_records, text_rows
+from clstream.protocols.clbench.run_summary import (
+    BUILTIN_POLICY_NOTE,
+    builtin_policy_note,
+    by_stage,
+    scored_records,
+    text_rows,
+)
 from clstream.protocols.clbench.snapshots import apply_delta
 from clstream.store.snapshots import whole_state
 
@@ -141,6 +147,17 @@ def test_the_text_tables_name_one_meaning_of_plus_minus_each() -> None:
     assert _columns(without, 3, 4)["norm reward ± 95% CI half-width"] == "-"
 
 
+def test_only_runs_all_played_by_the_builtin_policy_say_they_rank_no_method() -> None:
+    builtin = {"system": "icl", "model_info": {"backend": "builtin", "baseline": True}}
+    served = {"system": "icl", "model_info": {"backend": "openai"}}
+    assert builtin_policy_note([builtin, {**builtin, "system": "mem0"}]) == BUILTIN_POLICY_NOTE
+    assert "does not rank memory methods" in BUILTIN_POLICY_NOTE
+    assert builtin_policy_note([builtin, served]) is None
+    assert builtin_policy_note([]) is None and builtin_policy_note([{"system": "x"}]) is None
+    assert text_rows([builtin])[-1] == f"  note: {BUILTIN_POLICY_NOTE}"
+    assert not any(BUILTIN_POLICY_NOTE in line for line in text_rows([builtin, served]))
+
+
 def test_summary_and_report_show_the_per_stage_means(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "results"
@@ -165,4 +182,5 @@ def test_summary_and_report_show_the_per_stage_means(
     assert main(["report", str(out), "--out", str(html)]) == 0
     page = html.read_text()
     assert "Per stage (database_exploration): mean reward, stateful against stateless" in page
+    assert "does not rank memory methods" in page  # the builtin policy played every system
     assert stages[0]["variant"] in page

@@ -105,3 +105,25 @@ def test_a_prompt_of_a_task_without_a_policy_is_read_as_before() -> None:
         Query("q", "Where is Mara?", prompt=block), ["[chunk index 0]\nMara went home.\n\n"]))
     text, _ = BuiltinReader().reply(request)
     assert "## Answer:" in text and not text.startswith("{")
+
+
+def test_the_steps_of_the_instance_in_progress_open_the_prompt_and_read_back_last() -> None:
+    env = SpectrumEnv(0, "short")
+    env.reset()
+    query = env.begin("scan-001")
+    assert query.to_query().prompt == query.to_query(()).prompt
+    assert layout.instance_steps_section([]) == ""
+    now = layout.step_block("scan-001", 1, "Instance scan-001, step 1", "{}", "now")
+    q = query.to_query([now])
+    assert q.text == query.observation and q.prompt.startswith(layout.INSTANCE_STEPS_HEADER)
+    assert layout.parse_action_block(layout.split_prompt(q.prompt)[1]) == (
+        "blind_spectrum_monitoring", q.text)
+    old = layout.step_block("s0", 1, "Instance s0, step 1", "{}", "remembered")
+    memory, current = layout.split_instance_steps(
+        layout.passages_section([(9, old)]) + layout.split_prompt(q.prompt)[0])
+    assert layout.INSTANCE_STEPS_HEADER not in memory and current.endswith(now + "\n\n")
+    older = layout.step_block("s00", 1, "Instance s00, step 1", "{}", "older")
+    # Passages shown newest first: the section after them is no part of the last passage.
+    text = layout.user_text([layout.passages_section([(9, old), (2, older)])], q.prompt)
+    assert [t.feedback for t in shown_turns(layout.split_prompt(text)[0], ())] == [
+        "older", "remembered", "now"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from clstream.protocols.clbench.metrics import pareto_systems
+from clstream.protocols.clbench.run_summary import builtin_policy_note
 from clstream.render import figures
 from clstream.render.base import Cell, Column, Figure, Section, Table
 from clstream.render.common import UsageColumns, details_table, system_cell
@@ -264,6 +265,9 @@ def render_clbench_section(runs: list[dict[str, Any]], labels: list[str], source
                      "arms only: a task needs its whole stateless arm and at least one whole "
                      "rollout, partial rollouts are left out, and a failed or missing instance "
                      "is never scored.")
+    same_policy = builtin_policy_note(runs)
+    if same_policy:
+        notes.append(same_policy)
     figs: list[Figure] = []
     if scored:
         figs += [f for f in (_curve_figure(scored, t) for t in _tasks(scored)) if f is not None]

@@ -325,16 +325,37 @@ def _aggregate_row(run: dict[str, Any]) -> list[str] | None:
             str(status.get("errors", 0)), str(status.get("tokens", 0))]
 
 
+BUILTIN_POLICY_NOTE = (
+    "Every run here uses the builtin model, which acts in each task with one builtin policy "
+    "(docs/clbench.md §6) whatever the system: the systems differ only in which earlier steps "
+    "their prompts show that policy. The comparison checks the harness (memory carried across "
+    "instances, both arms, the metrics) and does not rank memory methods."
+)
+
+
+def builtin_policy_note(runs: Sequence[dict[str, Any]]) -> str | None:
+    """:data:`BUILTIN_POLICY_NOTE` when every run in ``runs`` used the builtin model (so the
+    same policy acted for every system), else None: a model's scores are then no measurement of
+    a method, only of what its prompts carried."""
+    if runs and all((run.get("model_info") or {}).get("backend") == "builtin" for run in runs):
+        return BUILTIN_POLICY_NOTE
+    return None
+
+
 def text_rows(runs: list[dict[str, Any]]) -> list[str]:
     """``clstream summary`` lines for CL-Bench runs, two tables, each with one meaning of ±
     named in its header: per task and run (normalized gain ± SE over rollouts, stability,
     plasticity, normalized reward ± SE when the run has a reference ('-' otherwise),
     cumulative reward of both arms, instances done, errors, tokens), then over tasks per run
-    (± the 95% interval's half-width); a coverage note under them for each incomplete run."""
+    (± the 95% interval's half-width); a coverage note under them for each incomplete run;
+    last, when every run used the builtin model, the line saying that the comparison checks
+    the harness and ranks no method (:func:`builtin_policy_note`)."""
     tasks = [row for run in runs for row in _task_rows(run)]
     lines = aligned_lines(TASK_HEADER, tasks, [False] * 3 + [True] * 10)
     aggregates = [row for row in map(_aggregate_row, runs) if row is not None]
     if aggregates:
         lines += [""] + aligned_lines(AGGREGATE_HEADER, aggregates, [False] * 3 + [True] * 8)
     notes = [(run.get("system", "?"), coverage_note(run)) for run in runs]
-    return lines + [f"  {system}: {note}" for system, note in notes if note]
+    lines += [f"  {system}: {note}" for system, note in notes if note]
+    same_policy = builtin_policy_note(runs)
+    return lines + ([f"  note: {same_policy}"] if same_policy else [])

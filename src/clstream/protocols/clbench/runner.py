@@ -19,6 +19,14 @@ it as a malformed action (capped per instance, docs/clbench.md §2.4). The syste
 (:meth:`~clstream.core.environment.StepResult.to_event`, carrying the observation acted on and
 the action as text, so a memory can keep the whole step).
 
+Within an instance every system sees the steps it has taken so far (observation, action,
+feedback), as the paper's agents do; memory decides only what crosses instances (docs/clbench.md
+§2.4). The runner shows them, as step blocks before the step's query block, to every system but
+one whose memory already holds the instance in progress as a conversation (a true
+``keeps_instance_steps`` attribute: the conversation methods), which would otherwise see them
+twice. So ``memory-free`` acts on its own instance's history instead of repeating its first
+action.
+
 Failures. A model call that fails (``GenerationResult.error``, in answering, in the repair or
 in a memory update) is never an invalid action and is never scored: the instance is abandoned,
 an ``instance`` record holding the error is stored under the key its success would have, and
@@ -274,8 +282,10 @@ class ClbenchRunner:
         stream = f"{unit.task}/{instance_id}"
         records: list[Record] = []
         used = Usage()
+        shows_steps = not getattr(system, "keeps_instance_steps", False)
+        earlier: list[str] = []
         while True:
-            q = query.to_query()
+            q = query.to_query(earlier if shows_steps else ())
             step = query.step
             response = await system.respond(q)
             results = list(response.results)
@@ -314,6 +324,8 @@ class ClbenchRunner:
                                used, step)
             records += self._step_records(unit, stream, key, pos, step, results, calls, reply,
                                           repair_reply, sent, result)
+            earlier.append(layout.step_block(result.instance_id, step, q.text, sent,
+                                             result.feedback))
             if result.instance_complete:
                 break
             assert result.next_query is not None
