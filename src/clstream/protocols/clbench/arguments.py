@@ -55,6 +55,10 @@ def add_run_clbench_arguments(p: argparse.ArgumentParser) -> None:
                    help="stateful rollouts R per task (default 5; the stateless arm runs once)")
     p.add_argument("--schedule", choices=SCHEDULES, default="default",
                    help="the paper's schedules, or short ones for tests and demos")
+    p.add_argument("--env", action="append", default=None, metavar="KEY=VALUE",
+                   help="an environment parameter (repeatable), recorded in the run: "
+                        "repos=generated|real (codebase_adaptation: the generated stand-in "
+                        "repositories, or tablib and tenacity from `make clbench-repos`)")
     p.add_argument("--parallel", type=int, default=4, metavar="N",
                    help="rollouts (and stateless arms) played at once (default 4)")
     p.add_argument("--reference", default=None, metavar="TASK=NUMBER,...|RUN_ID",

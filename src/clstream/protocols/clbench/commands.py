@@ -131,10 +131,38 @@ def task_names(given: list[str] | None) -> list[str]:
     return [t for t in TASKS if t in out]
 
 
-def make_env(task: str, seed: int, schedule: str) -> EnvironmentBase:
-    """A fresh environment of ``task`` (every class takes ``(seed, schedule)``)."""
+# Environment parameters ``--env KEY=VALUE``: key -> (the task that takes it, allowed values).
+ENV_PARAMS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "repos": ("codebase_adaptation", ("generated", "real")),
+}
+
+
+def env_params(items: list[str] | None, tasks: list[str]) -> dict[str, str]:
+    """The ``--env`` flags as {key: value}; an unknown key or value, or a parameter of a task
+    the run does not play, is a usage error naming the flag."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or key not in ENV_PARAMS:
+            raise SpecError(f"flag --env: expected KEY=VALUE with KEY one of "
+                            f"{', '.join(ENV_PARAMS)}, got {item!r}")
+        task, allowed = ENV_PARAMS[key]
+        if value not in allowed:
+            raise SpecError(f"flag --env {key}: expected one of {', '.join(allowed)}, "
+                            f"got {value!r}")
+        if task not in tasks:
+            raise SpecError(f"flag --env {key}: only task {task} takes it, and it is not run")
+        out[key] = value
+    return out
+
+
+def make_env(task: str, seed: int, schedule: str, params: dict[str, str] | None = None
+             ) -> EnvironmentBase:
+    """A fresh environment of ``task`` (every class takes ``(seed, schedule)``, and the
+    ``--env`` parameters that name it as keywords)."""
     cls: Any = ENVIRONMENTS[task]
-    env: EnvironmentBase = cls(seed, schedule)
+    kwargs = {k: v for k, v in (params or {}).items() if ENV_PARAMS[k][0] == task}
+    env: EnvironmentBase = cls(seed, schedule, **kwargs)
     return env
 
 
@@ -275,7 +303,8 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     positive("--parallel", args.parallel, MOST_IN_FLIGHT)
     tasks = task_names(args.task)
     basics = run_basics(args)
-    envs = {task: make_env(task, args.seed, args.schedule) for task in tasks}
+    params = env_params(getattr(args, "env", None), tasks)
+    envs = {task: make_env(task, args.seed, args.schedule, params) for task in tasks}
     try:
         view = task_view(envs)
     finally:
@@ -290,12 +319,14 @@ def plan_run(args: argparse.Namespace) -> RunJob:
         args, basics, protocol="clbench", unit="instance",
         add_arguments=add_run_clbench_arguments,
         dataset=StoredDataset(view_hash(view), f"clbench:{','.join(tasks)}", view),
-        params={"tasks": tasks, "schedule": args.schedule, "rollouts": args.rollouts},
+        params={"tasks": tasks, "schedule": args.schedule, "rollouts": args.rollouts,
+                **({"env": params} if params else {})},
         info=info, units={"instance": "instances"}, error_kinds=("instance",),
         cells_at_once=args.parallel,
         before_register=lambda spec: partial(_check_reference, run_id=spec.run_id,
                                              reference=reference),
         open_runner=lambda spec, make: partial(
             ClbenchRunner, spec, make_system=make,
-            make_env=partial(make_env, seed=args.seed, schedule=args.schedule), tasks=tasks,
+            make_env=partial(make_env, seed=args.seed, schedule=args.schedule, params=params),
+            tasks=tasks,
             rollouts=args.rollouts, view=view))
