@@ -45,7 +45,7 @@ from clstream.protocols.clbench.envs.codebase_sandbox import RealBase, run_tests
 CACHE_ENV = "CLSTREAM_CLBENCH_REPOS"
 FETCH = "make clbench-repos"
 MAX_FAIL_TO_PASS = 12
-MAX_PER_FILE = 3  # issues seeded in one file, so that the issues spread over the code base
+MAX_PER_FILE = 4  # issues seeded in one file, so that the issues spread over the code base
 REPO_ENTRY = "clbench-repo"
 TEXT_SUFFIXES = (".py", ".txt", ".cfg", ".ini", ".toml", ".md", ".rst", ".in", ".yaml")
 
@@ -75,7 +75,9 @@ REPOSITORIES = {
         ("tests/test_tablib.py",)),
     "tenacity": RealRepository(
         "tenacity", "tenacity", "tenacity-8.2.3", (".",),
-        ("tenacity/wait.py", "tenacity/stop.py", "tenacity/retry.py", "tenacity/__init__.py"),
+        ("tenacity/wait.py", "tenacity/stop.py", "tenacity/retry.py", "tenacity/__init__.py",
+         "tenacity/_utils.py", "tenacity/before.py", "tenacity/after.py",
+         "tenacity/before_sleep.py"),
         ("tests/test_tenacity.py", "tests/test_after.py")),
 }
 
@@ -162,7 +164,7 @@ def testbed(repo: RealRepository) -> PackageSet:
 def _enclosing(lines: list[str], n: int) -> tuple[str, str]:
     """(function, public symbol) of the code at 0-based line ``n``: a method's public name
     is ``Class.method``; a private method or ``__call__`` is reported as its class."""
-    func, cls = "", ""
+    func, cls, outer = "", "", ""
     limit = len(lines[n]) - len(lines[n].lstrip())
     for k in range(n - 1, -1, -1):
         m = re.match(r"(\s*)(?:async )?(def|class) (\w+)", lines[k])
@@ -171,9 +173,13 @@ def _enclosing(lines: list[str], n: int) -> tuple[str, str]:
         limit = len(m.group(1))
         if m.group(2) == "def" and not func:
             func = m.group(3)
+        elif m.group(2) == "def":
+            outer = m.group(3)  # a nested function is reached through the one it is in
         elif m.group(2) == "class":
             cls = m.group(3)
             break
+    if outer and not cls:
+        return func, outer
     if cls and func and not func.startswith("_"):
         return func, f"{cls}.{func}"
     return func, cls or func
@@ -270,13 +276,17 @@ def find_issues(repo: RealRepository, seed: int, count: int, iso: Isolation
                 ) -> list[dict[str, Any]]:
     """The first ``count`` seeded bugs of ``repo`` for ``seed`` (searched, then cached)."""
     state_path = _state_path(repo, seed)
+    files = text_files(repo)
+    order = candidates(repo, files, seed)
+    version = hashlib.sha256(json.dumps(order).encode()).hexdigest()
     state: dict[str, Any] = {"tried": 0, "issues": []}
     if state_path.exists():
         state = json.loads(state_path.read_text(encoding="utf-8"))
+        if state.get("candidates") != version:  # another library version or mutation table
+            state = {"tried": 0, "issues": []}
     found: list[dict[str, Any]] = list(state["issues"])
-    if len(found) >= count:
+    if len(found) >= count or int(state["tried"]) >= len(order):
         return found[:count]
-    files = text_files(repo)
     base = sandbox_base(repo)
     baseline = run_tests({}, repo.tests, base, iso)
     if baseline is None:
@@ -284,7 +294,6 @@ def find_issues(repo: RealRepository, seed: int, count: int, iso: Isolation
     passing = sorted(t for t, ok in baseline.items() if ok)
     tried = int(state["tried"])
     funcs = {(str(i["path"]), str(i["func"])) for i in found}
-    order = candidates(repo, files, seed)
     while len(found) < count and tried < len(order):
         path, line, operator, new = order[tried]
         tried += 1
@@ -306,7 +315,8 @@ def find_issues(repo: RealRepository, seed: int, count: int, iso: Isolation
                       "pass_to_pass": [t for t in passing if t not in f2p]})
     state_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = state_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"tried": tried, "issues": found}, indent=1), encoding="utf-8")
+    tmp.write_text(json.dumps({"candidates": version, "tried": tried, "issues": found},
+                              indent=1), encoding="utf-8")
     os.replace(tmp, state_path)
     return found[:count]
 
@@ -328,7 +338,8 @@ def make_real_issues(seed: int, counts: tuple[int, int], iso: Isolation
             lines[line - 1] = str(raw["new"])
             f2p = tuple(str(t) for t in raw["fail_to_pass"])
             p2p = tuple(str(t) for t in raw["pass_to_pass"])
-            symbol, operator = str(raw["symbol"]), str(raw["operator"])
+            func, symbol = _enclosing(clean[path].split("\n"), line - 1)
+            symbol, operator = public_symbol(repo, path, func, symbol), str(raw["operator"])
             issues.append(RealIssue(f"{prefix}-{n + 1:02d}", repo, path, line, operator, symbol,
                                     str(raw["func"]), clean, {**clean, path: "\n".join(lines)},
                                     issue_text(repo, symbol, operator, f2p), f2p, p2p))

@@ -235,6 +235,10 @@ def _seed_edits(operator: str, line: str) -> list[str]:
             else:
                 out.append(line[:m.start(2)] + _NEGATED[m.group(2)] + line[m.end(2):])
         return out
+    if operator == "off_by_one":  # and a small integer constant one too high
+        bumps = [line[:m.start()] + str(int(m.group()) + 1) + line[m.end():]
+                 for m in re.finditer(r"(?<![\w.])[0-9](?![\w.])", code)]
+        return _line_edits(operator, line, "") + bumps
     if operator == "wrong_operator":
         return [line[:m.start(1)] + _SWAPPED[m.group(1)] + line[m.end(1):]
                 for m in _ARITH.finditer(code)]
