@@ -41,6 +41,13 @@ def _check_issues(env: CodebaseEnv) -> None:
         changed_line = issue.buggy[issue.path].split("\n")[issue.line - 1].strip()
         assert changed_line not in issue.text and "def test" not in issue.text, issue.iid
         assert issue.symbol in issue.text, issue.iid
+        hidden = [t for t in issue.fail_to_pass  # left out of the agent's copy, as in the paper
+                  if f"def {t.rsplit('::', 1)[1].split('[', 1)[0]}(" not in issue.buggy[
+                      t.split("::", 1)[0]]]
+        assert hidden, issue.iid
+        for test_id in issue.pass_to_pass[:20]:
+            path, *names = test_id.split("::")
+            assert f"def {names[-1].split('[', 1)[0]}(" in issue.buggy[path], issue.iid
 
 
 @needs_real

@@ -153,7 +153,8 @@ class CodebaseEnv(EnvironmentBase):
         """The repository's own suite over the candidate (the files that differ from the clean
         tree, and the clean files the candidate deleted, emptied): solved iff every
         fail-to-pass and pass-to-pass test passes."""
-        changed = {p: files.get(p, "") for p in issue.clean if files.get(p) != issue.clean[p]}
+        changed = {p: files.get(p, "") for p in issue.clean
+                   if not issue.repo.is_test_file(p) and files.get(p) != issue.clean[p]}
         got = run_tests(changed, issue.repo.tests, sandbox_base(issue.repo), self.iso)
         if got is None:
             return False, "error"

@@ -25,6 +25,7 @@ expected or actual output.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import json
@@ -321,6 +322,36 @@ def find_issues(repo: RealRepository, seed: int, count: int, iso: Isolation
     return found[:count]
 
 
+def hide_tests(files: dict[str, str], test_ids: tuple[str, ...]) -> dict[str, str]:
+    """``files`` without the test functions of ``test_ids``: as in the paper's issues, whose
+    fail-to-pass tests come with the fix, the agent's copy lacks them (they run only in the
+    evaluation, from the clean tree). A class left with no test keeps its last one."""
+    out = dict(files)
+    by_file: dict[str, set[tuple[str, ...]]] = {}
+    for test_id in test_ids:
+        path, *names = test_id.split("::")
+        by_file.setdefault(path, set()).add(tuple(n.split("[", 1)[0] for n in names))
+    for path, wanted in by_file.items():
+        lines = out[path].split("\n")
+        cut: list[tuple[int, int]] = []
+        for node in ast.parse(out[path]).body:
+            members: list[tuple[ast.stmt, tuple[str, ...]]] = [(node, (getattr(node, "name", ""),))]
+            if isinstance(node, ast.ClassDef):
+                tests = [m for m in node.body
+                         if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]
+                hidden = [m for m in tests if (node.name, m.name) in wanted]
+                members = [(m, (node.name, m.name))
+                           for m in hidden[:len(tests) - 1 if len(hidden) == len(tests) else None]]
+            for member, key in members:
+                if key in wanted and isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
+                    first = min([member.lineno, *(d.lineno for d in member.decorator_list)])
+                    cut.append((first - 1, int(member.end_lineno or member.lineno)))
+        for first, last in sorted(cut, reverse=True):
+            del lines[first:last]
+        out[path] = "\n".join(lines)
+    return out
+
+
 def make_real_issues(seed: int, counts: tuple[int, int], iso: Isolation
                      ) -> tuple[list[RealIssue], list[RealIssue]]:
     """The issues of tablib then tenacity (ids ``tab-01``..., ``ten-01``...)."""
@@ -340,8 +371,9 @@ def make_real_issues(seed: int, counts: tuple[int, int], iso: Isolation
             p2p = tuple(str(t) for t in raw["pass_to_pass"])
             func, symbol = _enclosing(clean[path].split("\n"), line - 1)
             symbol, operator = public_symbol(repo, path, func, symbol), str(raw["operator"])
+            buggy = hide_tests({**clean, path: "\n".join(lines)}, f2p)
             issues.append(RealIssue(f"{prefix}-{n + 1:02d}", repo, path, line, operator, symbol,
-                                    str(raw["func"]), clean, {**clean, path: "\n".join(lines)},
+                                    func, clean, buggy,
                                     issue_text(repo, symbol, operator, f2p), f2p, p2p))
         if len(issues) < count:
             raise RuntimeError(f"{repo.name}: only {len(issues)} seeded bugs found for seed "
