@@ -46,6 +46,7 @@ from clstream.protocols.clbench.envs.codebase_sandbox import RealBase, run_tests
 CACHE_ENV = "CLSTREAM_CLBENCH_REPOS"
 FETCH = "make clbench-repos"
 MAX_FAIL_TO_PASS = 12
+SUITE_RUN = 2  # how the suite is run (part of the cache key): random seeded per test
 MAX_PER_FILE = 4  # issues seeded in one file, so that the issues spread over the code base
 REPO_ENTRY = "clbench-repo"
 TEXT_SUFFIXES = (".py", ".txt", ".cfg", ".ini", ".toml", ".md", ".rst", ".in", ".yaml")
@@ -279,7 +280,7 @@ def find_issues(repo: RealRepository, seed: int, count: int, iso: Isolation
     state_path = _state_path(repo, seed)
     files = text_files(repo)
     order = candidates(repo, files, seed)
-    version = hashlib.sha256(json.dumps(order).encode()).hexdigest()
+    version = hashlib.sha256(json.dumps([SUITE_RUN, order]).encode()).hexdigest()
     state: dict[str, Any] = {"tried": 0, "issues": []}
     if state_path.exists():
         state = json.loads(state_path.read_text(encoding="utf-8"))
