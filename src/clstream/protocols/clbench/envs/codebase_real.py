@@ -5,18 +5,22 @@ from their source distributions on the package index, and checked with the repos
 test suites (pytest), as the paper's issues are (App. A.2). Nothing is fetched here: ``make
 test`` (or ``make clbench-repos``) downloads the sdists and the wheels the suites import into
 the cache folder (:func:`cache_dir`) and builds a read-only *testbed* site-packages from
-them; without it :func:`load` refuses in one line naming the command.
+them; without it :func:`make_real_issues` refuses in one line naming the command.
 
 A seeded bug is one single-line edit of the mutation library's operator classes
-(:func:`.codebase_repair.mutations`: a flipped comparison, a bound's strictness or a dropped
-``± 1``, ``min``/``max`` swapped, two call arguments swapped) at a line of the repository's
-library code. Per seed the candidate edits are shuffled and tried in order, each by running
+(:func:`.codebase_repair.mutations`: a flipped comparison, a bound's strictness, a dropped
+``± 1`` or a small constant one too high, ``min``/``max`` swapped, two positional call
+arguments swapped, a negated condition, a wrong arithmetic operator) at a code line (not a
+docstring, comment or string) of the repository's library code. Per seed the candidate
+edits are ordered (round robin over the classes, shuffled within each) and tried, each by running
 the suite in the sandbox over the mutated repository: a candidate is kept when at least one
 test that passes on the clean code fails with it (its fail-to-pass tests) and it breaks at
 most :data:`MAX_FAIL_TO_PASS` tests (an edit that breaks the import is not an issue), at most
-one per function. Its pass-to-pass tests are the other tests that pass both ways; the clean
-source is its reference fix. The search is deterministic and its result is kept in the cache
-(``issues/<repo>-seed<N>.json``), extended when a longer schedule asks for more issues.
+one per function and :data:`MAX_PER_FILE` per file. Its pass-to-pass tests are the other
+tests that pass both ways; the clean source is its reference fix, and the agent's copy lacks the fail-to-pass test functions
+(:func:`hide_tests`). The search is deterministic (the suite runs with ``random`` seeded per
+test) and its result is kept in the cache (``issues/<repo>-seed<N>.json``, keyed by the
+candidate list), extended when a longer schedule asks for more issues.
 
 The report names the public API that misbehaves and describes the symptom in prose, from
 what the failing tests exercise (their names, read as words); it shows no test code and no
