@@ -38,8 +38,8 @@ REAL_WHEELS := numpy==2.0.2 numpy==2.1.3 numpy==2.2.6 scipy==1.13.1 scipy==1.14.
 		-d .wheels "$$spec" || ok=0; done; [ $$ok = 1 ] && touch $@ || true
 
 # CL-Bench's codebase task on the paper's repositories (docs/clbench.md §4.6, `--env
-# repos=real`): the pinned sdists, the wheels their test suites import (pure Python, for the
-# sandbox's interpreter), and a read-only testbed site-packages built from them. Without a
+# repos=real`): the pinned sdists, the wheels their test suites import (for the sandbox's
+# interpreter), and a read-only testbed site-packages built from them. Without a
 # network the download fails quietly and the tests that need them skip, naming this target.
 CLBENCH_REPOS := tablib==3.5.0 tenacity==8.2.3
 CLBENCH_TESTBED := pytest==8.3.3 iniconfig==2.0.0 packaging==24.1 pluggy==1.5.0 MarkupPy==1.14 \

@@ -3,6 +3,9 @@ checked by their own test suites in the sandbox (needs `make clbench-repos`)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from clstream.core.errors import SpecError
@@ -19,6 +22,9 @@ from clstream.protocols.clbench.envs.codebase_real import (
 )
 from clstream.protocols.clbench.envs.codebase_sandbox import run_tests
 from clstream.protocols.clbench.policies import ScriptedDebugger, play_stateless
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hostile_cli import check_one_line, main  # noqa: E402
 
 needs_real = pytest.mark.skipif(
     not hasattr(detect(), "isolated") or missing() is not None,
@@ -105,10 +111,22 @@ def test_env_flags_are_checked_and_name_the_flag() -> None:
 
 
 def test_without_the_cache_the_real_mode_refuses_in_one_line(
-        tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLSTREAM_CLBENCH_REPOS", str(tmp_path))
     if not hasattr(detect(), "isolated"):
         pytest.skip("needs bubblewrap: bash scripts/system-packages.sh")
     with pytest.raises(SpecError, match=r"make clbench-repos") as caught:
         CodebaseEnv(0, "short", repos="real")
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("flag", "needle"), [
+    ("repos=github", "flag --env repos"), ("colour=red", "flag --env"),
+    ("repos", "flag --env")])
+def test_run_refuses_a_bad_env_flag_in_one_line(
+        flag: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "clbench", "--task", "codebase_adaptation", "--schedule", "short",
+                 "--model", "builtin", "--system", "icl", "--env", flag, "--no-progress",
+                 "--out", str(tmp_path / "res")])
+    check_one_line(capsys, code, needle)
+    assert not (tmp_path / "res").exists()
