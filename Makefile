@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= demo-out
 
-.PHONY: demo test lint venv clean bench e2e-llamacpp smoke-core
+.PHONY: demo test lint venv clean bench e2e-llamacpp smoke-core clbench-repos
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,9 +37,31 @@ REAL_WHEELS := numpy==2.0.2 numpy==2.1.3 numpy==2.2.6 scipy==1.13.1 scipy==1.14.
 		--only-binary=:all: --python-version 3.11 --platform manylinux2014_x86_64 \
 		-d .wheels "$$spec" || ok=0; done; [ $$ok = 1 ] && touch $@ || true
 
+# CL-Bench's codebase task on the paper's repositories (docs/clbench.md §4.6, `--env
+# repos=real`): the pinned sdists, the wheels their test suites import (for the sandbox's
+# interpreter), and a read-only testbed site-packages built from them. Without a
+# network the download fails quietly and the tests that need them skip, naming this target.
+CLBENCH_REPOS := tablib==3.5.0 tenacity==8.2.3
+CLBENCH_TESTBED := pytest==8.3.3 iniconfig==2.0.0 packaging==24.1 pluggy==1.5.0 MarkupPy==1.14 \
+	openpyxl==3.1.5 et_xmlfile==1.1.0 pyyaml==6.0.2 tabulate==0.9.0 xlrd==2.0.1 xlwt==1.3.0
+
+.clbench-repos/.fetched:
+	mkdir -p .clbench-repos/dist
+	$(BIN)/python -m pip download -q --no-deps --no-binary=:all: -d .clbench-repos/dist \
+		$(CLBENCH_REPOS) && $(BIN)/python -m pip download -q --no-deps --only-binary=:all: \
+		-d .clbench-repos/dist $(CLBENCH_TESTBED) && { chmod -R u+w .clbench-repos/testbed 2>/dev/null; \
+		rm -rf .clbench-repos/testbed; } && \
+		$(BIN)/python -m pip install -q --no-index --no-deps --find-links .clbench-repos/dist \
+		--target .clbench-repos/testbed $(CLBENCH_TESTBED) && \
+		chmod -R a-w .clbench-repos/testbed && touch $@ || true
+
+clbench-repos: venv
+	$(MAKE) --no-print-directory .clbench-repos/.fetched
+
 test: $(VENV)/.installed-test smoke-core
 	bash scripts/system-packages.sh
 	-$(MAKE) --no-print-directory .wheels/.fetched
+	-$(MAKE) --no-print-directory .clbench-repos/.fetched
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/mypy src/clstream tests

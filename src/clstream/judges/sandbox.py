@@ -618,6 +618,7 @@ def run_python(
     allow_unisolated: bool = False,
     isolation: Isolation | None = None,
     packages: Sequence[str] = (),
+    package_set: PackageSet | None = None,
 ) -> SandboxResult:
     """Run ``code`` as a Python program under the guards of the module docstring.
 
@@ -628,7 +629,8 @@ def run_python(
     ``tmpfs_mb`` caps everything the program writes. Without bubblewrap this raises
     :class:`~clstream.judges.isolation.IsolationUnavailable` unless ``allow_unisolated``;
     ``isolation`` forces a variant. ``packages`` names installed packages the program may
-    import (read-only; none by default: the standard library only).
+    import (read-only; none by default: the standard library only); ``package_set`` gives
+    the binds directly instead (a prepared tree such as CL-Bench's repository testbed).
     """
     if timeout_s <= 0 or memory_mb <= 0:
         raise ValueError("timeout_s and memory_mb must be positive")
@@ -641,7 +643,8 @@ def run_python(
     try:
         child = launch(iso, loader_source(), config, {"main.py": program},
                        max_output_bytes=max_output_bytes, tmpfs_bytes=tmpfs_mb << 20,
-                       packages=allowed_packages(tuple(packages)) if packages else None)
+                       packages=package_set or (allowed_packages(tuple(packages)) if packages
+                                                else None))
     except OSError as exc:
         return SandboxResult(False, "error", "", "", time.monotonic() - start,
                              reason=f"could not start the interpreter: {exc}",

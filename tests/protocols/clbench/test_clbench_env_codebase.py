@@ -8,7 +8,7 @@ import pytest
 
 from clstream.judges.isolation import detect
 from clstream.protocols.clbench.envs.codebase import CodebaseEnv
-from clstream.protocols.clbench.envs.codebase_bugs import make_issues
+from clstream.protocols.clbench.envs.codebase_bugs import Issue, make_issues
 from clstream.protocols.clbench.envs.codebase_sandbox import run_checks, run_program
 from clstream.protocols.clbench.envs.codebase_shell import ShellError, Workspace, sed_edit
 from clstream.protocols.clbench.policies import (
@@ -26,6 +26,7 @@ needs_bwrap = pytest.mark.skipif(not hasattr(detect(), "isolated"),
 def test_every_default_issue_fails_before_and_passes_after_the_reference_fix() -> None:
     env = CodebaseEnv(3)
     for issue in env.issues.values():
+        assert isinstance(issue, Issue)  # the generated repositories are the default
         checks = env.hidden_checks(issue)
         clean = env.expected(issue)
         buggy = run_checks(issue.buggy, checks, env.iso)

@@ -11,6 +11,10 @@ pass-to-pass check has the clean repository's outcome. Reward ``1 - (s - 1)/40``
 solution submitted at command s, else 0; as in the authors' code the 40th command ends the
 issue unexecuted. r_max 1.
 
+``repos`` names the repositories: ``generated`` (the default; stdlib-only stand-ins, offline)
+or ``real``, the paper's tablib and tenacity from their pinned sdists with seeded bugs checked
+by their own test suites (:mod:`.codebase_real`); recorded in the task's parameters.
+
 Every Python run happens inside bubblewrap; without it the environment refuses to start
 (:func:`.codebase_sandbox.isolation`) unless ``allow_unisolated`` is passed.
 """
@@ -26,12 +30,19 @@ from typing import Any, ClassVar
 from clstream.core.environment import ActionError, OrderPolicy
 from clstream.protocols.clbench.envs.base import EnvironmentBase, Outcome, build_schedule
 from clstream.protocols.clbench.envs.codebase_bugs import Issue, make_issues
-from clstream.protocols.clbench.envs.codebase_sandbox import isolation, run_checks, run_program
+from clstream.protocols.clbench.envs.codebase_real import RealIssue, make_real_issues, sandbox_base
+from clstream.protocols.clbench.envs.codebase_sandbox import (
+    isolation,
+    run_checks,
+    run_program,
+    run_tests,
+)
 from clstream.protocols.clbench.envs.codebase_shell import SUBMIT, ShellError, Workspace
 
 BUDGET = 40
 VARIANTS = ("first_repository", "second_repository")
 SCHEDULES: dict[str, tuple[int, int]] = {"default": (9, 10), "short": (3, 3)}
+REPOS = ("generated", "real")
 MAX_COMMAND_CHARS = 20_000
 NOTICE = ("NOTICE: the work moves to another repository. Its layout, conventions and test "
           "runner differ from the previous one.")
@@ -66,17 +77,27 @@ class CodebaseEnv(EnvironmentBase):
     instructions: ClassVar[str] = INSTRUCTIONS
     action_format: ClassVar[str] = ACTION_FORMAT
     action_schema: ClassVar[Mapping[str, Any]] = ACTION_SCHEMA
+    # generated first: the offline default (the paper's repositories need `make clbench-repos`)
+    OPTIONS: ClassVar[Mapping[str, tuple[str, ...]]] = {"repos": REPOS}
 
     def __init__(self, seed: int = 0, schedule: str = "default", max_invalid: int = 3,
-                 allow_unisolated: bool = False, tests_visible: bool = False) -> None:
+                 allow_unisolated: bool = False, tests_visible: bool = False,
+                 options: Mapping[str, str] | None = None) -> None:
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r}; known: {sorted(SCHEDULES)}")
+        repos = self.choose_options(options)["repos"]
         counts = SCHEDULES[schedule]
-        first, second = make_issues(seed, counts)
-        self.issues: dict[str, Issue] = {i.iid: i for i in [*first, *second]}
-        super().__init__(seed, build_schedule(schedule, counts, VARIANTS, list(self.issues)),
-                         max_invalid)
+        self.repos = repos
         self.iso = isolation(allow_unisolated)
+        first: list[Issue] | list[RealIssue]
+        second: list[Issue] | list[RealIssue]
+        if repos == "real":
+            first, second = make_real_issues(seed, counts, self.iso)
+        else:
+            first, second = make_issues(seed, counts)
+        self.issues: dict[str, Issue | RealIssue] = {i.iid: i for i in [*first, *second]}
+        super().__init__(seed, build_schedule(schedule, counts, VARIANTS, list(self.issues)),
+                         max_invalid, options)
         self.tests_visible = bool(tests_visible)
         self._expected: dict[str, list[str]] = {}
         self._dir: Path | None = None
@@ -90,7 +111,7 @@ class CodebaseEnv(EnvironmentBase):
 
     # --- evaluation ------------------------------------------------------------------------
 
-    def hidden_checks(self, issue: Issue) -> list[str]:
+    def hidden_checks(self, issue: Issue | RealIssue) -> list[str]:
         return [*issue.fail_to_pass, *issue.pass_to_pass]
 
     def expected(self, issue: Issue) -> list[str]:
@@ -102,7 +123,8 @@ class CodebaseEnv(EnvironmentBase):
             self._expected[issue.iid] = outcomes
         return self._expected[issue.iid]
 
-    def candidate(self, issue: Issue, workspace: Mapping[str, str]) -> dict[str, str]:
+    def candidate(self, issue: Issue | RealIssue, workspace: Mapping[str, str]
+                  ) -> dict[str, str]:
         """A fresh copy of the buggy repository with the workspace's non-test files."""
         files = dict(issue.buggy)
         for path in issue.buggy:
@@ -113,30 +135,46 @@ class CodebaseEnv(EnvironmentBase):
                     del files[path]
         return files
 
-    def evaluate(self, issue: Issue, workspace: Mapping[str, str]) -> tuple[bool, str]:
+    def evaluate(self, issue: Issue | RealIssue, workspace: Mapping[str, str]
+                 ) -> tuple[bool, str]:
         """(solved, status) of a submission; decided here, outside every sandbox."""
         files = self.candidate(issue, workspace)
         if all(files.get(p) == issue.buggy[p] for p in issue.buggy
                if not issue.repo.is_test_file(p)):
             return False, "empty_patch"
+        if isinstance(issue, RealIssue):
+            return self.evaluate_real(issue, files)
         got = run_checks(files, self.hidden_checks(issue), self.iso)
         if got is None:
             return False, "error"
         return got == self.expected(issue), ("completed" if got == self.expected(issue)
                                              else "tests_failed")
 
+    def evaluate_real(self, issue: RealIssue, files: Mapping[str, str]) -> tuple[bool, str]:
+        """The repository's own suite over the candidate (the files that differ from the clean
+        tree, and the clean files the candidate deleted, emptied): solved iff every
+        fail-to-pass and pass-to-pass test passes."""
+        changed = {p: files.get(p, "") for p in issue.clean
+                   if not issue.repo.is_test_file(p) and files.get(p) != issue.clean[p]}
+        got = run_tests(changed, issue.repo.tests, sandbox_base(issue.repo), self.iso)
+        if got is None:
+            return False, "error"
+        solved = all(got.get(t, False) for t in self.hidden_checks(issue))
+        return solved, "completed" if solved else "tests_failed"
+
     # --- hooks -----------------------------------------------------------------------------
 
     def _params(self) -> dict[str, Any]:
-        return {"budget": BUDGET, "tests_visible": self.tests_visible,
-                "repositories": sorted({i.repo.name for i in self.issues.values()})}
+        params = {"budget": BUDGET, "tests_visible": self.tests_visible,
+                  "repositories": sorted({i.repo.name for i in self.issues.values()})}
+        return params
 
     def _enter(self, instance_id: str) -> None:
         self.close()
         issue = self.issues[instance_id]
         self._dir = Path(tempfile.mkdtemp(prefix="clstream-codebase-"))
         files = dict(issue.buggy)
-        if self.tests_visible:
+        if self.tests_visible and isinstance(issue, Issue):
             test_dir = "tests" if issue.repo.key == "tablib" else "test"
             body = "".join(f"    def test_issue_{n}(self):\n        exec({code!r}, {{}})\n"
                            for n, code in enumerate(issue.fail_to_pass))
@@ -146,12 +184,19 @@ class CodebaseEnv(EnvironmentBase):
             path = self._dir / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        self._shell = Workspace(self._dir, self._python)
+        modules = ("unittest", "pytest") if isinstance(issue, RealIssue) else ("unittest",)
+        self._shell = Workspace(self._dir, self._python, modules)
         self._commands = 0
 
     def _python(self, argv: list[str]) -> str:
         assert self._shell is not None
-        run = run_program(self._shell.files(), argv, self.iso)
+        issue = self.issues[self.current] if self.current else None
+        if isinstance(issue, RealIssue):
+            changed = {p: t for p, t in self._shell.files().items() if issue.clean.get(p) != t}
+            run = run_program(changed, argv, self.iso, timeout_s=60.0,
+                              real=sandbox_base(issue.repo))
+        else:
+            run = run_program(self._shell.files(), argv, self.iso)
         return f"{run.returncode}\n{run.output}"
 
     def _notice(self, old_variant: str, new_variant: str) -> str:
@@ -161,6 +206,9 @@ class CodebaseEnv(EnvironmentBase):
         assert self.current is not None
         issue = self.issues[self.current]
         head = f"Repository: {issue.repo.name}"
+        if isinstance(issue, RealIssue):
+            head += (f" {issue.repo.sdist.rsplit('-', 1)[1]} (its own tests run with "
+                     f"`python -m pytest {' '.join(issue.repo.tests)}`)")
         used = f"Commands used: {self._commands}/{BUDGET}."
         if first:
             return f"{head}\nIssue {issue.iid}:\n\n{issue.text}\n\n{used}"

@@ -213,3 +213,47 @@ def candidates(source: str, func: str, report: str, expected: str, order: list[s
                     out += [Candidate(operator, n + 1, "c", new, lines[n])
                             for new in _line_edits(operator, lines[n], report)]
     return out
+
+
+SEEDED_OPERATORS = ("inverted_comparison", "off_by_one", "min_max_swap", "swapped_arguments",
+                    "negated_condition", "wrong_operator")
+_NEGATE = re.compile(r"(?<![<>=!])(==|!=)(?!=)| (is not|is|and|or) ")
+_NEGATED = {"==": "!=", "!=": "==", "is": "is not", "is not": "is", "and": "or", "or": "and"}
+_ARITH = re.compile(r"(?<=[\w)\]]) ([+\-*/]) (?=[\w(])")
+_SWAPPED = {"+": "-", "-": "+", "*": "/", "/": "*"}
+
+
+def _seed_edits(operator: str, line: str) -> list[str]:
+    code = line.split("#", 1)[0]
+    if line.strip().startswith(('"""', "def ", "class ")) or not code.strip():
+        return []
+    if operator == "negated_condition":
+        out = []
+        for m in _NEGATE.finditer(code):
+            if m.group(1):
+                out.append(line[:m.start(1)] + _NEGATED[m.group(1)] + line[m.end(1):])
+            else:
+                out.append(line[:m.start(2)] + _NEGATED[m.group(2)] + line[m.end(2):])
+        return out
+    if operator == "off_by_one":  # and a small integer constant one too high
+        bumps = [line[:m.start()] + str(int(m.group()) + 1) + line[m.end():]
+                 for m in re.finditer(r"(?<![\w.])[0-9](?![\w.])", code)]
+        return _line_edits(operator, line, "") + bumps
+    if operator == "wrong_operator":
+        return [line[:m.start(1)] + _SWAPPED[m.group(1)] + line[m.end(1):]
+                for m in _ARITH.finditer(code)]
+    return _line_edits(operator, line, "")
+
+
+def mutations(line: str) -> list[tuple[str, str]]:
+    """(operator, mutated line) for every single-line bug of the line-local operator classes:
+    the catalogue's comparison, bound, ``min``/``max`` and argument classes (which the
+    debugger's repairs undo), a negated condition (``==``/``!=``, ``is``/``is not``,
+    ``and``/``or``) and a wrong arithmetic operator. They seed the real repositories' bugs
+    (:mod:`.codebase_real`)."""
+    out = []
+    for operator in SEEDED_OPERATORS:
+        for new in dict.fromkeys(_seed_edits(operator, line)):
+            if new != line:
+                out.append((operator, new))
+    return out

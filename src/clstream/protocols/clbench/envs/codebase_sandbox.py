@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from clstream.judges.isolation import Isolation, IsolationUnavailable, resolve
+from clstream.judges.isolation import Isolation, IsolationUnavailable, PackageSet, resolve
 from clstream.judges.sandbox import run_python, steady_paths
 
 RESULT_MARKER = "clstream-codebase-checks:"
@@ -34,6 +34,7 @@ REFUSAL = ("the codebase task runs repository code only inside the bubblewrap sa
 _UNPACK = r'''
 import os, sys
 _files = __FILES__
+_path = _text = _dir = _fh = None
 for _path, _text in _files.items():
     _dir = os.path.dirname(_path)
     if _dir:
@@ -43,11 +44,24 @@ for _path, _text in _files.items():
 del _files, _path, _text, _dir, _fh
 '''
 
-_PROGRAM = _UNPACK + r'''
+# A real repository (:mod:`.codebase_real`): its clean tree (binary fixtures included) is
+# copied from the read-only testbed bind first, then the files given are written over it.
+_BASE = r'''
+import os, shutil, sys
+_base = __BASE__
+if _base:
+    shutil.copytree(_base, ".", dirs_exist_ok=True)
+'''
+
+_PROGRAM = _BASE + _UNPACK + r'''
 import runpy, traceback
 _argv = __ARGV__
 _status = 0
 sys.path.insert(0, "" if _argv[0] == "-c" else os.getcwd())
+for _entry in __PATHS__:
+    sys.path.insert(1, os.path.abspath(_entry))
+if _argv[:2] == ["-m", "pytest"]:
+    _argv[2:2] = ["-p", "no:cacheprovider", "-o", "addopts="]
 try:
     if _argv[0] == "-m":
         sys.argv = ["python -m " + _argv[1], *_argv[2:]]
@@ -88,6 +102,26 @@ print(__MARKER__ + json.dumps(_outcomes))
 '''
 
 
+_TESTS = _BASE + _UNPACK + r'''
+import json, random
+for _entry in __PATHS__:
+    sys.path.insert(0, os.path.abspath(_entry))
+import pytest
+_results = {}
+class _Collect:
+    def pytest_runtest_setup(self, item):
+        random.seed(0)  # tests that draw random inputs see the same ones in every run
+    def pytest_runtest_logreport(self, report):
+        ok = report.outcome == "passed" or (report.outcome == "skipped" and report.when != "call")
+        if report.when == "call" or not ok:
+            _results[report.nodeid] = _results.get(report.nodeid, True) and (
+                report.outcome == "passed")
+pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:faulthandler", "-o", "addopts=",
+             *__TESTS__], plugins=[_Collect()])
+print(__MARKER__ + json.dumps(_results))
+'''
+
+
 def isolation(allow_unisolated: bool = False) -> Isolation:
     """The sandbox to run repository code under; refuses (one line naming the installer)
     without bubblewrap unless ``allow_unisolated``."""
@@ -96,6 +130,16 @@ def isolation(allow_unisolated: bool = False) -> Isolation:
     except IsolationUnavailable as exc:
         why = str(exc).split(": ", 1)[-1].split(";", 1)[0]
         raise IsolationUnavailable(REFUSAL.format(why=why)) from None
+
+
+@dataclass(frozen=True)
+class RealBase:
+    """A real repository's sandbox: the testbed binds (``packages``), where its clean tree is
+    bound (``root``) and its ``sys.path`` entries relative to the root."""
+
+    packages: PackageSet
+    root: str
+    paths: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -128,11 +172,14 @@ def _cut(text: str) -> str:
 
 
 def run_program(files: Mapping[str, str], argv: Sequence[str], iso: Isolation,
-                timeout_s: float = 20.0) -> ProgramRun:
-    """Run ``python <argv>`` over a copy of ``files`` in the sandbox."""
-    code = _program(_PROGRAM, files, ARGV=list(argv))
-    result = run_python(code, timeout_s=timeout_s, memory_mb=512, isolation=iso,
-                        max_output_bytes=64_000)
+                timeout_s: float = 20.0, real: RealBase | None = None) -> ProgramRun:
+    """Run ``python <argv>`` over a copy of ``files`` in the sandbox (over the clean tree of a
+    real repository, with its testbed importable, when ``real`` is given)."""
+    code = _program(_PROGRAM, files, ARGV=list(argv), BASE=real.root if real else "",
+                    PATHS=list(real.paths) if real else [])
+    result = run_python(code, timeout_s=timeout_s, memory_mb=1024 if real else 512,
+                        isolation=iso, max_output_bytes=64_000, tmpfs_mb=64,
+                        package_set=real.packages if real else None)
     stdout, returncode = result.stdout, 1
     head, sep, tail = stdout.rpartition("\n__EXIT__")
     if sep and tail.strip().isdigit():
@@ -160,5 +207,26 @@ def run_checks(files: Mapping[str, str], checks: Sequence[str], iso: Isolation,
                 return None
             if isinstance(outcomes, list) and all(isinstance(o, str) for o in outcomes):
                 return outcomes if len(outcomes) == len(checks) else None
+            return None
+    return None
+
+
+def run_tests(files: Mapping[str, str], tests: Sequence[str], real: RealBase, iso: Isolation,
+              timeout_s: float = 120.0) -> dict[str, bool] | None:
+    """Whether each test of the repository's own suite passed (pytest node id -> bool) over
+    the clean tree with ``files`` written over it; ``tests`` are pytest arguments (files or
+    node ids). None when the run gave no readable results (a crash, a timeout)."""
+    code = _program(_TESTS, files, TESTS=list(tests), MARKER=RESULT_MARKER, BASE=real.root,
+                    PATHS=list(real.paths))
+    result = run_python(code, timeout_s=timeout_s, memory_mb=1024, isolation=iso,
+                        max_output_bytes=4_000_000, tmpfs_mb=64, package_set=real.packages)
+    for line in reversed(result.stdout.splitlines()):
+        if line.startswith(RESULT_MARKER):
+            try:
+                outcomes = json.loads(line[len(RESULT_MARKER):])
+            except json.JSONDecodeError:
+                return None
+            if isinstance(outcomes, dict) and outcomes:
+                return {str(k): v is True for k, v in outcomes.items()}
             return None
     return None

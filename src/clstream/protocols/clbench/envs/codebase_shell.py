@@ -69,9 +69,11 @@ def translate_bre(pattern: str, extended: bool = False) -> str:
 class Workspace:
     """A directory holding one issue's repository, and the commands that act on it."""
 
-    def __init__(self, root: Path, run_python: Callable[[list[str]], str]) -> None:
+    def __init__(self, root: Path, run_python: Callable[[list[str]], str],
+                 modules: tuple[str, ...] = ("unittest",)) -> None:
         self.root = root.resolve()
         self._run_python = run_python
+        self.modules = modules  # what ``python -m`` may run (pytest too for real repositories)
 
     # --- paths ---------------------------------------------------------------------------
 
@@ -270,8 +272,9 @@ class Workspace:
 
     def _cmd_python(self, args: list[str]) -> tuple[int, str]:
         if args[:1] == ["-m"]:
-            if args[1:2] != ["unittest"]:
-                raise ShellError("python -m: only unittest may be run as a module")
+            if args[1:2] not in ([m] for m in self.modules):
+                raise ShellError(f"python -m: only {' or '.join(self.modules)} may be run as "
+                                 "a module")
         elif args[:1] == ["-c"]:
             if len(args) < 2:
                 raise ShellError("python -c needs the code")
