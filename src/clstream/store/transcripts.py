@@ -232,13 +232,16 @@ class TranscriptWriter:
                 u.latency_s, result.first_token_s, int(result.cache_hit), call.ended_at)
 
     def put_rows(self, calls: Iterable[Sequence[Any]], nodes: Iterable[Sequence[Any]],
-                 parts: Iterable[Sequence[Any]]) -> None:
-        """Rows read from another results database, as stored (:func:`transcript_rows`)."""
+                 parts: Iterable[Sequence[Any]], *, replace: bool = True) -> None:
+        """Rows read from another results database, as stored (:func:`transcript_rows`); a
+        call already stored is replaced (a shard's retry of it), or kept with ``replace``
+        False (a merge keeps what it took first)."""
         self.conn.executemany("INSERT OR IGNORE INTO transcript_parts VALUES (?,?)",
                               [tuple(p) for p in parts])
         self.conn.executemany("INSERT OR IGNORE INTO transcript_nodes VALUES (?,?,?)",
                               [tuple(n) for n in nodes])
-        self.conn.executemany(_INSERT_CALL, [tuple(c) for c in calls])
+        insert = _INSERT_CALL if replace else _INSERT_CALL.replace("OR REPLACE", "OR IGNORE")
+        self.conn.executemany(insert, [tuple(c) for c in calls])
 
 
 def transcript_rows(conn: sqlite3.Connection, run_id: str) -> TranscriptRows:
@@ -337,6 +340,22 @@ def read_calls(conn: sqlite3.Connection, run_id: str, record_kind: str | None = 
         del call["request_sha"]
         out.append(call)
     return out
+
+
+def export_row(call: dict[str, Any]) -> dict[str, Any]:
+    """One call of :func:`read_calls` as a line of ``export --transcripts``: flat keys (the
+    sampling parameters as ``param_<name>``, the replies as ``reply`` and ``replies``),
+    messages a list of ``{"role", "content"}``, so ``pandas.read_json(path, lines=True)``
+    gives one row per call."""
+    samples = call["samples"]
+    row = {k: v for k, v in call.items() if k not in ("params", "samples")}
+    row.update({f"param_{k}": v for k, v in call["params"].items()})
+    row["reply"] = samples[0]["text"] if samples else None
+    row["replies"] = [s["text"] for s in samples]
+    row["reasoning"] = [s.get("reasoning", "") for s in samples]
+    row["finish_reasons"] = [s.get("finish_reason") for s in samples]
+    row["tool_calls"] = [s.get("tool_calls", []) for s in samples]
+    return row
 
 
 def count_calls(conn: sqlite3.Connection, run_id: str) -> int:
