@@ -501,8 +501,9 @@ class ResultsStore:
 
     def delete_run(self, run_id: str) -> dict[str, int]:
         """Delete one run's records, memory snapshots, calls and run row in one transaction, and
-        its dataset when no other run uses it. Returns the number of rows deleted per table.
-        (Transcript pieces are shared by content between runs and stay.)"""
+        its dataset when no other run uses it. Returns the number of rows deleted per table
+        (records, states, runs, datasets; its calls go with it uncounted, and the transcript
+        pieces, shared by content between runs, stay)."""
         self._require_writer("deleting a run")
         with self._transaction():
             run = self.get_run(run_id)
@@ -511,10 +512,9 @@ class ResultsStore:
                                              (run_id,)).rowcount,
                 "states": self.conn.execute("DELETE FROM states WHERE run_id=?",
                                             (run_id,)).rowcount,
-                "calls": self.conn.execute("DELETE FROM calls WHERE run_id=?",
-                                           (run_id,)).rowcount,
                 "runs": self.conn.execute("DELETE FROM runs WHERE run_id=?", (run_id,)).rowcount,
             }
+            self.conn.execute("DELETE FROM calls WHERE run_id=?", (run_id,))
             deleted["datasets"] = self.conn.execute(
                 "DELETE FROM datasets WHERE sha256=? AND NOT EXISTS"
                 " (SELECT 1 FROM runs WHERE dataset_sha256=?)",
