@@ -49,6 +49,7 @@ from typing import Any
 from clstream.core.records import Record
 from clstream.core.secrets import Scrubber
 from clstream.core.transcripts import NotedCall, current_capture
+from clstream.core.types import GenerationRequest
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS transcript_parts (id BLOB PRIMARY KEY, data BLOB NOT NULL)"
@@ -87,6 +88,7 @@ TABLES = ("calls", "transcript_nodes", "transcript_parts")
 TranscriptRows = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]]]
 """Rows of the three transcript tables: calls (:data:`CALL_COLUMNS`), nodes, pieces."""
 _SEPARATOR = "\n\n"
+RECENT_CONTENTS = 4  # contents a writer remembers to take up a growing context where it was
 _INSERT_CALL = (f"INSERT OR REPLACE INTO calls ({', '.join(CALL_COLUMNS)})"
                 f" VALUES ({', '.join('?' * len(CALL_COLUMNS))})")
 
@@ -133,9 +135,12 @@ def link_calls(calls: Sequence[NotedCall], records: Sequence[Record]
         if isinstance(texts, list):
             replies.setdefault((r.stage, json.dumps(texts)), []).append(r)
     out: list[tuple[NotedCall, Record]] = []
-    for call in calls:
-        found = _by_key(call, by_key)
-        if found is None:
+    for call in calls:  # cheap tests first: calls of other batches wait here many times
+        key = call.request.key
+        exact = by_key.get(key)
+        found = (_by_stage(call, exact) if exact
+                 else _by_key(call, by_key) if "/" in key else None)
+        if found is None and replies:
             texts = json.dumps([s.text for s in call.result.samples])
             same = replies.get((call.result.stage, texts))
             if same:
@@ -148,6 +153,10 @@ def link_calls(calls: Sequence[NotedCall], records: Sequence[Record]
     return out
 
 
+def _by_stage(call: NotedCall, found: list[Record]) -> Record:
+    return next((r for r in found if r.stage == call.request.stage), found[0])
+
+
 def _by_key(call: NotedCall, by_key: dict[str, list[Record]]) -> Record | None:
     """The record keyed as the call's request (or a beginning of it), else the record of the
     call's own stage keyed by one of its segments (a judge's call names its item)."""
@@ -155,7 +164,7 @@ def _by_key(call: NotedCall, by_key: dict[str, list[Record]]) -> Record | None:
     for candidate in _beginnings(key):
         found = by_key.get(candidate)
         if found:
-            return next((r for r in found if r.stage == stage), found[0])
+            return _by_stage(call, found)
     for segment in key.split("/"):
         for r in by_key.get(segment, ()):
             if r.stage == stage:
@@ -169,10 +178,16 @@ class TranscriptWriter:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self._known: set[bytes] = set()  # node ids stored (or written in this transaction)
+        self._parts: list[tuple[bytes, bytes]] = []  # rows to insert with the next calls
+        self._nodes: list[tuple[bytes, bytes | None, bytes]] = []
+        # Contents written last, with the end offset and node of each of their pieces: a new
+        # content that begins like one of them takes up its chain where they part.
+        self._recent: list[tuple[str, list[int], list[bytes]]] = []
 
     def forget(self) -> None:
         """After a rollback: what was written in it is not stored."""
         self._known.clear()
+        self._parts, self._nodes, self._recent = [], [], []
 
     def write(self, run_id: str, records: Sequence[Record], scrubber: Scrubber) -> int:
         """Store the running cell's calls that served ``records``; returns how many."""
@@ -181,46 +196,73 @@ class TranscriptWriter:
             return 0
         linked = link_calls(capture.pending, records)
         if linked:
-            self.conn.executemany(_INSERT_CALL, [
-                self._row(run_id, record.kind, record.key, call, scrubber)
-                for call, record in linked])
+            self._insert([self._row(run_id, record.kind, record.key, call, scrubber)
+                          for call, record in linked])
             capture.take([call for call, _ in linked])
         return len(linked)
+
+    def _insert(self, calls: list[tuple[Any, ...]]) -> None:
+        """Call rows, after the pieces and nodes their messages added (one statement each)."""
+        if self._parts:
+            self.conn.executemany("INSERT OR IGNORE INTO transcript_parts VALUES (?,?)",
+                                  self._parts)
+            self.conn.executemany("INSERT OR IGNORE INTO transcript_nodes VALUES (?,?,?)",
+                                  self._nodes)
+            self._parts, self._nodes = [], []
+        self.conn.executemany(_INSERT_CALL, calls)
 
     def write_unlinked(self, run_id: str, calls: Sequence[NotedCall], scrubber: Scrubber
                        ) -> None:
         """Store calls that served no record (those left when a cell ended)."""
-        self.conn.executemany(_INSERT_CALL,
-                              [self._row(run_id, "", "", c, scrubber) for c in calls])
+        self._insert([self._row(run_id, "", "", c, scrubber) for c in calls])
+
+    def _resume(self, content: str) -> tuple[list[int], list[bytes]]:
+        """The offsets and nodes of the longest chain of whole pieces (each ending in a blank
+        line) that ``content`` shares with a recently written content: the client's CPU per
+        call then grows with what is new in it, not with its length (a growing context)."""
+        best: tuple[list[int], list[bytes]] = ([], [])
+        for text, offsets, nodes in self._recent:
+            lo, hi = 0, len(offsets) - (0 if text.endswith(_SEPARATOR) else 1)
+            if hi <= len(best[0]) or text[:64] != content[:64]:
+                continue
+            if content.startswith(text[:offsets[hi - 1]]):  # the usual case: it grew
+                lo = hi
+            while lo < hi:  # the most whole pieces of ``text`` that ``content`` begins with
+                mid = (lo + hi + 1) // 2
+                if content.startswith(text[:offsets[mid - 1]]):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            if lo > len(best[0]):
+                best = (offsets[:lo], nodes[:lo])
+        return best
 
     def _content(self, content: str, scrubber: Scrubber) -> str | None:
         """The last node of ``content``'s chain, writing the nodes and pieces not stored."""
-        prev: bytes | None = None
-        for piece in split_content(content):
-            raw = piece.encode("utf-8", "surrogatepass")
-            part = _digest(raw)
+        offsets, nodes = self._resume(content)
+        pos = offsets[-1] if offsets else 0
+        prev: bytes | None = nodes[-1] if nodes else None
+        for piece in split_content(content[pos:]):
+            part = _digest(piece.encode("utf-8", "surrogatepass"))
             node = _digest((prev or b"") + part)
             if node not in self._known:
-                data = zlib.compress(scrubber.text(piece).encode("utf-8"))
-                self.conn.execute("INSERT OR IGNORE INTO transcript_parts VALUES (?,?)",
-                                  (part, data))
-                self.conn.execute("INSERT OR IGNORE INTO transcript_nodes VALUES (?,?,?)",
-                                  (node, prev, part))
+                self._parts.append((part, zlib.compress(scrubber.text(piece).encode("utf-8"))))
+                self._nodes.append((node, prev, part))
                 self._known.add(node)
+            pos += len(piece)
+            offsets.append(pos)
+            nodes.append(node)
             prev = node
+        if len(content) > 4 * len(_SEPARATOR):
+            self._recent = [(content, offsets, nodes), *self._recent[:RECENT_CONTENTS - 1]]
         return None if prev is None else prev.hex()
 
     def _row(self, run_id: str, kind: str, key: str, call: NotedCall, sc: Scrubber
              ) -> tuple[Any, ...]:
         request, result = call.request, call.result
         messages = [[m.role, self._content(m.content, sc)] for m in request.messages]
-        params: dict[str, Any] = request.params.model_dump(mode="json")
-        if request.tools:
-            params["tools"] = list(request.tools)
-        if request.adapter is not None:
-            params["adapter"] = request.adapter.name
         heads = json.dumps(messages)
-        params_json = json.dumps(sc.value(params), sort_keys=True)
+        params_json = self._params(request, sc)
         request_sha = hashlib.sha256(f"{heads}\n{params_json}".encode()).hexdigest()[:32]
         reply = zlib.compress(json.dumps(
             sc.value([s.model_dump(mode="json") for s in result.samples])).encode())
@@ -230,6 +272,21 @@ class TranscriptWriter:
                 None if result.error is None else sc.text(result.error),
                 u.prompt_tokens, u.cached_tokens, u.completion_tokens, u.reasoning_tokens,
                 u.latency_s, result.first_token_s, int(result.cache_hit), call.ended_at)
+
+    def _params(self, request: GenerationRequest, sc: Scrubber) -> str:
+        """The request's sampling parameters (with tools and adapter) as JSON text, the same
+        text for the same parameters: a run sends few distinct ones (seeds aside)."""
+        if not request.tools and request.adapter is None:
+            try:
+                return sc.text(request.params.model_dump_json())
+            except ValueError:  # a stop string pydantic cannot encode: the general way
+                pass
+        params: dict[str, Any] = request.params.model_dump(mode="json")
+        if request.tools:
+            params["tools"] = list(request.tools)
+        if request.adapter is not None:
+            params["adapter"] = request.adapter.name
+        return json.dumps(sc.value(params))
 
     def put_rows(self, calls: Iterable[Sequence[Any]], nodes: Iterable[Sequence[Any]],
                  parts: Iterable[Sequence[Any]], *, replace: bool = True) -> None:
