@@ -1,6 +1,6 @@
 """The model calls of one cell, held until the records they served are committed.
 
-Why here (docs/design.md §5.3): every model call goes through the model middleware
+Why here (docs/design.md §5.1): every model call goes through the model middleware
 (:mod:`clstream.models.middleware`), which does not know the run, the store or the record a
 call serves; the results store (:mod:`clstream.store.transcripts`) knows the records but not
 the calls. The driver opens a :class:`CallCapture` for each cell it runs (:func:`capturing`);

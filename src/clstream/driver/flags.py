@@ -135,7 +135,7 @@ def add_driver_arguments(p: argparse.ArgumentParser) -> None:
 
 TRANSCRIPTS = ("all", "none")
 """``--transcripts``: what a run stores of its model calls (recorded in the run's info, never
-in its spec hash: docs/design.md §5.3)."""
+in its spec hash: docs/design.md §5.1)."""
 
 
 def transcripts_on(args: argparse.Namespace) -> bool:

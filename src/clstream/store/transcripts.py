@@ -1,6 +1,6 @@
 """Transcripts: every model call of a run, stored by content next to the records it served.
 
-Why (docs/design.md §5.3): a score is only explained by what the model was given and what it
+Why (docs/design.md §5.1): a score is only explained by what the model was given and what it
 said. Each call a run makes (answers, memory updates, extractions, judge and writer calls) is
 stored with its messages as sent (roles and content), its sampling parameters (with tools and
 adapter), its reply (every sample), token counts, latency, error, and the record it served.
