@@ -19,7 +19,9 @@ secrets like every other stored string.
 
 Linking. A call is written in the transaction that commits a batch of records it served
 (:meth:`TranscriptWriter.write`), taken from the running cell's
-:class:`~clstream.core.transcripts.CallCapture`. It serves the record of the batch whose key is
+:class:`~clstream.core.transcripts.CallCapture`. It serves the record of the batch made from
+its result (:attr:`~clstream.core.records.Record.calls`, where the protocol says); failing
+that, the record whose key is
 its request key, or a ``/``-separated beginning of it (``q3@7/search1`` serves ``q3@7``), or
 one of its ``/``-separated segments when that record is of the call's stage
 (``judge/exact/item9/ab12`` serves the judge record ``item9``); a memory
@@ -125,6 +127,10 @@ def link_calls(calls: Sequence[NotedCall], records: Sequence[Record]
                ) -> list[tuple[NotedCall, Record]]:
     """The calls of ``calls`` that served a record of ``records``, each with it (module
     docstring: how a call is matched to its record)."""
+    # A system may hand on a shallow copy of a result (its samples rewritten): the copy keeps
+    # the result's usage object, so that identifies the call as well.
+    made_from = {ident: r for r in records for result in r.calls
+                 for ident in (id(result), id(result.usage))}
     by_key: dict[str, list[Record]] = {}
     by_stage: dict[str, list[Record]] = {}
     replies: dict[tuple[str, str], list[Record]] = {}
@@ -138,8 +144,10 @@ def link_calls(calls: Sequence[NotedCall], records: Sequence[Record]
     for call in calls:  # cheap tests first: calls of other batches wait here many times
         key = call.request.key
         exact = by_key.get(key)
-        found = (_by_stage(call, exact) if exact
-                 else _by_key(call, by_key) if "/" in key else None)
+        found = made_from.get(id(call.result)) or made_from.get(id(call.result.usage))
+        if found is None:
+            found = (_by_stage(call, exact) if exact
+                     else _by_key(call, by_key) if "/" in key else None)
         if found is None and replies:
             texts = json.dumps([s.text for s in call.result.samples])
             same = replies.get((call.result.stage, texts))
