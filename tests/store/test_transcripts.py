@@ -203,3 +203,18 @@ def test_deleting_and_renaming_a_run_takes_its_calls(tmp_path: Path) -> None:
         assert store.calls_count("r1") == 0 and store.calls_count("r2") == 1
         store.delete_run("r2")
         assert store.calls_count("r2") == 0
+
+
+def test_a_record_made_from_a_result_takes_its_call_whatever_the_keys() -> None:
+    first, second = result("episode/step1", "move"), result("episode/step2", "stay")
+    copied = second.model_copy(update={"samples": [Sample(text="stay, rewritten")]})
+    with capturing() as capture:
+        assert capture is not None
+        note_calls([request("episode/step1", "a"), request("episode/step2", "b")],
+                   [first, second])
+        records = [Record(kind="step", key="task/0/episode/1", payload={}, calls=(first,)),
+                   Record(kind="step", key="task/0/episode/2", payload={}, calls=(copied,))]
+        linked = link_calls(capture.pending, records)
+    assert [(c.request.key, r.key) for c, r in linked] == [
+        ("episode/step1", "task/0/episode/1"), ("episode/step2", "task/0/episode/2")]
+    assert records[0] == Record(kind="step", key="task/0/episode/1", payload={})
