@@ -218,3 +218,15 @@ def test_a_record_made_from_a_result_takes_its_call_whatever_the_keys() -> None:
     assert [(c.request.key, r.key) for c, r in linked] == [
         ("episode/step1", "task/0/episode/1"), ("episode/step2", "task/0/episode/2")]
     assert records[0] == Record(kind="step", key="task/0/episode/1", payload={})
+
+
+def test_a_retried_call_replaces_the_failed_one_it_repeats(tmp_path: Path) -> None:
+    failed = GenerationResult(key="q@1", error="HTTP 500")
+    with open_run(tmp_path) as store, capturing():
+        note_calls([request("q@1", "context")], [failed])
+        store.put_records("r1", [Record(kind="probe", key="q@1", payload={}, error="HTTP 500",
+                                        calls=(failed,))])
+        answer(store, "q@1", "context")  # the resume's attempt: the same request
+        calls = store.calls("r1")
+    assert len(calls) == 1
+    assert calls[0]["error"] is None and calls[0]["samples"][0]["text"] == "answer q@1"

@@ -207,7 +207,12 @@ class _Connection(sqlite3.Connection):
 class ResultsStore:
     """A results directory. ``writer=True`` takes the directory's writer lock (and brings an
     older database up to the current schema); readers take no lock and change nothing. Its
-    reading methods are :class:`~clstream.core.reader.ResultsReader`, what protocols see."""
+    reading methods are :class:`~clstream.core.reader.ResultsReader`, what protocols see.
+
+    Transcripts (:mod:`clstream.store.transcripts`): :meth:`calls` gives a run's model calls
+    (one record kind, one record) with their messages reassembled exactly as sent, and
+    :meth:`calls_count` counts them; a writer stores the running cell's calls with the
+    records they served, in the same transaction."""
 
     def __init__(self, directory: str | Path, writer: bool = False,
                  secrets: Iterable[str] = ()):
