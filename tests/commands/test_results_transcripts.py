@@ -95,3 +95,18 @@ def test_export_transcripts_of_a_run_without_them_is_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "has no stored transcripts" in err[0]
     assert not target.exists()
+
+
+def test_a_spec_file_turns_transcripts_off_and_the_rerun_spec_keeps_it(
+        data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "runs.toml"
+    spec.write_text(f'out = "{tmp_path / "res"}"\n[defaults]\nmodel = "builtin"\n'
+                    f'transcripts = "none"\n[[run]]\nprotocol = "oaks"\ndata = "{data}"\n'
+                    'systems = ["full"]\n')
+    assert main(["run", "--spec", str(spec)]) == 0
+    with ResultsStore(tmp_path / "res") as store:
+        (stored,) = store.runs()
+        assert store.calls_count(stored.run_id) == 0
+    capsys.readouterr()
+    assert main(["runs", str(tmp_path / "res"), "--spec"]) == 0
+    assert 'transcripts = "none"' in capsys.readouterr().out

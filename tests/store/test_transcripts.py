@@ -116,7 +116,7 @@ def test_memory_update_calls_serve_their_call_records() -> None:
         records = [Record(kind="call", key=f"doc/observe@1#{i}", stage="summary",
                           payload={"texts": [r.samples[0].text, "b"]})
                    for i, r in enumerate(reversed(results))]
-        linked = link_calls(capture.pending, records)
+        linked = link_calls(capture, records)
     assert [(c.request.key, r.key) for c, r in linked] == [
         ("summary/1", "doc/observe@1#1"), ("summary/2", "doc/observe@1#0")]
 
@@ -214,7 +214,7 @@ def test_a_record_made_from_a_result_takes_its_call_whatever_the_keys() -> None:
                    [first, second])
         records = [Record(kind="step", key="task/0/episode/1", payload={}, calls=(first,)),
                    Record(kind="step", key="task/0/episode/2", payload={}, calls=(copied,))]
-        linked = link_calls(capture.pending, records)
+        linked = link_calls(capture, records)
     assert [(c.request.key, r.key) for c, r in linked] == [
         ("episode/step1", "task/0/episode/1"), ("episode/step2", "task/0/episode/2")]
     assert records[0] == Record(kind="step", key="task/0/episode/1", payload={})

@@ -36,17 +36,37 @@ class NotedCall:
 
 @dataclass
 class CallCapture:
-    """The calls of one cell not yet stored, in the order they ended."""
+    """The calls of one cell not yet stored, in the order they ended, found by their result
+    as well: by the result object, or by its usage object, which a shallow copy of the result
+    (a system rewriting its samples) still holds."""
 
-    pending: list[NotedCall] = field(default_factory=list)
+    _pending: dict[int, NotedCall] = field(default_factory=dict)
+    _by_result: dict[int, NotedCall] = field(default_factory=dict)
+
+    @property
+    def pending(self) -> list[NotedCall]:
+        return list(self._pending.values())
+
+    def add(self, call: NotedCall) -> None:
+        self._pending[id(call)] = call
+        self._by_result[id(call.result)] = call
+        self._by_result.setdefault(id(call.result.usage), call)
+
+    def made(self, result: GenerationResult) -> NotedCall | None:
+        """The waiting call whose result ``result`` is (or is a shallow copy of)."""
+        return self._by_result.get(id(result)) or self._by_result.get(id(result.usage))
 
     def take(self, calls: Sequence[NotedCall]) -> None:
         """Forget ``calls`` (they were stored)."""
-        taken = {id(c) for c in calls}
-        self.pending = [c for c in self.pending if id(c) not in taken]
+        for call in calls:
+            if self._pending.pop(id(call), None) is not None:
+                for ident in (id(call.result), id(call.result.usage)):
+                    if self._by_result.get(ident) is call:
+                        del self._by_result[ident]
 
     def drain(self) -> list[NotedCall]:
-        out, self.pending = self.pending, []
+        out = self.pending
+        self._pending, self._by_result = {}, {}
         return out
 
 
@@ -76,4 +96,5 @@ def note_calls(requests: Sequence[GenerationRequest],
     if capture is None:
         return
     now = time.time()
-    capture.pending.extend(NotedCall(q, r, now) for q, r in zip(requests, results, strict=False))
+    for request, result in zip(requests, results, strict=False):
+        capture.add(NotedCall(request, result, now))

@@ -207,12 +207,8 @@ class _Connection(sqlite3.Connection):
 class ResultsStore:
     """A results directory. ``writer=True`` takes the directory's writer lock (and brings an
     older database up to the current schema); readers take no lock and change nothing. Its
-    reading methods are :class:`~clstream.core.reader.ResultsReader`, what protocols see.
-
-    Transcripts (:mod:`clstream.store.transcripts`): :meth:`calls` gives a run's model calls
-    (one record kind, one record) with their messages reassembled exactly as sent, and
-    :meth:`calls_count` counts them; a writer stores the running cell's calls with the
-    records they served, in the same transaction."""
+    reading methods are :class:`~clstream.core.reader.ResultsReader`, what protocols see, and
+    :meth:`calls` and :meth:`calls_count`, its transcripts (:mod:`clstream.store.transcripts`)."""
 
     def __init__(self, directory: str | Path, writer: bool = False,
                  secrets: Iterable[str] = ()):
@@ -597,9 +593,8 @@ class ResultsStore:
         """Commit rows read from another results database in one transaction: ``records`` as
         :data:`RECORD_COLUMNS` less ``run_id`` (payload as JSON text), ``states`` as
         ``(stream, t, state, base)`` exactly as stored (a delta stays a delta against the same
-        base step), ``transcripts`` as ``(calls, nodes, pieces)`` read by
-        :func:`~clstream.store.transcripts.transcript_rows` (stored as they are: their strings
-        were scrubbed where they were written). How a cell run elsewhere comes back
+        base step), ``transcripts`` as :func:`~clstream.store.transcripts.transcript_rows` reads
+        them (scrubbed where written). How a cell run elsewhere comes back
         (:mod:`clstream.store.shard`): the same retry rule as :meth:`put_records`, every record
         string scrubbed again here. Returns the records written."""
         sc = self._scrub()

@@ -50,7 +50,7 @@ from typing import Any
 
 from clstream.core.records import Record
 from clstream.core.secrets import Scrubber
-from clstream.core.transcripts import NotedCall, current_capture
+from clstream.core.transcripts import CallCapture, NotedCall, current_capture
 from clstream.core.types import GenerationRequest
 
 SCHEMA = (
@@ -123,14 +123,28 @@ def _beginnings(key: str) -> Iterable[str]:
         yield key[:cut]
 
 
-def link_calls(calls: Sequence[NotedCall], records: Sequence[Record]
+def link_calls(capture: CallCapture, records: Sequence[Record]
                ) -> list[tuple[NotedCall, Record]]:
-    """The calls of ``calls`` that served a record of ``records``, each with it (module
-    docstring: how a call is matched to its record)."""
-    # A system may hand on a shallow copy of a result (its samples rewritten): the copy keeps
-    # the result's usage object, so that identifies the call as well.
-    made_from = {ident: r for r in records for result in r.calls
-                 for ident in (id(result), id(result.usage))}
+    """The calls waiting in ``capture`` that served a record of ``records``, each with it
+    (module docstring: how a call is matched to its record). Calls are found from the
+    results records were made from first; the waiting calls are searched by key only for
+    records that do not say (so a batch that does costs nothing per waiting call)."""
+    out: list[tuple[NotedCall, Record]] = []
+    taken: set[int] = set()
+    for r in records:
+        for result in r.calls:
+            call = capture.made(result)
+            if call is not None and id(call) not in taken:
+                taken.add(id(call))
+                out.append((call, r))
+    unsaid = [r for r in records if not r.calls]
+    if unsaid:
+        out += _link_by_key([c for c in capture.pending if id(c) not in taken], unsaid)
+    return out
+
+
+def _link_by_key(calls: Sequence[NotedCall], records: Sequence[Record]
+                 ) -> list[tuple[NotedCall, Record]]:
     by_key: dict[str, list[Record]] = {}
     by_stage: dict[str, list[Record]] = {}
     replies: dict[tuple[str, str], list[Record]] = {}
@@ -144,10 +158,8 @@ def link_calls(calls: Sequence[NotedCall], records: Sequence[Record]
     for call in calls:  # cheap tests first: calls of other batches wait here many times
         key = call.request.key
         exact = by_key.get(key)
-        found = made_from.get(id(call.result)) or made_from.get(id(call.result.usage))
-        if found is None:
-            found = (_by_stage(call, exact) if exact
-                     else _by_key(call, by_key) if "/" in key else None)
+        found = (_by_stage(call, exact) if exact
+                 else _by_key(call, by_key) if "/" in key else None)
         if found is None and replies:
             texts = json.dumps([s.text for s in call.result.samples])
             same = replies.get((call.result.stage, texts))
@@ -202,7 +214,7 @@ class TranscriptWriter:
         capture = current_capture()
         if capture is None or not capture.pending:
             return 0
-        linked = link_calls(capture.pending, records)
+        linked = link_calls(capture, records)
         if linked:
             self._insert([self._row(run_id, record.kind, record.key, call, scrubber)
                           for call, record in linked])
