@@ -91,6 +91,7 @@ TranscriptRows = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequenc
 """Rows of the three transcript tables: calls (:data:`CALL_COLUMNS`), nodes, pieces."""
 _SEPARATOR = "\n\n"
 RECENT_CONTENTS = 4  # contents a writer remembers to take up a growing context where it was
+KNOWN_NODES = 1 << 20  # node ids a writer remembers as stored (about 100 MiB at most)
 _INSERT_CALL = (f"INSERT OR REPLACE INTO calls ({', '.join(CALL_COLUMNS)})"
                 f" VALUES ({', '.join('?' * len(CALL_COLUMNS))})")
 
@@ -258,7 +259,10 @@ class TranscriptWriter:
         return best
 
     def _content(self, content: str, scrubber: Scrubber) -> str | None:
-        """The last node of ``content``'s chain, writing the nodes and pieces not stored."""
+        """The last node of ``content``'s chain, writing the nodes and pieces not stored (a
+        node forgotten past :data:`KNOWN_NODES` is written again, and ignored by SQLite)."""
+        if len(self._known) > KNOWN_NODES:
+            self._known.clear()
         offsets, nodes = self._resume(content)
         pos = offsets[-1] if offsets else 0
         prev: bytes | None = nodes[-1] if nodes else None
