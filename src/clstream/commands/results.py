@@ -68,6 +68,8 @@ def export(args: argparse.Namespace) -> int:
         run = select_run(store, args.system, args.model, protocol=args.protocol,
                          dataset=args.dataset)
         claim_file(args.out, protected=store.dataset_paths())
+        if getattr(args, "transcripts", False):
+            return _export_transcripts(store, run.run_id, args)
         if run.protocol not in names("protocol"):
             raise StoreError(f"{args.dir}: run {run.run_id} is a {run.protocol!r} run, which "
                              "this clstream cannot export")
@@ -82,6 +84,22 @@ def export(args: argparse.Namespace) -> int:
                              f"{broken_reason(error)}") from None
     note_written(args.out)
     print(f"wrote {n} records to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _export_transcripts(store: Any, run_id: str, args: argparse.Namespace) -> int:
+    """``export --transcripts``: the run's model calls as JSON Lines, one call a line
+    (:func:`clstream.store.transcripts.export_row`)."""
+    from clstream.core.files import write_jsonl
+    from clstream.core.outputs import note_written
+    from clstream.store.transcripts import export_row
+
+    if not store.calls_count(run_id):
+        raise StoreError(f"{args.dir}: run {run_id} has no stored transcripts (run with "
+                         "--transcripts none, or stored before clstream kept them)")
+    n = write_jsonl(args.out, (export_row(c) for c in store.calls(run_id)))
+    note_written(args.out)
+    print(f"wrote {n} calls to {args.out}", file=sys.stderr)
     return 0
 
 
@@ -241,6 +259,9 @@ def add_parsers(sub: Any) -> None:
     exp.add_argument("--system", required=True, help="system label or run id")
     exp.add_argument("--model", default=None, help="model label, when a system ran with several")
     exp.add_argument("--out", required=True)
+    exp.add_argument("--transcripts", action="store_true",
+                     help="write the run's model calls (messages, parameters, replies, tokens) "
+                          "as JSON Lines instead of its predictions")
     add_force_flag(exp)
     _add_selection(exp)
     exp.set_defaults(handler=export)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from clstream.core.types import Usage
+from clstream.core.types import GenerationResult, Usage
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,9 @@ class Record:
     ``t`` is the step (``None`` where a record has no step; the default 0 is kept for the
     callers written before steps could be absent).
     The fields after ``cache_hit`` are optional coordinates that only some protocols have.
+    ``calls`` are the model results the record was made from, where the protocol gives them:
+    not stored as such, they tell the store which calls of the transcript served the record
+    (:mod:`clstream.store.transcripts`).
     """
 
     kind: str
@@ -41,6 +44,7 @@ class Record:
     arm: str | None = None
     sample: int | None = None
     score: float | None = None
+    calls: tuple[GenerationResult, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def step(self) -> int | None:

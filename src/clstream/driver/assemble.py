@@ -41,6 +41,7 @@ from clstream.driver.flags import (
     executor_from_args,
     parser_actions,
     sampling_from_args,
+    transcripts_on,
 )
 from clstream.driver.plan import CellRunner, PlannedRun, RunJob, RunRecipe, StoredDataset
 from clstream.driver.routing import routed_cells
@@ -141,7 +142,9 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
     ``check_system`` refuses a system the protocol cannot run, before anything is written;
     ``endpoints`` are the run's other models (:attr:`~clstream.driver.plan.RunJob.endpoints`)."""
     executor = executor_from_args(args)
-    info = {**info, "run_flags": run_flags(args, add_arguments)}
+    transcripts = transcripts_on(args)
+    info = {**info, "run_flags": run_flags(args, add_arguments),
+            "transcripts": "all" if transcripts else "none"}
     recipe = RunRecipe(protocol, argparse.Namespace(**vars(args)), os.getcwd())
     runs = []
     for system in basics.systems:
@@ -160,7 +163,7 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
             cells_at_once=cells_at_once(spec, make) if callable(cells_at_once)
             else cells_at_once,
             before_register=before_register(spec) if before_register is not None else None,
-            recipe=recipe))
+            recipe=recipe, transcripts=transcripts))
     return RunJob(protocol, unit, args.out, basics.model, basics.sampling, basics.systems, runs,
                   resume_command(protocol, add_arguments, args),
                   show_progress=not args.no_progress, notes=list(basics.notes),

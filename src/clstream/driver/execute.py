@@ -16,6 +16,10 @@ ends alone (its siblings go on); any other exception ends the run at once. A
 :class:`ShardExecutor` (``--executor ray``, :mod:`clstream.driver.ray_executor`) carries cells
 out elsewhere and hands back their rows, which this process commits: it stays the one writer.
 
+Every model call of a cell is captured for the transcripts (:func:`run_captured`, unless the
+run's ``--transcripts none``): the store writes each call in the transaction of the records
+it served (:mod:`clstream.store.transcripts`).
+
 A run goes through :func:`run_interruptible`, where SIGINT and SIGTERM (``kill``, a
 scheduler's preemption, ``timeout``) stop it within seconds (:mod:`clstream.driver.signals`),
 so the driver's cleanup records the wall time spent so far before the process ends (SIGKILL
@@ -35,6 +39,7 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from clstream.core.contracts import open_model
 from clstream.core.errors import StreamStopped
+from clstream.core.transcripts import capturing
 from clstream.driver.components import register_run, run_info
 from clstream.driver.failures import Failure, finish, first_error
 from clstream.driver.plan import Cell, CellRunner, PlannedRun, Progress, RunJob, RunResult
@@ -157,6 +162,18 @@ async def _keep_saved(transport: TransportLog, clock: WallClock, store: ResultsS
         transport.save(store, run_id)
 
 
+async def run_captured(plan: PlannedRun, runner: CellRunner, cell: Cell, store: ResultsStore,
+                       progress: Progress) -> None:
+    """Run one cell with its model calls captured (where the run keeps transcripts): the
+    store writes each call with the records it served (:mod:`clstream.store.transcripts`);
+    calls that served none are stored when the cell ends, and dropped if it fails, as their
+    resume makes them again."""
+    with capturing(plan.transcripts) as capture:
+        await runner.run_cell(cell, progress)
+        if capture is not None:
+            store.put_calls(plan.spec.run_id, capture.drain())
+
+
 def _counts(store: ResultsStore, run_id: str, totals: dict[str, int]) -> dict[str, int]:
     return {kind: store.count(run_id, kind, errors=False) for kind in totals}
 
@@ -183,7 +200,8 @@ async def execute_run(plan: PlannedRun, runner: CellRunner, store: ResultsStore,
         else:
             async with open_model(model):  # one connection pool for every cell
                 stopped = await executor.run_cells(
-                    cells, lambda cell: runner.run_cell(cell, progress), plan.cells_at_once)
+                    cells, lambda cell: run_captured(plan, runner, cell, store, progress),
+                    plan.cells_at_once)
     finally:
         saver.cancel()
         if bar is not None:

@@ -251,6 +251,9 @@ def add_driver_arguments(p: argparse.ArgumentParser) -> None:
     """The flags the driver reads in every ``run`` verb: progress, sampling, backend and
     executor."""
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--transcripts", choices=TRANSCRIPTS, default="all",
+                   help="all (default): store every model call with its messages and reply "
+                        "next to the records it served; none: store no transcripts")
     add_sampling_arguments(p)
     add_backend_arguments(p)
     add_executor_arguments(p)
@@ -265,6 +268,16 @@ def parser_actions(add_arguments: Callable[[argparse.ArgumentParser], None]
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)
     return tuple(parser._actions)
+
+
+TRANSCRIPTS = ("all", "none")
+"""``--transcripts``: what a run stores of its model calls (recorded in the run's info, never
+in its spec hash: docs/design.md §5.1)."""
+
+
+def transcripts_on(args: argparse.Namespace) -> bool:
+    """Whether the flags keep transcripts (the default)."""
+    return getattr(args, "transcripts", "all") != "none"
 
 
 EXECUTORS = ("local", "ray")

@@ -97,7 +97,8 @@ class PlannedRun:
     kinds whose first stored error the failure line quotes. ``open`` gives the run's cell
     runner on the results store; ``cells_at_once`` bounds the cells run together;
     ``before_register`` checks the store before the run is registered (a resume must match);
-    ``recipe`` lets a remote executor plan the run again in a worker.
+    ``recipe`` lets a remote executor plan the run again in a worker; ``transcripts``: store
+    the model calls of the run (``--transcripts``, :mod:`clstream.store.transcripts`).
     """
 
     spec: RunSpec
@@ -110,6 +111,7 @@ class PlannedRun:
     cells_at_once: int = 1
     before_register: Callable[[ResultsStore], None] | None = None
     recipe: RunRecipe | None = None
+    transcripts: bool = True
 
     @property
     def label(self) -> str:

@@ -107,7 +107,8 @@ class RayExecutor:
                     ray.wait, pending, num_returns=1, timeout=WAIT_S)
                 for ref in done:
                     outcome = self._outcome(ray, ref, cells[index[ref]])
-                    store.put_rows(run_id, outcome.changes.records, outcome.changes.states)
+                    store.put_rows(run_id, outcome.changes.records, outcome.changes.states,
+                                   outcome.changes.transcripts)
                     progress.update(outcome.units)
                     if outcome.error is not None:
                         raise outcome.error

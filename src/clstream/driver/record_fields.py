@@ -25,7 +25,7 @@ def call_records(
         Record(
             kind="call", key=f"{prefix}#{i}", stream=stream, t=t,
             payload={"texts": [s.text for s in r.samples]}, error=r.error, stage=r.stage,
-            usage=r.usage, cache_hit=r.cache_hit,
+            usage=r.usage, cache_hit=r.cache_hit, calls=(r,),
         )
         for i, r in enumerate(results)
     ]

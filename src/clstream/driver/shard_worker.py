@@ -8,7 +8,8 @@ built from its spec and backend flags, the systems from theirs), and refuses to 
 run id differs: a worker with another clstream or other data would otherwise store answers
 under a spec they do not belong to. The cell then runs sequentially against a private shard
 seeded with the run's rows (:mod:`clstream.store.shard`), so it skips and resumes what is
-stored as a local session does, and the rows it added go back to the driver, the one writer,
+stored as a local session does (its model calls captured as a local cell's are), and the rows
+it added (the calls with them) go back to the driver, the one writer,
 which commits them in one transaction (docs/design.md §5).
 
 A cell that stops early (:class:`~clstream.core.errors.StreamStopped`) or raises still sends
@@ -36,6 +37,7 @@ from pathlib import Path
 from clstream.core.contracts import Model, open_model
 from clstream.core.errors import ClstreamError, StreamStopped
 from clstream.core.registry import resolve
+from clstream.driver.execute import run_captured
 from clstream.driver.plan import Cell, PlannedRun, RunJob, RunRecipe
 from clstream.store.db import ResultsStore
 from clstream.store.shard import RowChanges, RunRows, seed_shard, shard_changes
@@ -146,7 +148,7 @@ def run_cell_in_shard(recipe: RunRecipe, run_id: str, cell: Cell, seed: RunRows)
 
         async def run() -> None:
             async with open_model(model):
-                await runner.run_cell(cell, units)
+                await run_captured(plan, runner, cell, shard, units)
 
         try:
             with _in_directory(recipe.cwd):

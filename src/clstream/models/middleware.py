@@ -16,6 +16,9 @@ whatever its backend (``openai:``, ``hf:``, ``vllm:``, ``builtin`` or one regist
   fails, a run that may find all its answers in the cache goes on with a one-line note
   instead of stopping; requests the cache lacks then fail as usual, and the run ends with the
   command that resumes it;
+- **transcripts**: every request and its result is noted for the running cell's capture
+  (:mod:`clstream.core.transcripts`), which the results store writes with the records the
+  calls served;
 - **accounting** (:class:`Accounting`): requests answered, from the cache or by the backend,
   failures, and token totals of what was paid now and what was replayed, with a cost at given
   prices (:mod:`clstream.models.pricing`). A backend that returns a successful result with no
@@ -45,6 +48,7 @@ from clstream.core.contracts import (
     check_model,
 )
 from clstream.core.errors import ClstreamError, SpecError
+from clstream.core.transcripts import note_calls
 from clstream.core.types import GenerationRequest, GenerationResult, SamplingParams, Usage
 from clstream.models.cache import ResponseCache
 from clstream.models.pricing import cost_usd
@@ -216,6 +220,7 @@ class ModelMiddleware:
             results = await generate_cached(self.cache, batch, keys, self._labels, self._send)
         for result in results:
             self.accounting.add(result)
+        note_calls(batch, results)
         return results
 
     async def _send(self, requests: Sequence[GenerationRequest],

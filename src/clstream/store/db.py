@@ -20,18 +20,22 @@ Schema versions. Results directories outlive releases, so the schema carries a v
 * version 1 stored the step as ``t INTEGER NOT NULL`` and had none of the other coordinates;
 * version 2 makes ``t`` nullable (ImprintBench items have no step), adds ``rollout``,
   ``arm``, ``sample`` and ``score``, and indexes records in the order they are read;
-* version 3 (this one) adds ``states.base``: NULL for a memory snapshot stored whole, else the
+* version 3 adds ``states.base``: NULL for a memory snapshot stored whole, else the
   step whose snapshot this row's delta applies to (:mod:`clstream.store.snapshots`), so a run's
-  stored snapshots grow linearly in its stream.
+  stored snapshots grow linearly in its stream;
+* version 4 (this one) adds the transcript tables ``calls``, ``transcript_nodes`` and
+  ``transcript_parts``: every model call of a run, its messages stored by content
+  (:mod:`clstream.store.transcripts`).
 
 A writer migrates an older database in place, in the same transaction that takes the database
 over, so a kill during the migration leaves the old database untouched. Version 1 -> 2 rebuilds
 the records table (SQLite cannot drop ``NOT NULL`` from a column in place): copy, drop, rename.
 Version 2 -> 3 adds the ``base`` column to ``states`` (every snapshot stored before is whole).
+Version 3 -> 4 creates the (empty) transcript tables: runs stored before hold no transcripts.
 A reader cannot write, so on an older database it shadows ``records`` (version 1) and ``states``
 (versions 1 and 2) with temporary views of the current shape (missing columns read as NULL);
 every query, including ones other modules run on :attr:`ResultsStore.conn`, then sees one shape
-whichever version is on disk. A database
+whichever version is on disk. A database without transcript tables reads as holding no calls. A database
 from a newer release is refused, naming both versions, rather than misread.
 
 Secrets and text safety (docs/design.md §5, §7): every string the store writes (record payloads at
@@ -60,8 +64,11 @@ from clstream.core.files import disk_cause, os_error_cause, sqlite_disk_cause
 from clstream.core.outputs import RESULTS_DB
 from clstream.core.records import Record, RunRow, RunStatus, StoredRecord
 from clstream.core.secrets import Scrubber, environment_secrets, registered_secrets
+from clstream.core.transcripts import NotedCall
 from clstream.core.types import Usage
 from clstream.store.snapshots import SnapshotChains
+from clstream.store.transcripts import SCHEMA as TRANSCRIPT_SCHEMA
+from clstream.store.transcripts import TranscriptRows, TranscriptWriter, count_calls, read_calls
 
 __all__ = [
     "DB_NAME", "LOCK_NAME", "RECORD_COLUMNS", "SCHEMA_VERSION", "UNREADABLE_ERROR", "Record",
@@ -70,7 +77,7 @@ __all__ = [
 
 DB_NAME = RESULTS_DB
 LOCK_NAME = ".writer.lock"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Every column of ``records`` in table order; inserts name them, so the order is not load-bearing.
 RECORD_COLUMNS = (
@@ -142,6 +149,7 @@ _SCHEMA = (
     # primary key serves counts and key look-ups, these two serve the ordered scans.
     "CREATE INDEX IF NOT EXISTS records_by_kind ON records (run_id, kind, stream, t, key)",
     "CREATE INDEX IF NOT EXISTS records_by_run ON records (run_id, stream, t, key)",
+    *TRANSCRIPT_SCHEMA,
 )
 
 # A version 1 records table read through the version 2 shape (read-only opens).
@@ -200,7 +208,8 @@ class _Connection(sqlite3.Connection):
 class ResultsStore:
     """A results directory. ``writer=True`` takes the directory's writer lock (and brings an
     older database up to the current schema); readers take no lock and change nothing. Its
-    reading methods are :class:`~clstream.core.reader.ResultsReader`, what protocols see."""
+    reading methods are :class:`~clstream.core.reader.ResultsReader`, what protocols see, and
+    :meth:`calls` and :meth:`calls_count`, its transcripts (:mod:`clstream.store.transcripts`)."""
 
     def __init__(self, directory: str | Path, writer: bool = False,
                  secrets: Iterable[str] = ()):
@@ -252,6 +261,7 @@ class ResultsStore:
                 raise
         self.conn.row_factory = sqlite3.Row
         self._chains = SnapshotChains(self.conn, str(self.path))
+        self._transcripts = TranscriptWriter(self.conn)
 
     # -- lifecycle -------------------------------------------------------------------------
     def _connect(self, database: str, uri: bool = False) -> _Connection:
@@ -386,6 +396,8 @@ class ResultsStore:
             yield
             self.conn.execute("COMMIT")
         except BaseException:
+            if getattr(self, "_transcripts", None) is not None:
+                self._transcripts.forget()
             if self.conn.in_transaction:
                 try:
                     self.conn.execute("ROLLBACK")
@@ -507,8 +519,10 @@ class ResultsStore:
                          last_record_at=last, wall_s=run.wall_s, states=int(states))
 
     def delete_run(self, run_id: str) -> dict[str, int]:
-        """Delete one run's records, memory snapshots and run row in one transaction, and its
-        dataset when no other run uses it. Returns the number of rows deleted per table."""
+        """Delete one run's records, memory snapshots, calls and run row in one transaction, and
+        its dataset when no other run uses it. Returns the number of rows deleted per table
+        (records, states, runs, datasets; its calls go with it uncounted, and the transcript
+        pieces, shared by content between runs, stay)."""
         self._require_writer("deleting a run")
         with self._transaction():
             row = self.conn.execute("SELECT dataset_sha256 FROM runs WHERE run_id=?",
@@ -521,6 +535,7 @@ class ResultsStore:
                                             (run_id,)).rowcount,
                 "runs": self.conn.execute("DELETE FROM runs WHERE run_id=?", (run_id,)).rowcount,
             }
+            self.conn.execute("DELETE FROM calls WHERE run_id=?", (run_id,))
             deleted["datasets"] = self.conn.execute(
                 "DELETE FROM datasets WHERE sha256=? AND NOT EXISTS"
                 " (SELECT 1 FROM runs WHERE dataset_sha256=?)",
@@ -549,7 +564,7 @@ class ResultsStore:
             spec_json = None if spec is None else self._json(spec)
             self.conn.execute("UPDATE runs SET run_id=?, spec=COALESCE(?, spec) WHERE run_id=?",
                               (new_id, spec_json, old_id))
-            for table in ("records", "states"):
+            for table in ("records", "states", "calls"):
                 self.conn.execute(f"UPDATE {table} SET run_id=? WHERE run_id=?", (new_id, old_id))
         self._chains.forget()
 
@@ -575,7 +590,9 @@ class ResultsStore:
              r.usage.latency_s, int(r.cache_hit), now)
             for r in records
         ]
-        return self._upsert(rows)
+        written = self._upsert(rows)
+        self._transcripts.write(run_id, records, sc)
+        return written
 
     def _upsert(self, rows: list[tuple[Any, ...]]) -> int:
         """Insert record rows (every column, in table order); a stored error is replaced, a
@@ -591,13 +608,15 @@ class ResultsStore:
         return cur.rowcount
 
     def put_rows(self, run_id: str, records: Iterable[Sequence[Any]],
-                 states: Iterable[Sequence[Any]]) -> int:
+                 states: Iterable[Sequence[Any]],
+                 transcripts: TranscriptRows = ((), (), ())) -> int:
         """Commit rows read from another results database in one transaction: ``records`` as
         :data:`RECORD_COLUMNS` less ``run_id`` (payload as JSON text), ``states`` as
         ``(stream, t, state, base)`` exactly as stored (a delta stays a delta against the same
-        base step). How a cell run elsewhere comes back (:mod:`clstream.store.shard`): the
-        same retry rule as :meth:`put_records`, every string scrubbed again here. Returns the
-        records written."""
+        base step), ``transcripts`` as :func:`~clstream.store.transcripts.transcript_rows` reads
+        them (scrubbed where written). How a cell run elsewhere comes back
+        (:mod:`clstream.store.shard`): the same retry rule as :meth:`put_records`, every record
+        string scrubbed again here. Returns the records written."""
         sc = self._scrub()
         rows = [(run_id, r[0], sc.text(r[1]), sc.text(r[2]), _opt_int(r[3]), _opt_int(r[4]),
                  self._text(r[5], sc), _opt_int(r[6]), r[7],
@@ -613,8 +632,26 @@ class ResultsStore:
                     (run_id, sc.text(stream), int(t),
                      json.dumps(sc.value(json.loads(state)), sort_keys=False), _opt_int(base)))
             written = self._upsert(rows) if rows else 0
+            self._transcripts.put_rows(*transcripts)
         self._chains.forget()
         return written
+
+    def put_calls(self, run_id: str, calls: Sequence[NotedCall]) -> None:
+        """Commit model calls that served no record (those left when a cell ended)."""
+        if calls:
+            with self._transaction():
+                self._transcripts.write_unlinked(run_id, calls, self._scrub())
+
+    def calls(self, run_id: str, record_kind: str | None = None,
+              record_key: str | None = None) -> list[dict[str, Any]]:
+        """The run's stored model calls (of one record kind, of one record), in the order
+        they were stored, messages reassembled: :func:`clstream.store.transcripts.read_calls`
+        says what each dict holds."""
+        return read_calls(self.conn, run_id, record_kind, record_key)
+
+    def calls_count(self, run_id: str) -> int:
+        """How many model calls of the run are stored."""
+        return count_calls(self.conn, run_id)
 
     @staticmethod
     def _where(run_id: str, kind: str | None, filters: dict[str, Any],

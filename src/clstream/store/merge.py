@@ -11,7 +11,10 @@ one directory holds are added. A disagreement is a one-line :class:`StoreError` 
 run, and nothing is written: the merged directory is built under a temporary name next to its
 destination and renamed into place only when complete.
 
-Datasets are keyed by their hash, so the first copy is kept. A parametric method's trained
+Model calls (transcripts, :mod:`clstream.store.transcripts`) come with their runs: calls
+only one directory holds are added, a call both hold is kept as first found, and message
+pieces are keyed by content, so each is stored once. Datasets are keyed by their hash, so the
+first copy is kept. A parametric method's trained
 weights (``artifacts/``, docs/parametric.md §4) are content-addressed folders: a folder
 already taken from an earlier directory is not copied again, and unfinished ones
 (``*.partial``) are left behind.
@@ -31,6 +34,7 @@ from typing import Any
 
 from clstream.core.errors import StoreError
 from clstream.store.db import DB_NAME, ResultsStore
+from clstream.store.transcripts import TranscriptWriter, transcript_rows
 
 ARTIFACTS = "artifacts"
 _RUN_COLUMNS = ("run_id", "protocol", "system", "model", "dataset_sha256", "spec", "info",
@@ -106,6 +110,7 @@ class _Merger:
                              " WHERE run_id=?", (row["wall_s"], row["created_at"], run_id))
                 for record in records:
                     self._record(source, record)
+            TranscriptWriter(conn).put_rows(*transcript_rows(src.conn, run_id), replace=False)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -14,6 +14,11 @@ writes the cell's streams), so the database ends exactly as a local session woul
 Committing the same changes twice (a cell retried after its result was taken) adds nothing:
 records are keyed, a stored success is never replaced, and a snapshot row is replaced by
 itself.
+
+A shard is seeded without the run's model calls (a cell's runner never reads them), so every
+call it holds is one the cell made, and comes back with the nodes and pieces its messages
+need; committing them twice adds nothing (pieces and nodes are keyed by content, calls by
+their run, record and request).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 from clstream.core.records import RunRow
 from clstream.store.db import RECORD_COLUMNS, ResultsStore
+from clstream.store.transcripts import TranscriptRows, transcript_rows
 
 _RECORD_SELECT = ", ".join(RECORD_COLUMNS[1:])  # every column but run_id, in table order
 _STATE_SELECT = "stream, t, state, base"
@@ -31,13 +37,15 @@ _STATE_SELECT = "stream, t, state, base"
 @dataclass(frozen=True)
 class RowChanges:
     """Rows of one run: records as :data:`~clstream.store.db.RECORD_COLUMNS` less ``run_id``,
-    snapshots as ``(stream, t, state, base)``."""
+    snapshots as ``(stream, t, state, base)``, model calls as ``(calls, nodes, pieces)``
+    (:func:`~clstream.store.transcripts.transcript_rows`)."""
 
     records: list[tuple[Any, ...]]
     states: list[tuple[Any, ...]]
+    transcripts: TranscriptRows = ((), (), ())
 
     def __bool__(self) -> bool:
-        return bool(self.records or self.states)
+        return bool(self.records or self.states or self.transcripts[0])
 
 
 @dataclass(frozen=True)
@@ -85,4 +93,4 @@ def shard_changes(shard: ResultsStore, seed: RunRows) -> RowChanges:
     seeded_states = {(s[0], s[1]): s for s in seed.rows.states}
     records = [r for r in _records(shard, run_id) if seeded_records.get((r[0], r[1])) != r]
     states = [s for s in _states(shard, run_id) if seeded_states.get((s[0], s[1])) != s]
-    return RowChanges(records, states)
+    return RowChanges(records, states, transcript_rows(shard.conn, run_id))

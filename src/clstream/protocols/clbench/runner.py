@@ -361,7 +361,8 @@ class ClbenchRunner:
         return [
             Record(kind="step", key=step_key, stream=stream, t=step, rollout=unit.rollout,
                    arm=unit.arm, payload=payload, stage="generate", usage=_sum(answer),
-                   cache_hit=bool(answer) and all(r.cache_hit for r in answer)),
+                   cache_hit=bool(answer) and all(r.cache_hit for r in answer),
+                   calls=tuple(answer)),
             *call_records(other, stream, step, f"{step_key}/respond"),
             *call_records(calls, stream, step, f"{step_key}/observe"),
         ]

@@ -424,4 +424,4 @@ class ImprintRunner:
         return Record(kind="item", key=item.item_id, stream=instance, t=pos, payload=payload,
                       error=error, usage=response.usage,
                       cache_hit=all(r.cache_hit for r in response.results) if response.results
-                      else False)
+                      else False, calls=tuple(response.results))

@@ -104,6 +104,7 @@ def probe_record(doc: OaksDocument, query: Query, response: Response) -> Record:
         kind="probe", key=query.id, stream=doc.bid, t=t, payload=payload,
         error=response.error, stage="generate", usage=response.usage,
         cache_hit=bool(response.results) and all(r.cache_hit for r in response.results),
+        calls=tuple(response.results),
     )
 
 

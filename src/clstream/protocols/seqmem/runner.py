@@ -122,7 +122,7 @@ def _probe_records(a: _Answer, kind: str, key: str, t: int, payload: dict[str, A
     main = Record(
         kind=kind, key=key, stream=kind, t=t, payload={**_answer_payload(a), **payload},
         error=error, stage="generate", usage=_sum_usage(gen),
-        cache_hit=bool(gen) and all(r.cache_hit for r in gen),
+        cache_hit=bool(gen) and all(r.cache_hit for r in gen), calls=tuple(gen),
     )
     return [main, *call_records(other, kind, t, f"{kind}/{key}")]
 
@@ -294,7 +294,7 @@ class SeqMemRunner:
         records.insert(0, Record(
             kind="online", key=str(tau), stream="online", t=tau, payload=payload,
             stage="generate", usage=_sum_usage(gen),
-            cache_hit=bool(gen) and all(r.cache_hit for r in gen),
+            cache_hit=bool(gen) and all(r.cache_hit for r in gen), calls=tuple(gen),
         ))
         records.append(Record(
             kind="update", key=str(tau), stream="update", t=tau, stage="update",
