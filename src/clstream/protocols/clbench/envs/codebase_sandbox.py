@@ -22,6 +22,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from clstream.judges.isolation import Isolation, IsolationUnavailable, PackageSet, resolve
 from clstream.judges.sandbox import run_python, steady_paths
@@ -199,15 +200,21 @@ def run_checks(files: Mapping[str, str], checks: Sequence[str], iso: Isolation,
     code = _program(_CHECKS, files, CHECKS=list(checks), MARKER=RESULT_MARKER)
     result = run_python(code, timeout_s=timeout_s, memory_mb=512, isolation=iso,
                         max_output_bytes=256_000)
-    for line in reversed(result.stdout.splitlines()):
+    outcomes = _reported(result.stdout)
+    if isinstance(outcomes, list) and all(isinstance(o, str) for o in outcomes):
+        return outcomes if len(outcomes) == len(checks) else None
+    return None
+
+
+def _reported(stdout: str) -> Any:
+    """The JSON value of the program's last result line (None when there is none or it does
+    not parse: a crash or a timeout cut it)."""
+    for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_MARKER):
             try:
-                outcomes = json.loads(line[len(RESULT_MARKER):])
+                return json.loads(line[len(RESULT_MARKER):])
             except json.JSONDecodeError:
                 return None
-            if isinstance(outcomes, list) and all(isinstance(o, str) for o in outcomes):
-                return outcomes if len(outcomes) == len(checks) else None
-            return None
     return None
 
 
@@ -220,13 +227,7 @@ def run_tests(files: Mapping[str, str], tests: Sequence[str], real: RealBase, is
                     PATHS=list(real.paths))
     result = run_python(code, timeout_s=timeout_s, memory_mb=1024, isolation=iso,
                         max_output_bytes=4_000_000, tmpfs_mb=64, package_set=real.packages)
-    for line in reversed(result.stdout.splitlines()):
-        if line.startswith(RESULT_MARKER):
-            try:
-                outcomes = json.loads(line[len(RESULT_MARKER):])
-            except json.JSONDecodeError:
-                return None
-            if isinstance(outcomes, dict) and outcomes:
-                return {str(k): v is True for k, v in outcomes.items()}
-            return None
+    outcomes = _reported(result.stdout)
+    if isinstance(outcomes, dict) and outcomes:
+        return {str(k): v is True for k, v in outcomes.items()}
     return None
