@@ -140,14 +140,7 @@ def _sampled_best(table: HandTable, me: int, variant: str, rng: random.Random,
     """The best result over every verb and a sample of raise sizes (the smallest, the largest
     and the two below it always in), by copying pokerkit's state at every decision."""
     rule = RULES[variant]
-    while not table.over and table.actor == 1 - me:
-        verb, amount = rule(table.spot(1 - me))
-        if verb == "FOLD":
-            table.fold()
-        elif verb == "RAISE" and amount is not None:
-            table.raise_to(amount)
-        else:
-            table.check_or_call()
+    table.play_out(1 - me, rule)
     if table.over:
         return table.net(me)
     spot = table.spot(me)

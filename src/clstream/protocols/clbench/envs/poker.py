@@ -177,14 +177,7 @@ class PokerEnv(EnvironmentBase):
         """The opponent acts until it is the system's turn or the hand is over."""
         table = self._table
         assert table is not None
-        while not table.over and table.actor == 1 - self._me:
-            verb, amount = self._rule(table.spot(1 - self._me))
-            if verb == "FOLD":
-                table.fold()
-            elif verb == "RAISE" and amount is not None:
-                table.raise_to(amount)
-            else:
-                table.check_or_call()
+        table.play_out(1 - self._me, self._rule)
 
     # --- what the system sees -----------------------------------------------------------------
 

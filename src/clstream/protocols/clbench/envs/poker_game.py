@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -265,6 +266,20 @@ class HandTable:
                      >= int(self.state.stacks[seat]))
         self.state.check_or_call()
         self._deal()
+
+    def act(self, verb: str, amount: int | None = None) -> None:
+        """One decision: ``FOLD``, ``RAISE`` to ``amount``, anything else a check or call."""
+        if verb == "FOLD":
+            self.fold()
+        elif verb == "RAISE" and amount is not None:
+            self.raise_to(amount)
+        else:
+            self.check_or_call()
+
+    def play_out(self, seat: int, rule: Callable[[Spot], tuple[str, int | None]]) -> None:
+        """``seat`` decides by ``rule`` until another seat is to act or the hand is over."""
+        while not self.over and self.actor == seat:
+            self.act(*rule(self.spot(seat)))
 
     def raise_to(self, amount: int) -> None:
         seat = self.state.actor_index
