@@ -42,20 +42,81 @@ This module lives in the protocol package, not in :mod:`clstream.judges`, becaus
 ImprintBench judges its items this way: the filters, the runner, ``score imprint`` and the
 stored-run summary all sit here, and no system or model reads a verdict (docs/design.md §2.1:
 a piece shared by one protocol belongs to it).
+
+The verdict and the reading of an output are in :mod:`.judging_reading`, the identifier and
+list judges in :mod:`.judging_identifiers`, the exact judge in :mod:`.judging_exact`; this module
+holds the yes/no, abstention and choice judges and re-exports the others' public names.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
 
-from clstream.core.errors import ClstreamError, SpecError
-from clstream.core.layout import final_answer_text
+from clstream.core.errors import SpecError
 from clstream.judges.extraction import extract_choice
 from clstream.protocols.imprint.hedges import affirming_clause, modal_hedge, uncertainty
+from clstream.protocols.imprint.judging_exact import (
+    NEGATION,
+    is_stale,
+    judge_exact,
+    normalize_text,
+    phrase_spans,
+)
+from clstream.protocols.imprint.judging_identifiers import (
+    asserted_identifiers,
+    drop_negated_names,
+    identifiers_agree,
+    judge_identifier,
+    judge_list_contains,
+    leaf,
+    listed_items,
+    normalize_identifier,
+)
+from clstream.protocols.imprint.judging_reading import (
+    ImprintItem,
+    JudgeError,
+    Verdict,
+    answer_region,
+    answer_text,
+    fold_quotes,
+    strip_think,
+)
+
+__all__ = [
+    "abstain_phrases",
+    "ABSTAIN_WINDOW",
+    "answer_region",
+    "answer_text",
+    "asserted_identifiers",
+    "chosen_letter",
+    "DENIAL_PHRASES",
+    "DETERMINISTIC_JUDGES",
+    "drop_negated_names",
+    "EXTENSION_ABSTAIN_PHRASES",
+    "first_yes_no",
+    "gold_letter",
+    "identifiers_agree",
+    "ImprintItem",
+    "invented_code_name",
+    "is_stale",
+    "judge_abstain",
+    "judge_choice",
+    "judge_deterministic",
+    "judge_exact",
+    "judge_identifier",
+    "judge_list_contains",
+    "judge_yesno",
+    "JudgeError",
+    "leaf",
+    "listed_items",
+    "normalize_identifier",
+    "normalize_text",
+    "option_count",
+    "PAPER_ABSTAIN_PHRASES",
+    "strip_think",
+    "Verdict",
+]
 
 ABSTAIN_WINDOW = 600
 """Characters of the judged text searched for an abstention phrase (App. E.1)."""
@@ -90,103 +151,6 @@ DENIAL_PHRASES: tuple[str, ...] = (
 DETERMINISTIC_JUDGES: tuple[str, ...] = ("yesno", "abstain", "identifier", "choice", "exact")
 
 
-class JudgeError(ClstreamError):
-    """A judge model could not give a verdict (its call failed)."""
-
-
-class ImprintItem(Protocol):
-    """The fields of an ImprintBench item the judges read (the dataset schema's ``Item``)."""
-
-    @property
-    def item_id(self) -> str: ...
-
-    @property
-    def setting(self) -> str: ...
-
-    @property
-    def family(self) -> str: ...
-
-    @property
-    def judge(self) -> str: ...
-
-    @property
-    def question(self) -> str: ...
-
-    @property
-    def golds(self) -> list[str]: ...
-
-    @property
-    def stale_golds(self) -> list[str]: ...
-
-    @property
-    def options(self) -> list[str]: ...
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One judged sample: whether it is correct, the judge's label and why.
-
-    ``verdict`` is the judge's own label (the yes/no token read, ``abstain``/``answer``,
-    ``match``/``mismatch``/``hedged``/``none``, the letter, ``stale``, or the LLM judge's
-    MATCH / NONMATCH / REFUSAL / Y / N / YES / NO). LLM verdicts also carry the judge model and
-    prompt hash. ``error`` is set when the judge gave no verdict at all (a reply that does not
-    end in a verdict word): the sample is then an error, never a wrong answer, and
-    ``correct`` means nothing.
-    """
-
-    correct: bool
-    verdict: str
-    judge: str
-    detail: str
-    judge_model: str | None = None
-    judge_prompt_hash: str | None = None
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"correct": self.correct, "verdict": self.verdict,
-                               "judge": self.judge, "detail": self.detail}
-        if self.judge_model is not None:
-            out["judge_model"] = self.judge_model
-            out["judge_prompt_hash"] = self.judge_prompt_hash
-        if self.error is not None:
-            out["error"] = self.error
-        return out
-
-
-# ----------------------------------------------------------------------------- reading
-
-_THINK_OPEN = re.compile(r"^\s*<think>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
-_ANSWER_MARKER = re.compile(r"""["'*#]*\s*answer\s*["'*#]*\s*:""", re.IGNORECASE)
-
-
-def strip_think(output: str) -> str:
-    """The output without its leading reasoning block (module docstring)."""
-    close = _THINK_CLOSE.search(output)
-    if _THINK_OPEN.match(output):
-        return output[close.end():].strip() if close else ""
-    if close and "<think>" not in output[:close.start()].lower():
-        return output[close.end():].strip()
-    return output.strip()
-
-
-def answer_text(output: str) -> str:
-    """The judged text: after the think block, what the last answer marker introduces."""
-    return final_answer_text(strip_think(output))
-
-
-def answer_region(output: str) -> str:
-    """Everything after the last answer marker (all lines), else the whole rest; lists span
-    lines, so the list judge reads this."""
-    rest = strip_think(output)
-    markers = list(_ANSWER_MARKER.finditer(rest))
-    if markers:
-        tail = rest[markers[-1].end():].strip()
-        if tail:
-            return tail
-    return rest
-
-
 # ----------------------------------------------------------------------------- yes / no
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
@@ -209,7 +173,7 @@ def _phrase_at(phrases: Sequence[str], text: str) -> tuple[int, str] | None:
     """The earliest listed phrase in ``text`` (whole words, case-insensitive): (start, phrase)."""
     best: tuple[int, str] | None = None
     for phrase in phrases:
-        hit = re.search(rf"\b{re.escape(_fold_quotes(phrase))}\b", text, re.IGNORECASE)
+        hit = re.search(rf"\b{re.escape(fold_quotes(phrase))}\b", text, re.IGNORECASE)
         if hit and (best is None or hit.start() < best[0]):
             best = (hit.start(), phrase)
     return best
@@ -229,7 +193,7 @@ def judge_yesno(item: ImprintItem, output: str) -> Verdict:
     if gold is None:
         raise SpecError(f"item {item.item_id!r}: the yesno judge needs a Yes/No gold, "
                         f"got {item.golds[0]!r}")
-    text = _fold_quotes(answer_text(output))
+    text = fold_quotes(answer_text(output))
     if _hedges_yes_no(text):
         return Verdict(False, "hedged", "yesno", "answers both yes and no")
     said = first_yes_no(text)
@@ -244,10 +208,6 @@ def judge_yesno(item: ImprintItem, output: str) -> Verdict:
 
 
 # ----------------------------------------------------------------------------- abstention
-
-def _fold_quotes(text: str) -> str:
-    return text.replace("\u2019", "'").replace("\u2018", "'")
-
 
 def abstain_phrases(extended: bool = True) -> tuple[str, ...]:
     return PAPER_ABSTAIN_PHRASES + (EXTENSION_ABSTAIN_PHRASES if extended else ())
@@ -273,7 +233,7 @@ def judge_abstain(item: ImprintItem, output: str, *, strict: bool = False,
     after an affirming "yes", or (unless ``strict``, and never for personalization, where a
     "No, ..." asserts something about the user) a first yes/no token "no". An invented code
     name also takes a denial phrase. ``phrases`` replaces the list."""
-    text = _fold_quotes(answer_text(output))
+    text = fold_quotes(answer_text(output))
     window = text[:ABSTAIN_WINDOW]
     listed = tuple(phrases) if phrases is not None else abstain_phrases(extended)
     if item.setting == "code":
@@ -301,151 +261,6 @@ def judge_abstain(item: ImprintItem, output: str, *, strict: bool = False,
         return Verdict(True, "abstain", "abstain", "denial: first yes/no token is 'no'")
     return Verdict(False, "answer", "abstain", "no abstention phrase"
                    + ("" if not denial_counts else " and no denial"))
-
-
-# ----------------------------------------------------------------------------- identifiers
-
-_FENCED = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
-_LEAD_PHRASE = re.compile(
-    r"^(?:the\s+)?(?:identifier|answer|name|function|method|class|attribute)\s+(?:is|would be)"
-    r"\s*:?\s*", re.IGNORECASE)
-_QUOTES = "`'\"\u2018\u2019\u201c\u201d"
-_CALL = re.compile(r"\([^()]*\)")
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-_IDENTIFIER = re.compile(rf"^{_IDENT}(?:\.{_IDENT})*$")
-_DOTTED = re.compile(rf"(?<![\w.]){_IDENT}(?:\.{_IDENT})+(?![\w])")
-_CALLED = re.compile(rf"(?<![\w.])({_IDENT})\s*\(")
-_SNAKE = re.compile(r"(?<![\w.])[A-Za-z0-9]*_[A-Za-z0-9_]*(?![\w])")
-_BACKTICKED = re.compile(r"`([^`\n]+)`")
-_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf"})
-
-
-def _strip_calls(text: str) -> str:
-    previous = None
-    while previous != text:
-        previous, text = text, _CALL.sub("", text)
-    return text
-
-
-def normalize_identifier(text: str) -> str:
-    """An answer as an identifier: fences, backticks, quotes, a leading "the identifier is",
-    trailing punctuation, call parentheses and whitespace removed."""
-    fenced = _FENCED.search(text)
-    if fenced:
-        text = fenced.group(1)
-    text = text.strip()
-    text = _LEAD_PHRASE.sub("", text)
-    text = text.strip().strip(_QUOTES).strip()
-    text = _strip_calls(text)
-    text = text.strip().rstrip(".,;:!?").strip().strip(_QUOTES)
-    return re.sub(r"\s*\.\s*", ".", " ".join(text.split()))
-
-
-def leaf(identifier: str) -> str:
-    """The trailing dotted component (``torch.nn.functional.conv2d`` -> ``conv2d``)."""
-    return identifier.rstrip(".").rsplit(".", 1)[-1]
-
-
-def identifiers_agree(answer: str, gold: str) -> bool:
-    """Equal, or the same trailing dotted component (docs/imprint.md §6.4, App. D.2)."""
-    a, g = normalize_identifier(answer), normalize_identifier(gold)
-    return bool(a) and (a == g or leaf(a) == leaf(g))
-
-
-def asserted_identifiers(text: str) -> list[str]:
-    """The identifiers a free-text answer asserts: the backticked ones, else the code-like
-    tokens (dotted names, called names, snake_case names); a namespace that prefixes another
-    asserted name is context, not an answer, and is dropped."""
-    spans = [normalize_identifier(s) for s in _BACKTICKED.findall(text)]
-    found = [s for s in spans if _IDENTIFIER.match(s)]
-    if not found:
-        bare = _strip_calls(text.replace("`", ""))
-        code = (_DOTTED.findall(bare) + _CALLED.findall(text.replace("`", ""))
-                + [t for t in _SNAKE.findall(bare) if _IDENTIFIER.match(t)])
-        found = [c for c in code if c.lower() not in _ABBREVIATIONS]
-    distinct = list(dict.fromkeys(found))
-    return [c for c in distinct if not any(o.startswith(c + ".") for o in distinct)]
-
-
-_NEGATED_NAME = re.compile(
-    rf"\b(?:not|never|isn't|is not|no longer|instead of|rather than)\s+"
-    rf"(?:`[^`\n]+`|{_IDENT}(?:\.{_IDENT})*(?:\([^()]*\))?)", re.IGNORECASE)
-
-
-def drop_negated_names(text: str) -> str:
-    """``text`` without the names it negates ("not `foo`", "rather than foo"): a negated
-    name is not an answer (docs/imprint.md §6.4)."""
-    return _NEGATED_NAME.sub(" ", _fold_quotes(text))
-
-
-_ALTERNATIVES = re.compile(r"\s*(?:,|;|/|\bor\b|\band\b|\beither\b)\s*", re.IGNORECASE)
-
-
-def _offered_names(text: str) -> list[str]:
-    """The distinct leaves of an answer that is nothing but names offered as alternatives
-    ("cumulative_sum or cumsum", "`a`, `b`"): a hedged list, which the paper's identifier
-    judge does not accept. Any other answer gives []."""
-    parts = [p for p in _ALTERNATIVES.split(text.strip().rstrip(".?!")) if p]
-    names = [normalize_identifier(p) for p in parts]
-    if len(names) < 2 or not all(_IDENTIFIER.match(n) for n in names):
-        return []
-    return list(dict.fromkeys(leaf(n) for n in names))
-
-
-def judge_identifier(item: ImprintItem, output: str) -> Verdict:
-    """The identifier judge (module docstring); ImpRel items go to :func:`judge_list_contains`."""
-    if item.family == "ImpRel":
-        return judge_list_contains(item, output)
-    text = drop_negated_names(answer_text(output))
-    whole = normalize_identifier(text)
-    if _IDENTIFIER.match(whole):
-        hit = next((g for g in item.golds if identifiers_agree(whole, g)), None)
-        if hit is not None:
-            return Verdict(True, "match", "identifier", f"{whole!r} agrees with {hit!r}")
-        return Verdict(False, "mismatch", "identifier", f"{whole!r} is not {item.golds[0]!r}")
-    offered = _offered_names(text)
-    if len(offered) > 1:
-        return Verdict(False, "hedged", "identifier",
-                       f"{len(offered)} names offered: {', '.join(offered[:6])}")
-    namespaces = {normalize_identifier(g) for g in item.golds}
-    candidates = [c for c in asserted_identifiers(text)
-                  if not any(g.startswith(c + ".") for g in namespaces)]
-    leaves = list(dict.fromkeys(leaf(c) for c in candidates))
-    if not leaves:
-        return Verdict(False, "none", "identifier", "no identifier asserted")
-    if len(leaves) > 1:
-        return Verdict(False, "hedged", "identifier",
-                       f"{len(leaves)} distinct identifiers asserted: {', '.join(leaves[:6])}")
-    ok = any(leaves[0] == leaf(normalize_identifier(g)) for g in item.golds)
-    return Verdict(ok, "match" if ok else "mismatch", "identifier",
-                   f"asserted {candidates[0]!r}, gold {item.golds[0]!r}")
-
-
-_LIST_SPLIT = re.compile(r"\n|;|,|\band\b|\bor\b")
-_BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s+")
-_ANY_IDENT = re.compile(rf"{_IDENT}(?:\s*\.\s*{_IDENT})*")
-
-
-def listed_items(text: str) -> list[str]:
-    """The items of a listed answer: lines, commas, semicolons, "and"/"or" separate them;
-    bullets, numbering and call arguments are dropped."""
-    flat = _strip_calls(text.replace("`", " "))
-    return [_BULLET.sub("", part).strip() for part in _LIST_SPLIT.split(flat) if part.strip()]
-
-
-def judge_list_contains(item: ImprintItem, output: str) -> Verdict:
-    """Code ImpRel (App. E.2): correct iff the gold leaf (or a dotted path ending in it) is
-    named as one listed item -- the leading or trailing identifier of an item."""
-    targets = {leaf(normalize_identifier(g)) for g in item.golds}
-    entries = listed_items(drop_negated_names(answer_region(output)))
-    for entry in entries:
-        names = [re.sub(r"\s+", "", m) for m in _ANY_IDENT.findall(entry)]
-        ends = {leaf(names[0]), leaf(names[-1])} if names else set()
-        if ends & targets:
-            return Verdict(True, "match", "identifier",
-                           f"listed item {entry[:80]!r} names {sorted(ends & targets)[0]!r}")
-    return Verdict(False, "mismatch", "identifier",
-                   f"{sorted(targets)[0]!r} not among {len(entries)} listed items")
 
 
 # ----------------------------------------------------------------------------- choice
@@ -490,8 +305,8 @@ def chosen_letter(item: ImprintItem, output: str) -> str:
     text = _NEGATED_LETTER.sub(" ", answer_text(output)).strip(" \t\n;,.:-")
     said = normalize_text(text)
     named = [i for i, o in enumerate(item.options) if normalize_text(o) and any(
-        not _NEGATION.search(said[:start].strip())
-        for start, _ in _phrase_spans(normalize_text(o), said))]
+        not NEGATION.search(said[:start].strip())
+        for start, _ in phrase_spans(normalize_text(o), said))]
     if len(named) == 1 and _ARTICLE_OPENING.match(text):  # "A softly seasoned bistro": no letter
         return chr(ord("A") + named[0])
     letter = extract_choice(rest, n_options=n)
@@ -513,8 +328,8 @@ def _options_by_own_words(item: ImprintItem, said: str) -> list[int]:
     found = []
     for i, own in enumerate(words):
         own = own - set().union(*(w for j, w in enumerate(words) if j != i))
-        if any(not _NEGATION.search(said[:start].strip())
-               for word in own if len(word) > 3 for start, _ in _phrase_spans(word, said)):
+        if any(not NEGATION.search(said[:start].strip())
+               for word in own if len(word) > 3 for start, _ in phrase_spans(word, said)):
             found.append(i)
     return found
 
@@ -544,134 +359,6 @@ def _choice_doubt(item: ImprintItem, text: str) -> str | None:
     for option in item.options:
         text = re.sub(re.escape(option), " ", text, flags=re.IGNORECASE)
     return uncertainty(text) or modal_hedge(text)
-
-
-# ----------------------------------------------------------------------------- exact
-
-_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
-_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3}\b)")
-_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
-
-
-def normalize_text(text: str) -> str:
-    """Casefolded, accents removed, punctuation to spaces, articles dropped, spaces collapsed
-    (thousands separators kept inside numbers)."""
-    folded = unicodedata.normalize("NFKD", text).casefold()
-    folded = "".join(c for c in folded if not unicodedata.combining(c))
-    folded = _NON_WORD.sub(" ", _DIGIT_COMMA.sub("", folded))
-    return " ".join(_ARTICLES.sub(" ", folded).split())
-
-
-def _phrase_spans(phrase: str, text: str) -> list[tuple[int, int]]:
-    """Where the normalised ``phrase`` occurs in normalised ``text`` as whole words."""
-    if not phrase:
-        return []
-    return [(m.start(), m.end())
-            for m in re.finditer(rf"(?<!\S){re.escape(phrase)}(?!\S)", text)]
-
-
-def _inside(span: tuple[int, int], others: list[tuple[int, int]]) -> bool:
-    return any(o[0] <= span[0] and span[1] <= o[1] and o != span for o in others)
-
-
-_CLAUSE_BREAK = re.compile(
-    r"[;:()\[\]\n!?\u2014\u2013]|,(?!\d{3}\b)|\.(?!\d)|\s-\s|\bbut\b", re.IGNORECASE)
-_NEGATION = re.compile(
-    r"\b(?:not|never|neither|nor|no|isn t|wasn t|aren t|weren t|doesn t|didn t|hasn t)"
-    r"(?: \w+){0,2}$")
-_PAST_BEFORE = re.compile(
-    r"\b(?:from|replaced|replacing|replaces|succeeded|succeeding|succeeds|formerly|previously|"
-    r"former|was|were|used to|instead of|rather than|no longer|after|until|ousted|ex)"
-    r"(?: \w+){0,2}$")
-_PAST_AFTER = re.compile(
-    r"^(?:\w+ ){0,2}(?:was replaced|was succeeded|stepped down|left|previously|formerly|"
-    r"before|earlier|until|used to)\b")
-_HEDGE_WORD = "or"
-_GOLD_MARK = "\x00"
-
-
-def _clauses(text: str) -> list[str]:
-    """The answer's clauses, normalised: "X, who replaced Y" and "1.04 (down from 1.30)" are
-    two clauses each, so a marker speaks only of its own clause."""
-    return [c for c in (normalize_text(part) for part in _CLAUSE_BREAK.split(text)) if c]
-
-
-def _asserted_in(values: Sequence[str], rivals: Sequence[str], clause: str, *,
-                 past: bool) -> list[tuple[int, int]]:
-    """Occurrences of ``values`` in a normalised clause that assert them: not part of a
-    longer rival occurrence ("New York" inside "New York City"), not negated ("not X"), and
-    with ``past``, not named as the past ("down from X", "who replaced X", "X was replaced")."""
-    rival_spans = [s for r in rivals for s in _phrase_spans(normalize_text(r), clause)]
-    out = []
-    for value in values:
-        for span in _phrase_spans(normalize_text(value), clause):
-            before, after = clause[:span[0]].strip(), clause[span[1]:].strip()
-            if _inside(span, rival_spans) or _NEGATION.search(before):
-                continue
-            if past and (_PAST_BEFORE.search(before) or _PAST_AFTER.search(after)):
-                continue
-            out.append(span)
-    return out
-
-
-def _hedged(golds: Sequence[str], clause: str) -> bool:
-    """A gold offered with an alternative: "or" with the gold within three words on one
-    side and some other word on the other ("Faidres or Stovelubrev", "either 1.04 or 2.00";
-    two accepted forms of the gold joined by "or" are no hedge)."""
-    marked = clause
-    for gold in sorted((normalize_text(g) for g in golds), key=len, reverse=True):
-        if gold:
-            marked = re.sub(rf"(?<!\S){re.escape(gold)}(?!\S)", _GOLD_MARK, marked)
-    words = marked.split()
-    for i, word in enumerate(words):
-        if word != _HEDGE_WORD:
-            continue
-        left, right = words[max(0, i - 3):i], words[i + 1:i + 4]
-        for near, far in ((left, right), (right, left)):
-            if _GOLD_MARK in near and any(w not in (_GOLD_MARK, "maybe", "possibly", "perhaps")
-                                          for w in far):
-                return True
-    return False
-
-
-@dataclass(frozen=True)
-class _Reading:
-    gold: bool
-    stale: bool
-    hedged: bool
-
-
-def _read_values(item: ImprintItem, output: str) -> _Reading:
-    text = answer_text(output)
-    clauses = _clauses(text)
-    gold = any(_asserted_in(item.golds, item.stale_golds, c, past=False) for c in clauses)
-    stale = any(_asserted_in(item.stale_golds, item.golds, c, past=True) for c in clauses)
-    hedged = any(_asserted_in(item.golds, item.stale_golds, c, past=False)
-                 and (_hedged(item.golds, c) or modal_hedge(c) is not None)
-                 for c in clauses) or (gold and uncertainty(text) is not None)
-    return _Reading(gold, stale, hedged)
-
-
-def judge_exact(item: ImprintItem, output: str) -> Verdict:
-    """Correct iff a gold is asserted, no ``gold_before`` is, and the gold is not offered
-    with an alternative (module docstring)."""
-    read = _read_values(item, output)
-    if read.stale:
-        return Verdict(False, "stale", "exact", "states the value before the update")
-    if read.hedged:
-        return Verdict(False, "hedged", "exact", "offers the gold with an alternative")
-    if read.gold:
-        return Verdict(True, "match", "exact", "gold stated")
-    return Verdict(False, "mismatch", "exact", "gold not stated")
-
-
-def is_stale(item: ImprintItem, output: str) -> bool:
-    """The answer states a ``gold_before`` value and not the gold: the stale-answer error of
-    the report (HorizonBench's "originally stated value"; docs/imprint.md §6.9)."""
-    if not item.stale_golds:
-        return False
-    read = _read_values(item, output)
-    return read.stale and not read.gold
 
 
 def judge_deterministic(item: ImprintItem, output: str, *,
