@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,9 @@ from clstream.protocols.imprint.schema import (
 )
 
 N = 8
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scripted_judge import ScriptedJudgeModel  # noqa: E402
 
 
 class ScriptedFilterModel:
@@ -173,21 +177,9 @@ def test_cache_makes_a_rerun_free(tmp_path: Path) -> None:
 
 
 def test_llm_judge_filters_llm_items() -> None:
-    class Verdicts:
-        name = "nonmatch-judge"
-        tokenizer = approx_tokenizer()
-
-        def describe(self) -> dict[str, Any]:
-            return {}
-
-        async def generate(self, requests: Sequence[GenerationRequest]
-                           ) -> list[GenerationResult]:
-            return [GenerationResult(key=r.key, samples=[Sample(text="NONMATCH")])
-                    for r in requests]
-
-    kept, report = run(ScriptedFilterModel(SCRIPT), None, llm=LLMJudge(Verdicts()))
+    kept, report = run(ScriptedFilterModel(SCRIPT), None, llm=LLMJudge(ScriptedJudgeModel()))
     assert "judged_by_llm" not in [i.item_id for i in kept.items]  # 0/8 with context
-    assert report["llm_judge"] == "nonmatch-judge"
+    assert report["llm_judge"] == "scripted-judge"
 
 
 def test_a_failed_call_is_an_error_naming_the_item() -> None:

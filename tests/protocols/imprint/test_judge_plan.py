@@ -6,13 +6,12 @@ where it fails."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
-from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.judge_plan import (
     DETERMINISTIC,
     judge_mapping,
@@ -22,30 +21,8 @@ from clstream.protocols.imprint.judge_plan import (
 from clstream.protocols.imprint.llm_judges import LIST_JUDGE_PROMPT_HASH, LLMJudge, parse_verdict
 from clstream.protocols.imprint.schema import Item
 
-
-class ScriptedJudgeModel:
-    """Replies, after a line of reasoning, the word of the first scripted key found in the
-    answer under judgment (NO when none is)."""
-
-    name = "scripted-judge"
-
-    def __init__(self, script: dict[str, str]):
-        self.script = script
-        self.tokenizer = approx_tokenizer()
-        self.requests: list[GenerationRequest] = []
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "scripted", "name": self.name}
-
-    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        self.requests.extend(requests)
-        out = []
-        for r in requests:
-            judged = r.messages[-1].content.split("Answer to check:\n", 1)[1]
-            reply = next((v for k, v in self.script.items() if k in judged), "NO")
-            out.append(GenerationResult(key=r.key, samples=[Sample(text=f"Checked.\n{reply}")],
-                                        usage=Usage()))
-        return out
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scripted_judge import ScriptedJudgeModel  # noqa: E402
 
 
 def code_item(family: str, gold: str | list[str], item_id: str = "c1") -> Item:
@@ -81,7 +58,7 @@ def test_each_family_goes_to_the_judge_the_paper_names(setting: str, family: str
 
 def judged(items: list[Item], predictions: dict[str, list[str]],
            script: dict[str, str]) -> tuple[dict[str, Any], ScriptedJudgeModel]:
-    model = ScriptedJudgeModel(script)
+    model = ScriptedJudgeModel(script, default="NO")
     return asyncio.run(judge_outputs(items, predictions, LLMJudge(model))), model
 
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clstream.core.errors import SpecError
-from clstream.core.types import GenerationRequest, GenerationResult, Sample, Usage
-from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.judge_plan import judge_outputs, judge_outputs_sync
 from clstream.protocols.imprint.judging import (
     JudgeError,
@@ -36,6 +34,9 @@ from clstream.protocols.imprint.llm_judges import (
     parse_llm_verdict,
 )
 from clstream.protocols.imprint.schema import Item
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scripted_judge import ScriptedJudgeModel  # noqa: E402
 
 
 def item(**fields: Any) -> Item:
@@ -287,32 +288,6 @@ def test_dispatch_rejects_llm() -> None:
 ])
 def test_parse_llm_verdict(reply: str, label: str | None) -> None:
     assert parse_llm_verdict(reply) == label
-
-
-class ScriptedJudgeModel:
-    """Replies by the first scripted word found in the answer under judgment."""
-
-    name = "scripted-judge"
-
-    def __init__(self, script: dict[str, str], fail: bool = False):
-        self.script, self.fail = script, fail
-        self.tokenizer = approx_tokenizer()
-        self.requests: list[GenerationRequest] = []
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "scripted", "name": self.name}
-
-    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        self.requests.extend(requests)
-        out = []
-        for r in requests:
-            judged = r.messages[-1].content.split("Answer to check:\n", 1)[1]
-            reply = next((v for k, v in self.script.items() if k in judged), "NONMATCH")
-            out.append(GenerationResult(
-                key=r.key, error="boom" if self.fail else None,
-                samples=[] if self.fail else [Sample(text=f"Thinking.\n{reply}")],
-                usage=Usage()))
-        return out
 
 
 def llm_item(family: str = "RefRes", item_id: str = "p1") -> Item:
