@@ -53,6 +53,7 @@ from clstream.protocols.imprint.schema import (
     load_items,
     write_dataset,
 )
+from clstream.protocols.imprint.stage_timings import TIMINGS_NAME, recording
 
 __all__ = ["add_generate_arguments", "add_run_imprint_arguments", "add_score_arguments",
            "generate", "run", "score"]
@@ -295,7 +296,7 @@ def _model(args: argparse.Namespace) -> Any:
 # What an interrupted generation of the same dataset leaves in its directory and a rerun reuses.
 _REPLY_CACHES = ("question_cache.json", "filter_cache.jsonl", "filter_report.json",
                  "judge_cache.jsonl", "stage_cache.json", "code_writer_cache.json",
-                 "golden_cache.jsonl")
+                 "golden_cache.jsonl", TIMINGS_NAME)
 
 
 def _runs_stages(args: argparse.Namespace) -> bool:
@@ -307,6 +308,13 @@ def _runs_stages(args: argparse.Namespace) -> bool:
 
 def generate(args: argparse.Namespace) -> int:
     claim_directory(args.out, role="dataset", reusable=_REPLY_CACHES)
+    with recording() as timings:  # stage_timings.json, beside the card (docs/imprint.md §4.8)
+        code = _generate(args)
+    timings.write(args.out, args.setting, args.model)
+    return code
+
+
+def _generate(args: argparse.Namespace) -> int:
     staged = args.model is not None and _runs_stages(args)
     writes_code = args.setting == "code" and args.model is not None
     if args.model is not None and (args.articles or args.filter or staged or writes_code):

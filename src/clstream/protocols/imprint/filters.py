@@ -43,6 +43,7 @@ from clstream.protocols.imprint.judging import JudgeError, Verdict, judge_determ
 from clstream.protocols.imprint.llm_judges import LLMJudge, ReplyCache
 from clstream.protocols.imprint.prompts import answer_format
 from clstream.protocols.imprint.schema import FAMILIES, CorpusDoc, Dataset, Item
+from clstream.protocols.imprint.stage_timings import timed
 
 FILTER_VERSION = "imprint-filters-v1"
 BINARY_JUDGES: tuple[str, ...] = ("yesno", "choice")
@@ -180,43 +181,46 @@ async def apply_filters(dataset: Dataset, model: Model, *, n: int = 8,
         requests.setdefault(ctx_key, (item.item_id, ctx))
         keys.append((blind_key, ctx_key))
 
-    texts, sent = await _answers(model, requests, ReplyCache(cache_path, ("samples",)),
-                                 batch_size)
+    with timed("filter_answers", len(dataset.items)):
+        texts, sent = await _answers(model, requests, ReplyCache(cache_path, ("samples",)),
+                                     batch_size)
 
-    blind_verdicts = await _judge([(i, texts[k[0]]) for i, k in zip(dataset.items, keys,
-                                                                    strict=True)], llm)
-    ctx_verdicts = await _judge([(i, texts[k[1]]) for i, k in zip(dataset.items, keys,
-                                                                  strict=True)], llm)
+    with timed("filter_verdicts", len(dataset.items)) as timing:
+        blind_verdicts = await _judge([(i, texts[k[0]]) for i, k in zip(dataset.items, keys,
+                                                                        strict=True)], llm)
+        ctx_verdicts = await _judge([(i, texts[k[1]]) for i, k in zip(dataset.items, keys,
+                                                                      strict=True)], llm)
 
-    kept: list[Item] = []
-    dropped: list[dict[str, Any]] = []
-    families: dict[str, dict[str, int]] = {}
-    for item, bv, cv in zip(dataset.items, blind_verdicts, ctx_verdicts, strict=True):
-        tally = families.setdefault(item.family, {"items": 0, "kept": 0, "dropped_blind": 0,
-                                                  "dropped_ctx": 0, "exempt": 0,
-                                                  "unjudged": 0})
-        tally["items"] += 1
-        blind_rec, ctx_rec = _record(model.name, bv, n), _record(model.name, cv, n)
-        reasons: list[str] = []
-        if item.family in NEVER_FILTERED:
-            tally["exempt"] += 1
-        elif bv is None or cv is None:
-            tally["unjudged"] += 1
-        else:
-            limit = blind_max_binary if item.judge in BINARY_JUDGES else blind_max_open
-            if blind_rec["k_correct"] > limit:
-                reasons.append("blind")
-            if ctx_rec["k_correct"] < ctx_min:
-                reasons.append("ctx")
-        if reasons:
-            tally["dropped_" + reasons[0]] += 1
-            dropped.append({"item_id": item.item_id, "family": item.family,
-                            "reasons": reasons, "blind": blind_rec["k_correct"],
-                            "ctx": ctx_rec["k_correct"]})
-            continue
-        tally["kept"] += 1
-        record = {**item.filters, "blind": blind_rec, "ctx": ctx_rec}
-        kept.append(item.model_copy(update={"filters": record}))
+        kept: list[Item] = []
+        dropped: list[dict[str, Any]] = []
+        families: dict[str, dict[str, int]] = {}
+        for item, bv, cv in zip(dataset.items, blind_verdicts, ctx_verdicts, strict=True):
+            tally = families.setdefault(item.family, {"items": 0, "kept": 0, "dropped_blind": 0,
+                                                      "dropped_ctx": 0, "exempt": 0,
+                                                      "unjudged": 0})
+            tally["items"] += 1
+            blind_rec, ctx_rec = _record(model.name, bv, n), _record(model.name, cv, n)
+            reasons: list[str] = []
+            if item.family in NEVER_FILTERED:
+                tally["exempt"] += 1
+            elif bv is None or cv is None:
+                tally["unjudged"] += 1
+            else:
+                limit = blind_max_binary if item.judge in BINARY_JUDGES else blind_max_open
+                if blind_rec["k_correct"] > limit:
+                    reasons.append("blind")
+                if ctx_rec["k_correct"] < ctx_min:
+                    reasons.append("ctx")
+            if reasons:
+                tally["dropped_" + reasons[0]] += 1
+                dropped.append({"item_id": item.item_id, "family": item.family,
+                                "reasons": reasons, "blind": blind_rec["k_correct"],
+                                "ctx": ctx_rec["k_correct"]})
+                continue
+            tally["kept"] += 1
+            record = {**item.filters, "blind": blind_rec, "ctx": ctx_rec}
+            kept.append(item.model_copy(update={"filters": record}))
+        timing.kept = len(kept)
 
     settings = {"version": FILTER_VERSION, "model": model.name, "n": n,
                 "blind_max_open": blind_max_open, "blind_max_binary": blind_max_binary,

@@ -78,6 +78,7 @@ from clstream.protocols.imprint.settings.code.wheels import (
     read_wheel,
     version_key,
 )
+from clstream.protocols.imprint.stage_timings import timed, timed_build
 
 __all__ = [
     "build_code_dataset",
@@ -241,6 +242,7 @@ def template_pipeline(removed: dict[str, Counter[str]]) -> dict[str, object]:
             "removed": {f: dict(sorted(c.items())) for f, c in removed.items()}}
 
 
+@timed_build("template_build")
 def build_code_dataset(old_whl: str | Path, new_whl: str | Path, package: str, *, seed: int,
                        usage_dir: str | Path | None = None, library: str | None = None,
                        include_boundabs: bool = False, max_snippets: int = 4,
@@ -371,7 +373,8 @@ def generate_code(config: CodeWorldConfig, *, include_boundabs: bool = False,
     """The code dataset of the fictional library (:mod:`code_synthetic`), built through the
     same wheel pipeline as real packages."""
     with tempfile.TemporaryDirectory(prefix="clstream-code-") as tmp:
-        old, new, changelog = write_library_wheels(config, tmp)
+        with timed("library_wheels", 0):
+            old, new, changelog = write_library_wheels(config, tmp)
         data = build_code_dataset(old, new, config.package, seed=config.seed,
                                   usage_dir=changelog.usage_dir,
                                   include_boundabs=include_boundabs, max_snippets=max_snippets)

@@ -50,6 +50,7 @@ from clstream.protocols.imprint.settings.code.dataset import MASK, refres_questi
 from clstream.protocols.imprint.settings.code.giveaways import distinctive_words
 from clstream.protocols.imprint.settings.code.paraphrase import content_words, reword
 from clstream.protocols.imprint.settings.model_calls import CachedCalls, json_object
+from clstream.protocols.imprint.stage_timings import timed
 
 CACHE_VERSION = "imprint-code-writer-cache-v1"
 REFRES_TASK = "imprint_code_refres_writer"
@@ -184,79 +185,85 @@ async def write_code_items(data: Dataset, model: Model, *, cache_path: str | Pat
         return doc.meta, doc.text.split("Documentation:\n", 1)[-1]
 
     targets = [i for i in data.items if i.family in ("RefRes", "CompRel")]
-    asks: dict[str, str] = {}
-    for item in targets:
-        meta, doc = page(item)
-        fields = {"Library": library, "Kind": str(meta["kind"]), "Version": str(meta["version"])}
-        if item.family == "RefRes":
-            asks[item.item_id] = prompt(REFRES_TASK, _REFRES_ASK,
-                                        {**fields, "Identifier": str(meta["leaf"])}, doc,
-                                        "Documentation")
-        else:
-            masked_doc = re.sub(rf"\b{re.escape(str(meta['leaf']))}\b", MASK, doc)
-            snippet = item.question.split("\n\n", 1)[1]
-            asks[item.item_id] = prompt(COMPREL_TASK, _COMPREL_ASK, fields,
-                                        f"{masked_doc}\n\nSnippet:\n{snippet}", "Documentation")
-    written = await _ask(calls, asks)
+    with timed("writer", len(targets)) as timing:
+        asks: dict[str, str] = {}
+        for item in targets:
+            meta, doc = page(item)
+            fields = {"Library": library, "Kind": str(meta["kind"]), "Version": str(meta["version"])}
+            if item.family == "RefRes":
+                asks[item.item_id] = prompt(REFRES_TASK, _REFRES_ASK,
+                                            {**fields, "Identifier": str(meta["leaf"])}, doc,
+                                            "Documentation")
+            else:
+                masked_doc = re.sub(rf"\b{re.escape(str(meta['leaf']))}\b", MASK, doc)
+                snippet = item.question.split("\n\n", 1)[1]
+                asks[item.item_id] = prompt(COMPREL_TASK, _COMPREL_ASK, fields,
+                                            f"{masked_doc}\n\nSnippet:\n{snippet}", "Documentation")
+        written = await _ask(calls, asks)
 
-    drafts: dict[str, str] = {}
-    for item in targets:
-        reply = written.get(item.item_id)
-        text = _text(reply.get("description" if item.family == "RefRes" else "question")
-                     if reply else None).rstrip("?.").strip()
-        leaf = str(page(item)[0]["leaf"])
-        if not text:
-            removed[item.family]["writer_unreadable"] += 1
-        elif giveaway(text, leaf):
-            removed[item.family]["giveaway_check"] += 1
-        else:
-            drafts[item.item_id] = text
-    refres_text = {str(page(i)[0]["path"]): drafts[i.item_id] for i in targets
-                   if i.family == "RefRes" and i.item_id in drafts}
-    checks = {}
-    for item in targets:
-        if item.item_id not in drafts:
-            continue
-        meta, doc = page(item)
-        if item.family == "CompRel" and refres_text.get(str(meta["path"]), "\0") in drafts[
-                item.item_id]:
-            removed["CompRel"]["repeats_refres"] += 1
-            del drafts[item.item_id]
-            continue
-        checks[item.item_id] = prompt(VALIDATE_TASK, _VALIDATE_ASK, {
-            "Library": library, "Kind": str(meta["kind"]), "Identifier": str(meta["leaf"]),
-            "Candidate": drafts[item.item_id]}, doc, "Documentation")
-    verdicts = await _ask(calls, checks)
+        drafts: dict[str, str] = {}
+        for item in targets:
+            reply = written.get(item.item_id)
+            text = _text(reply.get("description" if item.family == "RefRes" else "question")
+                         if reply else None).rstrip("?.").strip()
+            leaf = str(page(item)[0]["leaf"])
+            if not text:
+                removed[item.family]["writer_unreadable"] += 1
+            elif giveaway(text, leaf):
+                removed[item.family]["giveaway_check"] += 1
+            else:
+                drafts[item.item_id] = text
+        refres_text = {str(page(i)[0]["path"]): drafts[i.item_id] for i in targets
+                       if i.family == "RefRes" and i.item_id in drafts}
+        checks = {}
+        for item in targets:
+            if item.item_id not in drafts:
+                continue
+            meta, doc = page(item)
+            if item.family == "CompRel" and refres_text.get(str(meta["path"]), "\0") in drafts[
+                    item.item_id]:
+                removed["CompRel"]["repeats_refres"] += 1
+                del drafts[item.item_id]
+                continue
+            checks[item.item_id] = prompt(VALIDATE_TASK, _VALIDATE_ASK, {
+                "Library": library, "Kind": str(meta["kind"]), "Identifier": str(meta["leaf"]),
+                "Candidate": drafts[item.item_id]}, doc, "Documentation")
+        timing.kept = len(checks)
+    with timed("validator", len(checks)) as timing:
+        verdicts = await _ask(calls, checks)
 
-    items: list[Item] = []
-    for item in data.items:
-        if item.family not in removed:
-            items.append(item)
-            continue
-        if item.item_id not in checks:
-            continue
-        verdict = _text((verdicts.get(item.item_id) or {}).get("verdict")).lower()
-        if verdict != "faithful":
-            removed[item.family][f"validator_{verdict if verdict in VERDICTS else 'unreadable'}"] += 1
-            continue
-        text, meta = drafts[item.item_id], page(item)[0]
-        if item.family == "RefRes":
-            question = refres_question(str(meta["kind"]), library, text, "reworded")
-            update = {"question": question, "meta": {**item.meta, "description": text,
-                                                     "written": "model"}}
-        else:
-            code = item.question.split("\n\n", 1)[1]
-            update = {"question": f"{text}? Reply with the identifier only.\n\n{code}",
-                      "meta": {**item.meta, "written": "model"}}
-        items.append(item.model_copy(update=update))
+        items: list[Item] = []
+        for item in data.items:
+            if item.family not in removed:
+                items.append(item)
+                continue
+            if item.item_id not in checks:
+                continue
+            verdict = _text((verdicts.get(item.item_id) or {}).get("verdict")).lower()
+            if verdict != "faithful":
+                removed[item.family][f"validator_{verdict if verdict in VERDICTS else 'unreadable'}"] += 1
+                continue
+            text, meta = drafts[item.item_id], page(item)[0]
+            if item.family == "RefRes":
+                question = refres_question(str(meta["kind"]), library, text, "reworded")
+                update = {"question": question, "meta": {**item.meta, "description": text,
+                                                         "written": "model"}}
+            else:
+                code = item.question.split("\n\n", 1)[1]
+                update = {"question": f"{text}? Reply with the identifier only.\n\n{code}",
+                          "meta": {**item.meta, "written": "model"}}
+            items.append(item.model_copy(update=update))
+        timing.kept = len(items) - (len(data.items) - len(targets))
 
     written_data = Dataset(data.manifest, data.corpus, data.qa, items, data.ledger)
     golden: dict[str, Any] = {"n": golden_n}
     if golden_n > 0:
         comprel = [i for i in items if i.family == "CompRel"]
-        sub = Dataset(data.manifest, data.corpus, data.qa, comprel, data.ledger)
-        kept, report = await apply_filters(sub, model, n=golden_n, blind_max_open=0,
-                                           ctx_min=golden_n, cache_path=filter_cache)
+        with timed("golden_subset", len(comprel), group=True) as timing:
+            sub = Dataset(data.manifest, data.corpus, data.qa, comprel, data.ledger)
+            kept, report = await apply_filters(sub, model, n=golden_n, blind_max_open=0,
+                                               ctx_min=golden_n, cache_path=filter_cache)
+            timing.kept = len(kept.items)
         row = report["families"].get("CompRel", {})
         removed["CompRel"]["golden_blind"] += row.get("dropped_blind", 0)
         removed["CompRel"]["golden_oracle"] += row.get("dropped_ctx", 0)

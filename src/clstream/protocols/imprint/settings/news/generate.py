@@ -48,6 +48,7 @@ from clstream.protocols.imprint.settings.news.world import (
     finish_events,
     plan_events,
 )
+from clstream.protocols.imprint.stage_timings import timed_build
 
 # The config is offered here with the generator that takes it, so a caller needs one import.
 __all__ = ["GENERATOR", "NewsConfig", "generate_news"]
@@ -59,6 +60,7 @@ _HINTS = {"DirAcq": "raise n_deals or days", "TempUpd": "raise n_roles or n_quan
           "BoundAbs": "raise boundabs_arcs"}
 
 
+@timed_build("template_build")
 def generate_news(config: NewsConfig | None = None) -> Dataset:
     """The news setting's dataset for ``config`` (one instance, ``"all"``), byte-identical
     for the same config."""

@@ -26,6 +26,7 @@ from clstream.core import imprint_writing as fmt
 from clstream.core.contracts import Model
 from clstream.protocols.imprint.schema import Dataset, Item, Manifest, question_key
 from clstream.protocols.imprint.settings.model_calls import CACHE_NAME, StageCalls
+from clstream.protocols.imprint.stage_timings import timed
 
 WRITTEN = ("DirAcq", "TempUpd", "CompRel")
 _PERIOD = re.compile(r"\b(?:early|mid|late) [A-Z][a-z]+ \d{4}\b")
@@ -73,22 +74,25 @@ async def run_news_stages(data: Dataset, model: Model, out_dir: str | Path) -> D
     (module docstring), replies cached in ``out_dir``."""
     calls = StageCalls(model, Path(out_dir) / CACHE_NAME, seed=data.manifest.seed or 0)
     asked = [i for i in data.items if i.family in WRITTEN]
-    replies = await calls.run([calls.request(i.item_id, fmt.WRITE, _payload(i)) for i in asked])
     removed: Counter[str] = Counter()
     items: list[Item] = []
-    # A written question may not be a training question or repeat another item's question.
-    taken = {question_key(p.question) for p in data.qa}
-    taken |= {question_key(i.question) for i in data.items if i.family not in WRITTEN}
-    for item in data.items:
-        if item.family not in WRITTEN:
-            items.append(item)
-            continue
-        written = _written(item, replies.get(item.item_id, ""))
-        if written is None or question_key(written.question) in taken:
-            removed[item.family] += 1
-        else:
-            taken.add(question_key(written.question))
-            items.append(written)
+    with timed("writer", len(asked)) as row:
+        replies = await calls.run([calls.request(i.item_id, fmt.WRITE, _payload(i))
+                                   for i in asked])
+        # A written question may not be a training question or repeat another item's question.
+        taken = {question_key(p.question) for p in data.qa}
+        taken |= {question_key(i.question) for i in data.items if i.family not in WRITTEN}
+        for item in data.items:
+            if item.family not in WRITTEN:
+                items.append(item)
+                continue
+            written = _written(item, replies.get(item.item_id, ""))
+            if written is None or question_key(written.question) in taken:
+                removed[item.family] += 1
+            else:
+                taken.add(question_key(written.question))
+                items.append(written)
+        row.kept = len(asked) - sum(removed.values())
     families = sorted({i.family for i in data.items})
     pipeline = dict(data.manifest.config.get("pipeline", {}))
     pipeline.update({

@@ -49,6 +49,7 @@ from clstream.protocols.imprint.settings.persona.catalogue import (
 )
 from clstream.protocols.imprint.settings.persona.option_audit import solved_by
 from clstream.protocols.imprint.settings.persona.synthetic import state_at
+from clstream.protocols.imprint.stage_timings import timed
 
 WRITTEN = ("TempUpd", "RefRes", "ImpRel")
 CHOICE = ("CompRel", "ImpRel")
@@ -139,23 +140,25 @@ async def run_persona_stages(data: Dataset, model: Model, out_dir: str | Path) -
     items = list(data.items)
 
     writable = [i for i in items if i.family in WRITTEN]
-    replies = await calls.run([calls.request(i.item_id, fmt.WRITE, _write_payload(i))
-                               for i in writable])
     kept: list[Item] = []
-    training = {question_key(p.question) for p in data.qa}
-    for item in items:
-        if item.family not in WRITTEN:
-            kept.append(item)
-            continue
-        written = _written(item, replies.get(item.item_id, ""))
-        if written is None or question_key(written.question) in training:
-            removed["writer"][item.family] += 1
-        elif item.family == "ImpRel" and solved_by(written.question, written.options,
-                                                   str(written.gold)):
-            removed["option_only"][item.family] += 1
-        else:
-            kept.append(written.model_copy(update={"meta": {**written.meta,
-                                                            "draft": item.question}}))
+    with timed("writer", len(writable)) as row:
+        replies = await calls.run([calls.request(i.item_id, fmt.WRITE, _write_payload(i))
+                                   for i in writable])
+        training = {question_key(p.question) for p in data.qa}
+        for item in items:
+            if item.family not in WRITTEN:
+                kept.append(item)
+                continue
+            written = _written(item, replies.get(item.item_id, ""))
+            if written is None or question_key(written.question) in training:
+                removed["writer"][item.family] += 1
+            elif item.family == "ImpRel" and solved_by(written.question, written.options,
+                                                       str(written.gold)):
+                removed["option_only"][item.family] += 1
+            else:
+                kept.append(written.model_copy(update={"meta": {**written.meta,
+                                                                "draft": item.question}}))
+        row.kept = len(writable) - len(items) + len(kept)
     items = kept
 
     async def audit(stage: str, families: tuple[str, ...],
@@ -163,20 +166,22 @@ async def run_persona_stages(data: Dataset, model: Model, out_dir: str | Path) -
                     drop: Callable[[Item, str | None], bool]) -> None:
         nonlocal items
         asked = [i for i in items if i.family in families]
-        answers = await calls.run([calls.request(f"{stage}/{i.item_id}", stage, payload(i))
-                                   for i in asked])
-        survivors = []
-        for item in items:
-            if item.family not in families:
-                survivors.append(item)
-                continue
-            value = fmt.labelled(answers.get(f"{stage}/{item.item_id}", ""), stage)
-            if value is None:
-                unreadable[stage] += 1
-            if drop(item, value):
-                removed[stage][item.family] += 1
-            else:
-                survivors.append(item)
+        with timed(stage, len(asked)) as row:
+            answers = await calls.run([calls.request(f"{stage}/{i.item_id}", stage, payload(i))
+                                       for i in asked])
+            survivors = []
+            for item in items:
+                if item.family not in families:
+                    survivors.append(item)
+                    continue
+                value = fmt.labelled(answers.get(f"{stage}/{item.item_id}", ""), stage)
+                if value is None:
+                    unreadable[stage] += 1
+                if drop(item, value):
+                    removed[stage][item.family] += 1
+                else:
+                    survivors.append(item)
+            row.kept = len(asked) - len(items) + len(survivors)
         items = survivors
 
     def question(item: Item) -> dict[str, Any]:

@@ -96,6 +96,7 @@ from clstream.protocols.imprint.settings.persona.questions import (
     persona_items,
     training_pairs,
 )
+from clstream.protocols.imprint.stage_timings import timed_build
 
 __all__ = ["ABSTAIN_GOLD", "AFFORDANCES", "CATALOGUE", "CATALOGUE_BY_KEY", "EXPLICITNESS",
            "GENERATOR", "PAPER_CHUNK_TOKENS", "STOP_WORDS", "Attribute", "PersonaConfig", "Value",
@@ -107,6 +108,7 @@ _FIRST_NAMES = ("Ava", "Bruno", "Chiara", "Dmitri", "Esme", "Farid", "Greta", "H
                 "Jonas", "Kemi", "Lior", "Maren", "Nils", "Odile", "Pavel")
 
 
+@timed_build("template_build")
 def generate_persona(config: PersonaConfig | None = None) -> Dataset:
     """The personalization dataset for ``config``: one instance per persona (docs/imprint.md §2)."""
     config = config or PersonaConfig()
