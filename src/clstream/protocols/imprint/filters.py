@@ -20,7 +20,9 @@ Thresholds (project readings, configurable; docs/imprint.md §4.7):
 BoundAbs items are never filtered (App. D.1); their counts are still recorded, as the paper
 stores retrieval verdicts as difficulty. Items judged ``llm`` are filtered only when an
 :class:`~clstream.protocols.imprint.llm_judges.LLMJudge` is given; otherwise they are kept unjudged.
-Every kept item records ``filters: {"blind": {"model", "k_correct", "n"}, "ctx": {...}}``.
+Every kept item records ``filters: {"blind": {"model", "k_correct", "n"}, "ctx": {...}}``; the
+manifest's ``config.filters`` records the thresholds and, per family, how many items each
+filter removed (``removed: {family: {"blind", "ctx"}}``), as the card does for every audit.
 Replies are cached by request hash in a JSON Lines file
 (:class:`~clstream.protocols.imprint.llm_judges.ReplyCache`; one ``{"key", "model", "item_id", "samples"}``
 record per request), so a re-run with the same model, items, documents and ``n`` makes no
@@ -225,8 +227,11 @@ async def apply_filters(dataset: Dataset, model: Model, *, n: int = 8,
     settings = {"version": FILTER_VERSION, "model": model.name, "n": n,
                 "blind_max_open": blind_max_open, "blind_max_binary": blind_max_binary,
                 "ctx_min": ctx_min, "llm_judge": llm.name if llm is not None else None}
-    manifest = dataset.manifest.model_copy(
-        update={"config": {**dataset.manifest.config, "filters": settings}})
+    # The card records what each filter removed per family, as it does for every audit.
+    removed = {f: {"blind": families[f]["dropped_blind"], "ctx": families[f]["dropped_ctx"]}
+               for f in [*FAMILIES, *sorted(families)] if f in families}
+    manifest = dataset.manifest.model_copy(update={"config": {
+        **dataset.manifest.config, "filters": {**settings, "removed": removed}}})
     report = {
         **settings,
         "families": {f: families[f] for f in [*FAMILIES, *sorted(families)] if f in families},
