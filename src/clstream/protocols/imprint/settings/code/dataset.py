@@ -23,8 +23,9 @@ in it, then a user's usage directory. A snippet is kept only if (a) it imports t
 (b) every masked reference resolves through the snippet's own imports to the canonical path or a
 public alias of it (``obj.leaf`` only for a method whose leaf is unique in the package), and
 (c) after masking with the paper's regexes (``\\b<leaf>\\b`` for callables, ``\\b<param>\\s*``
-for parameters; zero substitutions reject) no trace of the leaf is left. Nothing is executed. The snippets and their gates are in
-:mod:`.snippets`, whose public names this module re-exports.
+for parameters; zero substitutions reject) no trace of the leaf is left. Nothing is executed.
+The snippets and their gates are in :mod:`.snippets`, whose public names this module
+re-exports.
 """
 
 from __future__ import annotations

@@ -189,7 +189,8 @@ async def write_code_items(data: Dataset, model: Model, *, cache_path: str | Pat
         asks: dict[str, str] = {}
         for item in targets:
             meta, doc = page(item)
-            fields = {"Library": library, "Kind": str(meta["kind"]), "Version": str(meta["version"])}
+            fields = {"Library": library, "Kind": str(meta["kind"]),
+                      "Version": str(meta["version"])}
             if item.family == "RefRes":
                 asks[item.item_id] = prompt(REFRES_TASK, _REFRES_ASK,
                                             {**fields, "Identifier": str(meta["leaf"])}, doc,
@@ -198,7 +199,8 @@ async def write_code_items(data: Dataset, model: Model, *, cache_path: str | Pat
                 masked_doc = re.sub(rf"\b{re.escape(str(meta['leaf']))}\b", MASK, doc)
                 snippet = item.question.split("\n\n", 1)[1]
                 asks[item.item_id] = prompt(COMPREL_TASK, _COMPREL_ASK, fields,
-                                            f"{masked_doc}\n\nSnippet:\n{snippet}", "Documentation")
+                                            f"{masked_doc}\n\nSnippet:\n{snippet}",
+                                            "Documentation")
         written = await _ask(calls, asks)
 
         drafts: dict[str, str] = {}
@@ -241,7 +243,8 @@ async def write_code_items(data: Dataset, model: Model, *, cache_path: str | Pat
                 continue
             verdict = _text((verdicts.get(item.item_id) or {}).get("verdict")).lower()
             if verdict != "faithful":
-                removed[item.family][f"validator_{verdict if verdict in VERDICTS else 'unreadable'}"] += 1
+                reason = verdict if verdict in VERDICTS else "unreadable"
+                removed[item.family][f"validator_{reason}"] += 1
                 continue
             text, meta = drafts[item.item_id], page(item)[0]
             if item.family == "RefRes":
