@@ -21,8 +21,8 @@ import time
 
 
 def sandboxed_runs(count: int) -> float:
-    from clstream.protocols.clbench.envs.codebase import CodebaseEnv
-    from clstream.protocols.clbench.envs.codebase_sandbox import run_program
+    from clstream.protocols.clbench.envs.codebase.environment import CodebaseEnv
+    from clstream.protocols.clbench.envs.codebase.sandbox import run_program
 
     env = CodebaseEnv(0, "short")
     issue = next(iter(env.issues.values()))
@@ -35,7 +35,7 @@ def sandboxed_runs(count: int) -> float:
 
 def real_evaluations(count: int) -> dict[str, float]:
     """Seconds per issue evaluation (the reference fix of the first issue of each repository)."""
-    from clstream.protocols.clbench.envs.codebase import CodebaseEnv
+    from clstream.protocols.clbench.envs.codebase.environment import CodebaseEnv
 
     env = CodebaseEnv(0, "short", options={"repos": "real"})
     out = {}
@@ -50,7 +50,7 @@ def real_evaluations(count: int) -> dict[str, float]:
 
 
 def cli_steps(repos: str = "generated") -> tuple[float, float]:
-    from clstream.protocols.clbench.envs.codebase import CodebaseEnv
+    from clstream.protocols.clbench.envs.codebase.environment import CodebaseEnv
     from clstream.protocols.clbench.policies import ScriptedDebugger, play_stateful, play_stateless
 
     env = CodebaseEnv(0, "short", options={"repos": repos})

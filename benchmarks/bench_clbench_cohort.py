@@ -6,7 +6,7 @@
   (start-up, the lifelines import, schedule building and store writes included) and per
   second of the run's own wall time as the store records it;
 - environment: the environment alone in this process, driven by its builtin policy
-  (:class:`~clstream.protocols.clbench.envs.cohort_policy.PooledCohorts`): the stateless arm
+  (:class:`~clstream.protocols.clbench.envs.cohort.policy.PooledCohorts`): the stateless arm
   and one stateful rollout of each schedule, steps per second (lifelines already imported);
 - generation: building the environment (the 50,000-patient population, the true curves of
   the 36 cohorts) and the population alone, median of ``--repeats``.
@@ -24,8 +24,8 @@ from statistics import median
 
 from cli_timing import machine, run_cli, write_section
 
-from clstream.protocols.clbench.envs.cohort import CohortEnv
-from clstream.protocols.clbench.envs.cohort_population import make_population
+from clstream.protocols.clbench.envs.cohort.environment import CohortEnv
+from clstream.protocols.clbench.envs.cohort.population import make_population
 from clstream.protocols.clbench.policies import PooledCohorts, play_stateful, play_stateless
 from clstream.store.db import ResultsStore
 

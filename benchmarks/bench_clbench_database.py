@@ -17,8 +17,8 @@ import time
 
 from cli_timing import machine, write_section
 
-from clstream.protocols.clbench.envs import dbgen
-from clstream.protocols.clbench.envs.database import SIZES, DatabaseEnv
+from clstream.protocols.clbench.envs.database import generator
+from clstream.protocols.clbench.envs.database.environment import SIZES, DatabaseEnv
 
 
 def _megabytes(conn: sqlite3.Connection) -> float:
@@ -29,13 +29,13 @@ def _megabytes(conn: sqlite3.Connection) -> float:
 
 def bench_size(name: str, seed: int) -> list[str]:
     n_products, n_reviews = SIZES[name]
-    layout = dbgen.make_layout(seed)
+    layout = generator.make_layout(seed)
     start = time.perf_counter()
-    pre = dbgen.build_database(seed, layout, n_products, n_reviews)
+    pre = generator.build_database(seed, layout, n_products, n_reviews)
     built = time.perf_counter()
-    post = dbgen.migrate(pre, seed, layout)
+    post = generator.migrate(pre, seed, layout)
     migrated = time.perf_counter()
-    bank = dbgen.make_questions(seed, layout, pre, post)
+    bank = generator.make_questions(seed, layout, pre, post)
     banked = time.perf_counter()
     env = DatabaseEnv(seed, options={"size": name})  # builds again, then copies (cached after)
     start_copy = time.perf_counter()
@@ -43,12 +43,12 @@ def bench_size(name: str, seed: int) -> list[str]:
     copied = time.perf_counter()
     env.close()
     counts = []
-    for category in dbgen.CATEGORIES:
+    for category in generator.CATEGORIES:
         g = layout.group[category]
         products = pre.execute(f"SELECT COUNT(*) FROM {g}_products").fetchone()[0]
         reviews = pre.execute(f"SELECT COUNT(*) FROM {g}_reviews").fetchone()[0]
         counts.append(f"{category} {products:,}/{reviews:,}")
-    bites = sum(dbgen.drift_bites(q, pre, post) for q in bank if q.post)
+    bites = sum(generator.drift_bites(q, pre, post) for q in bank if q.post)
     line = (f"{name:<7}{built - start:>8.1f}{migrated - built:>9.1f}{banked - migrated:>7.1f}"
             f"{copied - start_copy:>7.2f}{_megabytes(pre):>8.0f}{_megabytes(post):>8.0f}"
             f"{bites:>5}/{sum(q.post for q in bank)}")

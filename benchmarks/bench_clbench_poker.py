@@ -21,8 +21,8 @@ from pathlib import Path
 from cli_timing import machine, markdown_table, run_cli, write_section
 
 from clstream.core.environment import Policy
-from clstream.protocols.clbench.envs.poker import PokerEnv
-from clstream.protocols.clbench.envs.poker_policy import OpponentModeler, TAGHeuristic
+from clstream.protocols.clbench.envs.poker.environment import PokerEnv
+from clstream.protocols.clbench.envs.poker.policy import OpponentModeler, TAGHeuristic
 from clstream.protocols.clbench.policies import InstanceRun, play_stateful, play_stateless
 from clstream.store.db import ResultsStore
 

@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from cli_timing import machine, markdown_table, write_section
 
 from clstream.judges.isolation import allowed_packages
-from clstream.protocols.clbench.envs.sales import WORKSPACE_PACKAGES, SalesEnv
-from clstream.protocols.clbench.envs.sales_policy import SalesForecaster
-from clstream.protocols.clbench.envs.sales_program import FORECAST_PROGRAM
+from clstream.protocols.clbench.envs.sales.environment import WORKSPACE_PACKAGES, SalesEnv
+from clstream.protocols.clbench.envs.sales.policy import SalesForecaster
+from clstream.protocols.clbench.envs.sales.program import FORECAST_PROGRAM
 from clstream.protocols.clbench.policies import (
     InstanceRun,
     play_stateful,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clstream.core.errors import StoreError
-from clstream.store import db
+from clstream.store import connection
 from clstream.store.db import Record, ResultsStore
 
 
@@ -76,7 +76,7 @@ def test_read_only_directory_is_one_line(tmp_path: Path, monkeypatch: pytest.Mon
     def read_only(*args: object, **kwargs: object) -> None:
         raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / "res" / ".writer.lock"))
 
-    monkeypatch.setattr(db, "open", read_only, raising=False)
+    monkeypatch.setattr(connection, "open", read_only, raising=False)
     with pytest.raises(StoreError) as info:
         ResultsStore(tmp_path / "res", writer=True)
     assert str(info.value) == (f"{tmp_path / 'res'}: cannot write to the results directory:"

@@ -16,6 +16,7 @@ import pytest
 from clstream.core.errors import StoreError
 from clstream.core.records import Record
 from clstream.core.types import Usage
+from clstream.store import schema
 from clstream.store.db import DB_NAME, SCHEMA_VERSION, ResultsStore
 
 V1_SCHEMA = """
@@ -206,13 +207,13 @@ def test_v1_resumes_after_migration(tmp_path: Path) -> None:
 
 def test_migration_is_one_transaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     res = write_v1(tmp_path / "res")
-    original = ResultsStore._migrate_v1
+    original = schema._migrate_v1
 
-    def migrate_then_die(self: ResultsStore) -> None:
-        original(self)
+    def migrate_then_die(conn: sqlite3.Connection) -> None:
+        original(conn)
         raise KeyboardInterrupt  # a kill after the records table was rebuilt
 
-    monkeypatch.setattr(ResultsStore, "_migrate_v1", migrate_then_die)
+    monkeypatch.setattr(schema, "_migrate_v1", migrate_then_die)
     with pytest.raises(KeyboardInterrupt):
         ResultsStore(res, writer=True)
     monkeypatch.undo()

@@ -51,16 +51,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from clstream.judges.isolation import Isolation, resolve
-from clstream.judges.sandbox import (
-    Capture,
-    Launched,
-    Status,
-    classify,
-    clean_text,
-    launch,
-    loader_source,
-    pump,
-)
+from clstream.judges.loader import loader_source
+from clstream.judges.processes import Capture, Launched, launch, pump
+from clstream.judges.sandbox import Status, classify, clean_text
 
 MAX_MESSAGE = 8 << 20  # bytes of one call or reply
 GONE_GRACE_S = 1.0  # how long a candidate that stopped answering may take to exit

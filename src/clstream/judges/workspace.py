@@ -28,14 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from clstream.judges.isolation import Isolation, allowed_packages, resolve
-from clstream.judges.sandbox import (
-    Capture,
-    SandboxResult,
-    ended,
-    launch,
-    loader_source,
-    pump,
-)
+from clstream.judges.loader import loader_source
+from clstream.judges.processes import Capture, launch, pump
+from clstream.judges.sandbox import SandboxResult, ended
 
 MAX_PATH_CHARS = 120
 MAX_FILES = 200

@@ -3,40 +3,14 @@
 Why this shape (docs/design.md §5, §6): every answer is committed as it is produced, so a run
 killed at any point (even SIGKILL) loses at most the answers of the batch in flight; rerunning
 the same spec finds what is done by primary key and never redoes or duplicates it. One writer
-per directory is enforced with an advisory file lock, so two processes can never interleave
-writes ("database is locked" was a known failure of other harnesses); readers (summary, export,
-report) open the database read-only and need no lock.
+per directory is enforced with an advisory file lock (:mod:`clstream.store.connection`), so two
+processes can never interleave writes; readers (summary, export, report) open the database
+read-only and need no lock.
 
-Records are generic across protocols: ``(run_id, kind, key)`` is unique, the protocol-specific
-content lives in a JSON ``payload``, token usage sits in columns so totals are one query, and the
-coordinates all four protocols share (stream, step, rollout, arm, sample, score) are typed,
-nullable columns so that metrics select and aggregate them without decoding JSON. The step keeps
-its column name ``t`` (as in ``states``), so SQL written against version 1 keeps working; the
-Python side also calls it ``step`` (rows from :meth:`ResultsStore.iter_records` carry both).
-
-Schema versions. Results directories outlive releases, so the schema carries a version in
-``meta`` and every release reads every older one:
-
-* version 1 stored the step as ``t INTEGER NOT NULL`` and had none of the other coordinates;
-* version 2 makes ``t`` nullable (ImprintBench items have no step), adds ``rollout``,
-  ``arm``, ``sample`` and ``score``, and indexes records in the order they are read;
-* version 3 adds ``states.base``: NULL for a memory snapshot stored whole, else the
-  step whose snapshot this row's delta applies to (:mod:`clstream.store.snapshots`), so a run's
-  stored snapshots grow linearly in its stream;
-* version 4 (this one) adds the transcript tables ``calls``, ``transcript_nodes`` and
-  ``transcript_parts``: every model call of a run, its messages stored by content
-  (:mod:`clstream.store.transcripts`).
-
-A writer migrates an older database in place, in the same transaction that takes the database
-over, so a kill during the migration leaves the old database untouched. Version 1 -> 2 rebuilds
-the records table (SQLite cannot drop ``NOT NULL`` from a column in place): copy, drop, rename.
-Version 2 -> 3 adds the ``base`` column to ``states`` (every snapshot stored before is whole).
-Version 3 -> 4 creates the (empty) transcript tables: runs stored before hold no transcripts.
-A reader cannot write, so on an older database it shadows ``records`` (version 1) and ``states``
-(versions 1 and 2) with temporary views of the current shape (missing columns read as NULL);
-every query, including ones other modules run on :attr:`ResultsStore.conn`, then sees one shape
-whichever version is on disk. A database without transcript tables reads as holding no calls. A database
-from a newer release is refused, naming both versions, rather than misread.
+:class:`ResultsStore` is the one way in: this module holds its lifecycle and everything it
+writes (runs, datasets, records, memory snapshots, model calls); the tables and their versions
+are :mod:`clstream.store.schema`, the record queries :mod:`clstream.store.reads`, memory
+snapshot chains :mod:`clstream.store.snapshots` and transcripts :mod:`clstream.store.transcripts`.
 
 Secrets and text safety (docs/design.md §5, §7): every string the store writes (record payloads at
 any depth, error text, keys, run specs and info, dataset views, memory snapshots) passes through
@@ -48,7 +22,6 @@ as its backslash escape, so no stored string can hold a credential or fail to en
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import sqlite3
@@ -56,18 +29,26 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from typing import IO, TYPE_CHECKING, Any
 
 from clstream.core.errors import StoreError
-from clstream.core.files import disk_cause, os_error_cause, sqlite_disk_cause
+from clstream.core.files import os_error_cause
 from clstream.core.outputs import RESULTS_DB
 from clstream.core.records import Record, RunRow, RunStatus, StoredRecord
 from clstream.core.secrets import Scrubber, environment_secrets, registered_secrets
 from clstream.core.transcripts import NotedCall
-from clstream.core.types import Usage
+from clstream.store import schema
+from clstream.store.connection import (
+    LOCK_NAME,
+    StoreConnection,
+    open_database,
+    reader_uri,
+    release_writer_lock,
+    take_writer_lock,
+)
+from clstream.store.reads import UNREADABLE_ERROR, RecordReads
+from clstream.store.schema import RECORD_COLUMNS, RETRY_COLUMNS, SCHEMA_VERSION
 from clstream.store.snapshots import SnapshotChains
-from clstream.store.transcripts import SCHEMA as TRANSCRIPT_SCHEMA
 from clstream.store.transcripts import TranscriptRows, TranscriptWriter, count_calls, read_calls
 
 __all__ = [
@@ -76,136 +57,9 @@ __all__ = [
 ]
 
 DB_NAME = RESULTS_DB
-LOCK_NAME = ".writer.lock"
-SCHEMA_VERSION = 4
-
-# Every column of ``records`` in table order; inserts name them, so the order is not load-bearing.
-RECORD_COLUMNS = (
-    "run_id", "kind", "key", "stream", "t", "rollout", "arm", "sample", "score", "payload",
-    "error", "stage", "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens",
-    "latency_s", "cache_hit", "created_at",
-)
-# The error a record is given when its stored payload cannot be decoded: it is then not done,
-# and a resume redoes it as it redoes any failed record (:meth:`ResultsStore.mark_unreadable`).
-UNREADABLE_ERROR = "its stored payload could not be read (not JSON)"
-# What a retry of a stored error replaces (everything but the primary key).
-_RETRY_COLUMNS = [c for c in RECORD_COLUMNS if c not in ("run_id", "kind", "key")]
 
 
-def _records_table(name: str) -> str:
-    return f"""CREATE TABLE IF NOT EXISTS {name} (
-    run_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    key TEXT NOT NULL,
-    stream TEXT NOT NULL DEFAULT '',
-    t INTEGER,
-    rollout INTEGER,
-    arm TEXT,
-    sample INTEGER,
-    score REAL,
-    payload TEXT NOT NULL,
-    error TEXT,
-    stage TEXT NOT NULL DEFAULT 'generate',
-    prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    cached_tokens INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0,
-    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
-    latency_s REAL NOT NULL DEFAULT 0,
-    cache_hit INTEGER NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL,
-    PRIMARY KEY (run_id, kind, key)
-)"""
-
-
-# The current schema, one statement each (``executescript`` would commit the open transaction).
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    protocol TEXT NOT NULL,
-    system TEXT NOT NULL,
-    model TEXT NOT NULL,
-    dataset_sha256 TEXT NOT NULL,
-    spec TEXT NOT NULL,
-    info TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    wall_s REAL NOT NULL DEFAULT 0
-)""",
-    """CREATE TABLE IF NOT EXISTS datasets (
-    sha256 TEXT PRIMARY KEY,
-    path TEXT NOT NULL,
-    content TEXT NOT NULL
-)""",
-    _records_table("records"),
-    """CREATE TABLE IF NOT EXISTS states (
-    run_id TEXT NOT NULL,
-    stream TEXT NOT NULL,
-    t INTEGER NOT NULL,
-    state TEXT NOT NULL,
-    base INTEGER,
-    PRIMARY KEY (run_id, stream, t)
-)""",
-    # Reads go per run and kind in (stream, step, key) order (resume, export, metrics); the
-    # primary key serves counts and key look-ups, these two serve the ordered scans.
-    "CREATE INDEX IF NOT EXISTS records_by_kind ON records (run_id, kind, stream, t, key)",
-    "CREATE INDEX IF NOT EXISTS records_by_run ON records (run_id, stream, t, key)",
-    *TRANSCRIPT_SCHEMA,
-)
-
-# A version 1 records table read through the version 2 shape (read-only opens).
-_V1_READ_VIEW = (
-    "CREATE TEMP VIEW records AS SELECT run_id, kind, key, stream, t,"
-    " NULL AS rollout, NULL AS arm, NULL AS sample, NULL AS score, payload, error, stage,"
-    " prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, latency_s, cache_hit,"
-    " created_at FROM main.records"
-)
-
-# A version 1 or 2 states table read through the version 3 shape: every snapshot is whole.
-_V2_STATES_READ_VIEW = (
-    "CREATE TEMP VIEW states AS SELECT run_id, stream, t, state, NULL AS base FROM main.states"
-)
-
-_V1_COPY = (
-    f"INSERT INTO records_v2 ({', '.join(RECORD_COLUMNS)}) SELECT run_id, kind, key, stream, t,"
-    " NULL, NULL, NULL, NULL, payload, error, stage, prompt_tokens, cached_tokens,"
-    " completion_tokens, reasoning_tokens, latency_s, cache_hit, created_at FROM records"
-)
-
-
-def _disk_error(path: Path, exc: sqlite3.Error) -> StoreError | None:
-    """A one-line error naming the database and the real cause when ``exc`` comes from the
-    disk (full, read-only, I/O error, permissions); None for any other SQLite error."""
-    cause = sqlite_disk_cause(exc, path)
-    return None if cause is None else StoreError(f"{path}: {cause}")
-
-
-class _Connection(sqlite3.Connection):
-    """A connection whose disk errors are :class:`StoreError` naming the database and the cause
-    (SQLite's "disk I/O error" on a full or read-only disk says neither); other errors are
-    SQLite's own, so the callers that tell a foreign file from a results database still can."""
-
-    path = Path(DB_NAME)
-
-    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
-        try:
-            return super().execute(sql, parameters)
-        except sqlite3.OperationalError as exc:
-            error = _disk_error(self.path, exc)
-            if error is None:
-                raise
-            raise error from None
-
-    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
-        try:
-            return super().executemany(sql, parameters)
-        except sqlite3.OperationalError as exc:
-            error = _disk_error(self.path, exc)
-            if error is None:
-                raise
-            raise error from None
-
-
-class ResultsStore:
+class ResultsStore(RecordReads):
     """A results directory. ``writer=True`` takes the directory's writer lock (and brings an
     older database up to the current schema); readers take no lock and change nothing. Its
     reading methods are :class:`~clstream.core.reader.ResultsReader`, what protocols see, and
@@ -219,7 +73,7 @@ class ResultsStore:
         self._scrubber = Scrubber(self._secrets | registered_secrets())
         self.path = self.dir / DB_NAME
         self.writer = writer
-        self._lock_fh: Any = None
+        self._lock_fh: IO[str] | None = None
         self.schema_version = SCHEMA_VERSION  # the version on disk, for a reader of an old one
         if writer:
             try:
@@ -227,7 +81,7 @@ class ResultsStore:
             except OSError as exc:
                 raise StoreError(f"{self.dir}: cannot create the results directory:"
                                  f" {os_error_cause(exc)}") from None
-            self._take_lock()
+            self._lock_fh = take_writer_lock(self.dir)
             self.conn = self._connect(str(self.path))
             try:
                 self.conn.execute("PRAGMA journal_mode=WAL")
@@ -242,15 +96,7 @@ class ResultsStore:
         else:
             if not self.path.exists():
                 raise StoreError(f"{self.dir}: no results database ({DB_NAME}) in this directory")
-            # On a read-only file system SQLite cannot create the WAL index a reader needs.
-            # With no WAL file no write is in progress, so the file is read as immutable.
-            frozen = (disk_cause(self.dir) == "read-only file system"
-                      and not self.path.with_name(DB_NAME + "-wal").exists())
-            options = "mode=ro&immutable=1" if frozen else "mode=ro"
-            # The path percent-encoded: a directory named with "#", "?" or "%" is a path, not
-            # a URI's fragment or query.
-            location = quote(str(self.path.absolute()), safe="/")
-            self.conn = self._connect(f"file:{location}?{options}", uri=True)
+            self.conn = self._connect(reader_uri(self.path), uri=True)
             try:
                 self._prepare_reader()
             except sqlite3.DatabaseError as exc:
@@ -264,120 +110,30 @@ class ResultsStore:
         self._transcripts = TranscriptWriter(self.conn)
 
     # -- lifecycle -------------------------------------------------------------------------
-    def _connect(self, database: str, uri: bool = False) -> _Connection:
+    def _connect(self, database: str, uri: bool = False) -> StoreConnection:
         """A connection whose disk and file-system errors are one-line StoreErrors."""
         try:
-            conn = sqlite3.connect(database, uri=uri, isolation_level=None, factory=_Connection)
-        except sqlite3.Error as exc:
+            return open_database(database, self.path, uri)
+        except StoreError:
             if self._lock_fh is not None:
                 self.close()
-            raise _disk_error(self.path, exc) or StoreError(f"{self.path}: {exc}") from None
-        conn.path = self.path
-        return conn
-
-    def _take_lock(self) -> None:
-        try:
-            fh = open(self.dir / LOCK_NAME, "a+")  # noqa: SIM115 - held for the store's lifetime
-        except OSError as exc:
-            raise StoreError(f"{self.dir}: cannot write to the results directory:"
-                             f" {os_error_cause(exc)}") from None
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.close()
-            raise StoreError(
-                f"{self.dir}: another clstream process is writing to this directory"
-            ) from None
-        self._lock_fh = fh
-
-    def _tables(self) -> set[str]:
-        return {r[0] for r in self.conn.execute("SELECT name FROM main.sqlite_master"
-                                                " WHERE type='table'")}
-
-    def _stored_version(self, tables: set[str]) -> int | None:
-        """The schema version on disk; None for a database holding no clstream tables yet.
-
-        A database whose version row is missing (a version 1 writer killed between creating the
-        tables and recording the version) is recognised by the columns of its records table."""
-        if "meta" in tables:
-            row = self.conn.execute(
-                "SELECT value FROM main.meta WHERE key='schema_version'"
-            ).fetchone()
-            if row is not None:
-                try:
-                    return int(row[0])
-                except ValueError:
-                    raise StoreError(
-                        f"{self.path}: not a clstream results database"
-                        f" (schema version {row[0]!r})"
-                    ) from None
-        if "records" in tables:
-            columns = {r[1] for r in self.conn.execute("PRAGMA main.table_info(records)")}
-            return 2 if "rollout" in columns else 1
-        return None
-
-    def _check_known(self, version: int) -> None:
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: schema version {version} was written by a newer clstream;"
-                f" this one reads versions 1 to {SCHEMA_VERSION} (upgrade clstream)"
-            )
-        if version < 1:
-            raise StoreError(f"{self.path}: not a clstream results database"
-                             f" (schema version {version})")
+            raise
 
     def _prepare_writer(self) -> None:
         """Create, check or migrate the schema in one transaction, so a kill leaves the
         database as it was or fully at the current version."""
         with self._transaction():
-            tables = self._tables()
-            if tables and not tables & {"meta", "runs", "records"}:
-                raise StoreError(f"{self.path}: not a clstream results database"
-                                 f" (tables: {', '.join(sorted(tables))})")
-            version = self._stored_version(tables)
-            if version is not None:
-                self._check_known(version)
-                if version == 1:
-                    self._migrate_v1()
-            for statement in _SCHEMA:
-                self.conn.execute(statement)
-            if not self._has_state_base():  # version 2 -> 3
-                self.conn.execute("ALTER TABLE states ADD COLUMN base INTEGER")
-            if version != SCHEMA_VERSION:  # else unchanged: a writer that stores nothing
-                # leaves the file byte for byte as it was
-                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
-                                  (str(SCHEMA_VERSION),))
-
-    def _migrate_v1(self) -> None:
-        """Version 1 -> 2 inside the caller's transaction: rebuild ``records`` with a nullable
-        ``t`` and the new coordinate columns; every other table is unchanged."""
-        self.conn.execute(_records_table("records_v2"))
-        self.conn.execute(_V1_COPY)
-        self.conn.execute("DROP TABLE records")
-        self.conn.execute("ALTER TABLE records_v2 RENAME TO records")
-
-    def _has_state_base(self) -> bool:
-        return "base" in {r[1] for r in self.conn.execute("PRAGMA main.table_info(states)")}
+            schema.create_or_migrate(self.conn, self.path)
 
     def _prepare_reader(self) -> None:
-        tables = self._tables()
-        version = self._stored_version(tables)
-        if version is None or "runs" not in tables:
-            raise StoreError(f"{self.path}: not a clstream results database (no runs table)")
-        self._check_known(version)
-        self.schema_version = version
-        if version == 1:
-            self.conn.execute(_V1_READ_VIEW)
-        if "states" in tables and not self._has_state_base():
-            self.conn.execute(_V2_STATES_READ_VIEW)
+        self.schema_version = schema.prepare_reader(self.conn, self.path)
 
     def close(self) -> None:
         conn = getattr(self, "conn", None)
         if conn is not None:
             conn.close()
         if self._lock_fh is not None:
-            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
-            self._lock_fh.close()
+            release_writer_lock(self._lock_fh)
             self._lock_fh = None
 
     def __enter__(self) -> ResultsStore:
@@ -597,7 +353,7 @@ class ResultsStore:
     def _upsert(self, rows: list[tuple[Any, ...]]) -> int:
         """Insert record rows (every column, in table order); a stored error is replaced, a
         stored success never is."""
-        updates = ", ".join(f"{c}=excluded.{c}" for c in _RETRY_COLUMNS)
+        updates = ", ".join(f"{c}=excluded.{c}" for c in RETRY_COLUMNS)
         cur = self.conn.executemany(
             f"INSERT INTO records ({', '.join(RECORD_COLUMNS)})"
             f" VALUES ({', '.join('?' * len(RECORD_COLUMNS))})"
@@ -653,92 +409,6 @@ class ResultsStore:
         """How many model calls of the run are stored."""
         return count_calls(self.conn, run_id)
 
-    @staticmethod
-    def _where(run_id: str, kind: str | None, filters: dict[str, Any],
-               errors: bool | None = None) -> tuple[str, tuple[Any, ...]]:
-        """A WHERE clause over the run, kind and typed columns; None means "any"."""
-        sql = " WHERE run_id=?"
-        args: list[Any] = [run_id]
-        if kind is not None:
-            sql += " AND kind=?"
-            args.append(kind)
-        for column, value in filters.items():
-            if value is not None:
-                sql += f" AND {column}=?"
-                args.append(value)
-        if errors is True:
-            sql += " AND error IS NOT NULL"
-        elif errors is False:
-            sql += " AND error IS NULL"
-        return sql, tuple(args)
-
-    def done_keys(
-        self, run_id: str, kind: str, stream: str | None = None, *,
-        rollout: int | None = None, arm: str | None = None,
-    ) -> set[str]:
-        """Keys of successful records (errors are not done: resume retries them)."""
-        where, args = self._where(run_id, kind, {"stream": stream, "rollout": rollout,
-                                                 "arm": arm}, errors=False)
-        return {row[0] for row in self.conn.execute("SELECT key FROM records" + where, args)}
-
-    def iter_records(
-        self, run_id: str, kind: str | None = None, *, stream: str | None = None,
-        step: int | None = None, rollout: int | None = None, arm: str | None = None,
-        sample: int | None = None, errors: bool | None = None,
-    ) -> Iterator[sqlite3.Row]:
-        """Raw rows in (stream, step, key) order, optionally narrowed by any typed column.
-
-        Each row has every column of ``records`` (``payload`` still JSON text, the step as
-        ``t``) and ``step``, the same step under the name the typed API uses. ``errors``: True
-        for failed records only, False for successful ones only, None for both."""
-        where, args = self._where(run_id, kind, {"stream": stream, "t": step,
-                                                 "rollout": rollout, "arm": arm,
-                                                 "sample": sample}, errors)
-        yield from self.conn.execute(
-            "SELECT *, t AS step FROM records" + where + " ORDER BY stream, t, key", args
-        )
-
-    def read_records(
-        self, run_id: str, kind: str | None = None, *, stream: str | None = None,
-        step: int | None = None, rollout: int | None = None, arm: str | None = None,
-        sample: int | None = None, errors: bool | None = None,
-    ) -> Iterator[StoredRecord]:
-        """:meth:`iter_records` as typed records with the payload decoded."""
-        for row in self.iter_records(run_id, kind, stream=stream, step=step, rollout=rollout,
-                                     arm=arm, sample=sample, errors=errors):
-            yield StoredRecord(
-                run_id=row["run_id"], kind=row["kind"], key=row["key"], stream=row["stream"],
-                step=row["step"], rollout=row["rollout"], arm=row["arm"], sample=row["sample"],
-                score=row["score"], payload=json.loads(row["payload"]), error=row["error"],
-                stage=row["stage"],
-                usage=Usage(prompt_tokens=row["prompt_tokens"],
-                            cached_tokens=row["cached_tokens"],
-                            completion_tokens=row["completion_tokens"],
-                            reasoning_tokens=row["reasoning_tokens"],
-                            latency_s=row["latency_s"]),
-                cache_hit=bool(row["cache_hit"]), created_at=row["created_at"],
-            )
-
-    def count(
-        self, run_id: str, kind: str, errors: bool | None = None, *,
-        stream: str | None = None, rollout: int | None = None, arm: str | None = None,
-    ) -> int:
-        where, args = self._where(run_id, kind, {"stream": stream, "rollout": rollout,
-                                                 "arm": arm}, errors)
-        return int(self.conn.execute("SELECT COUNT(*) FROM records" + where, args).fetchone()[0])
-
-    def unreadable_records(self, run_id: str) -> list[tuple[str, str]]:
-        """(kind, key) of the run's records whose payload does not decode: a damaged file, or
-        a row changed by hand. SQLite's ``json_valid`` picks the candidates (a payload holding
-        NaN is valid to Python's decoder but not to SQLite's), Python's decoder decides."""
-        try:
-            rows = self.conn.execute("SELECT kind, key, payload FROM records"
-                                     " WHERE run_id=? AND NOT json_valid(payload)", (run_id,))
-        except sqlite3.OperationalError:  # an SQLite without its JSON functions
-            rows = self.conn.execute("SELECT kind, key, payload FROM records WHERE run_id=?",
-                                     (run_id,))
-        return [(kind, key) for kind, key, payload in rows if not _decodes(payload)]
-
     def mark_unreadable(self, run_id: str) -> int:
         """Make every record of the run whose payload does not decode a failed record (error
         :data:`UNREADABLE_ERROR`, unless it already held an error), so that it is not done and
@@ -760,50 +430,6 @@ class ResultsStore:
                     (json.dumps({"unreadable_payload": text}), UNREADABLE_ERROR,
                      run_id, kind, key))
         return len(broken)
-
-    def count_unreadable(self, run_id: str, kinds: Iterable[str] | None = None) -> int:
-        """Records of the run (of ``kinds``, None for all) marked by :meth:`mark_unreadable`
-        and not redone since."""
-        rows = self.conn.execute("SELECT kind, COUNT(*) FROM records WHERE run_id=? AND error=?"
-                                 " GROUP BY kind", (run_id, UNREADABLE_ERROR))
-        wanted = None if kinds is None else set(kinds)
-        return sum(int(n) for kind, n in rows if wanted is None or kind in wanted)
-
-    def usage_by_stage(self, run_id: str) -> dict[str, dict[str, float]]:
-        """Token totals and latency per stage (generate, observe, retrieve, update, ...)."""
-        out: dict[str, dict[str, float]] = {}
-        for row in self.conn.execute(
-            "SELECT stage, SUM(prompt_tokens), SUM(cached_tokens), SUM(completion_tokens),"
-            " SUM(reasoning_tokens), SUM(latency_s), COUNT(*), SUM(cache_hit)"
-            " FROM records WHERE run_id=? GROUP BY stage ORDER BY stage",
-            (run_id,),
-        ):
-            out[row[0]] = {
-                "prompt": int(row[1] or 0), "cached": int(row[2] or 0),
-                "completion": int(row[3] or 0), "reasoning": int(row[4] or 0),
-                "latency_s": float(row[5] or 0.0), "records": int(row[6]),
-                "cache_hits": int(row[7] or 0),
-            }
-        return out
-
-    def usage_by_stream_stage_kind(
-        self, run_id: str
-    ) -> dict[tuple[str, str, str], dict[str, int]]:
-        """Token totals and record counts per (stream, stage, kind), in that sorted order:
-        how a protocol splits a run's cost between its own phases (SeqMem: run and probes)."""
-        out: dict[tuple[str, str, str], dict[str, int]] = {}
-        for row in self.conn.execute(
-            "SELECT stream, stage, kind, SUM(prompt_tokens), SUM(cached_tokens),"
-            " SUM(completion_tokens), SUM(reasoning_tokens), COUNT(*) FROM records"
-            " WHERE run_id=? GROUP BY stream, stage, kind ORDER BY stream, stage, kind",
-            (run_id,),
-        ):
-            out[(row[0], row[1], row[2])] = {
-                "prompt": int(row[3] or 0), "cached": int(row[4] or 0),
-                "completion": int(row[5] or 0), "reasoning": int(row[6] or 0),
-                "records": int(row[7]),
-            }
-        return out
 
     # -- memory snapshots ------------------------------------------------------------------
     def save_state(
@@ -847,12 +473,6 @@ class ResultsStore:
         )]
 
 
-def _decodes(text: str | bytes) -> bool:
-    try:
-        json.loads(text)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    return True
 
 
 def _opt_int(value: int | None) -> int | None:

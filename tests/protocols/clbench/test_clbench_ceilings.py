@@ -1,7 +1,7 @@
 """Every task's r_max is a ceiling (docs/clbench.md §4.7): the builtin policies, a policy that
 reads the answer out of the environment and random ones, over many seeds, never earn more than
 ``best_reward`` on an instance nor more than r_max on average; where the answer can be read,
-the ceiling is reached. Poker has its own, hand by hand (test_clbench_env_poker_ceiling.py)."""
+the ceiling is reached. Poker has its own, hand by hand (envs/poker/test_poker_ceiling.py)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from clstream.protocols.clbench.envs import (
     SpectrumEnv,
 )
 from clstream.protocols.clbench.envs.base import EnvironmentBase
-from clstream.protocols.clbench.envs.codebase_shell import SUBMIT
-from clstream.protocols.clbench.envs.cohort_scoring import COHORTS
+from clstream.protocols.clbench.envs.codebase.shell import SUBMIT
+from clstream.protocols.clbench.envs.cohort.scoring import COHORTS
 from clstream.protocols.clbench.envs.spectrum import BAND
 from clstream.protocols.clbench.policies import POLICIES, play_stateful, play_stateless
 

@@ -18,7 +18,7 @@ from clstream.protocols.clbench.policies import (
 )
 
 # Codebase adaptation's default schedule is a minute of sandboxed runs: its own test module
-# plays it once (test_clbench_env_codebase.py).
+# plays it once (envs/codebase/test_codebase.py).
 CASES = [(name, schedule) for name in sorted(ENVIRONMENTS) for schedule in ("short", "default")
          if (name, schedule) != ("codebase_adaptation", "default")]
 # Least normalized gain: 0.1, but spectrum's short stages (5 scans) give the registry too few

@@ -10,21 +10,21 @@ structure and a stateless one that cannot).
 * :class:`SpectrumRegistry` -- keeps a registry of transmitters seen across scans (running
   mean centre and width, hit count) and reports confirmed ones even while they are silent;
   without memory it reports only the peaks of the current scan.
-* :class:`~clstream.protocols.clbench.envs.sales_policy.SalesForecaster` -- keeps a
+* :class:`~clstream.protocols.clbench.envs.sales.policy.SalesForecaster` -- keeps a
   forecasting program and a pooled panel (every export its program copied, and every year of
   actuals revealed where the feedback reveals them, ``feedback=rich``) in the workspace and reruns the program each year, so it estimates one
   growth rate per category; in a fresh workspace, with only the current instance's turns, it
   forecasts flat from the one visible store-year. It also keeps notes (revealed actuals,
   growth estimates) for notes-only memories.
-* :class:`~clstream.protocols.clbench.envs.database_policy.SchemaExplorer` -- caches schema
+* :class:`~clstream.protocols.clbench.envs.database.policy.SchemaExplorer` -- caches schema
   facts (table per category, columns, price/time/boolean encodings) and answers with one
   query once it knows them; forgets all on a drift notice or a wrong answer; without memory
   it rediscovers them for every question.
-* :class:`~clstream.protocols.clbench.envs.poker_policy.OpponentModeler` -- counts each named
+* :class:`~clstream.protocols.clbench.envs.poker.policy.OpponentModeler` -- counts each named
   opponent's folds, calls and raises over earlier hands and exploits the style they show;
-  without memory it is :class:`~clstream.protocols.clbench.envs.poker_policy.TAGHeuristic`,
+  without memory it is :class:`~clstream.protocols.clbench.envs.poker.policy.TAGHeuristic`,
   the same tight-aggressive play against everyone.
-* :class:`~clstream.protocols.clbench.envs.cohort_policy.PooledCohorts` -- pools per-cohort
+* :class:`~clstream.protocols.clbench.envs.cohort.policy.PooledCohorts` -- pools per-cohort
   survival evidence (patients counted, Kaplan-Meier curve, the instance it came from) across
   studies and regions; without memory it has the one study's in-sample estimates. Its notes
   are that evidence (a :class:`~clstream.core.environment.NoteTaker`).
@@ -50,11 +50,11 @@ from clstream.core.environment import (
     rollout_order,
 )
 from clstream.protocols.clbench.envs.base import instance_of
-from clstream.protocols.clbench.envs.codebase_policy import ScriptedDebugger
-from clstream.protocols.clbench.envs.cohort_policy import PooledCohorts
-from clstream.protocols.clbench.envs.database_policy import SchemaExplorer
-from clstream.protocols.clbench.envs.poker_policy import OpponentModeler, TAGHeuristic
-from clstream.protocols.clbench.envs.sales_policy import SalesForecaster
+from clstream.protocols.clbench.envs.codebase.policy import ScriptedDebugger
+from clstream.protocols.clbench.envs.cohort.policy import PooledCohorts
+from clstream.protocols.clbench.envs.database.policy import SchemaExplorer
+from clstream.protocols.clbench.envs.poker.policy import OpponentModeler, TAGHeuristic
+from clstream.protocols.clbench.envs.sales.policy import SalesForecaster
 
 __all__ = [
     "POLICIES",

@@ -1,4 +1,8 @@
-"""The CL-Bench environments, one module each, procedural from one seed (docs/clbench.md §4).
+"""The CL-Bench environments, procedural from one seed (docs/clbench.md §4).
+
+One package per environment holds its environment class (``environment.py``), what generates
+its instances and its builtin policy (``policy.py``); spectrum, small enough, is one module
+with its policy in :mod:`..policies`. :mod:`.base` is what they share.
 
 :data:`ENVIRONMENTS` maps a task name to its environment class; every class takes
 ``(seed, schedule="default" | "short")``.
@@ -9,11 +13,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from clstream.protocols.clbench.envs.base import EnvironmentBase
-from clstream.protocols.clbench.envs.codebase import CodebaseEnv
-from clstream.protocols.clbench.envs.cohort import CohortEnv
-from clstream.protocols.clbench.envs.database import DatabaseEnv
-from clstream.protocols.clbench.envs.poker import PokerEnv
-from clstream.protocols.clbench.envs.sales import SalesEnv
+from clstream.protocols.clbench.envs.codebase.environment import CodebaseEnv
+from clstream.protocols.clbench.envs.cohort.environment import CohortEnv
+from clstream.protocols.clbench.envs.database.environment import DatabaseEnv
+from clstream.protocols.clbench.envs.poker.environment import PokerEnv
+from clstream.protocols.clbench.envs.sales.environment import SalesEnv
 from clstream.protocols.clbench.envs.spectrum import SpectrumEnv
 
 
