@@ -34,7 +34,7 @@ def test_builtin_names_registered() -> None:
     assert {"full", "window", "rag", "rag+window"} <= set(names("system"))
     assert "builtin" in names("model")
     assert {"oaks", "seqmem", "clbench"} <= set(names("protocol"))
-    assert KINDS == ("protocol", "system", "model", "judge", "policy")
+    assert KINDS == ("protocol", "system", "model", "judge", "policy", "builtin_reply")
     assert {"blind_spectrum_monitoring", "sales_prediction",
             "database_exploration"} <= set(names("policy"))
 
@@ -58,8 +58,16 @@ def test_policies_come_from_the_protocols_that_declare_them(
 def test_models_name_no_protocol() -> None:
     """The builtin model finds policies through the registry, never by a protocol's module."""
     models = Path(registry.__file__).parents[1] / "models"
-    naming = [p.name for p in sorted(models.glob("*.py")) if "clstream.protocols" in p.read_text()]
+    naming = [p.name for p in sorted(models.rglob("*.py")) if "clstream.protocols" in p.read_text()]
     assert naming == []
+
+
+def test_every_builtin_reply_entry_resolves_to_a_replier() -> None:
+    assert {"amem"} <= set(names("builtin_reply"))
+    for name in names("builtin_reply"):
+        handler = resolve("builtin_reply", name)(lambda task: None)
+        assert callable(handler)
+        assert handler([]) is None  # an empty request is no method's
 
 
 def test_resolve_unknown_lists_known() -> None:

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from clstream.core import hipporag_format as formats
 from clstream.core.types import Message
-from clstream.models.builtin_reader import CAP_STOP, DETERMINERS, is_name
+from clstream.models.builtin.reader import CAP_STOP, DETERMINERS, is_name
 
 MAX_RELATION = 5
 MAX_OBJECT = 4

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from clstream.core import layout
 from clstream.core import memagent_format as formats
 from clstream.core.types import Message
-from clstream.models.builtin_reader import is_name, sentence_events, split_sentences, tokens_of
+from clstream.models.builtin.reader import is_name, sentence_events, split_sentences, tokens_of
 from clstream.models.tokenizers import approx_tokenizer
 
 _STEP_TAG = re.compile(r"^\[step \S+/\d+\]$")
