@@ -63,7 +63,7 @@ def test_models_name_no_protocol() -> None:
 
 
 def test_every_builtin_reply_entry_resolves_to_a_replier() -> None:
-    assert {"amem", "memagent"} <= set(names("builtin_reply"))
+    assert {"amem", "hipporag", "memagent"} <= set(names("builtin_reply"))
     for name in names("builtin_reply"):
         handler = resolve("builtin_reply", name)(lambda task: None)
         assert callable(handler)

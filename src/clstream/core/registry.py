@@ -153,6 +153,7 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
         # each in name order; each claims only its own method's requests.
         "builtin_reply": {
             "amem": "clstream.systems.amem.builtin_replies:replier",
+            "hipporag": "clstream.systems.hipporag.builtin_replies:replier",
             "memagent": "clstream.systems.memagent.builtin_replies:replier",
         },
     }

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from clstream.core import imprint_writing, registry
 from clstream.core.registry import BuiltinReply, PolicyLookup
 from clstream.core.types import Message
-from clstream.models import builtin_hipporag
 
 
 class TaskFollower:
@@ -33,7 +32,7 @@ class TaskFollower:
         if self._handlers is None:
             self._handlers = [registry.resolve("builtin_reply", name)(self._policy_of)
                               for name in registry.names("builtin_reply")]
-            self._handlers += [builtin_hipporag.reply, imprint_writing.builtin_reply]
+            self._handlers.append(imprint_writing.builtin_reply)
         return self._handlers
 
     def follow(self, messages: Sequence[Message]) -> str | None:
