@@ -62,8 +62,18 @@ def test_models_name_no_protocol() -> None:
     assert naming == []
 
 
+def test_models_and_core_name_no_method_but_in_the_registry_table() -> None:
+    """A method's formats and the builtin model's replies to them live beside the method; the
+    model reaches them through the registry's ``"module:object"`` strings alone."""
+    src = Path(registry.__file__).parents[1]
+    files = [*sorted((src / "models").rglob("*.py")), *sorted((src / "core").rglob("*.py"))]
+    naming = [str(p.relative_to(src)) for p in files
+              if "clstream.systems" in p.read_text() and p.name != "registry.py"]
+    assert naming == []
+
+
 def test_every_builtin_reply_entry_resolves_to_a_replier() -> None:
-    assert {"amem", "hipporag", "memagent"} <= set(names("builtin_reply"))
+    assert {"amem", "conversation", "hipporag", "memagent"} <= set(names("builtin_reply"))
     for name in names("builtin_reply"):
         handler = resolve("builtin_reply", name)(lambda task: None)
         assert callable(handler)

@@ -153,6 +153,8 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
         # each in name order; each claims only its own method's requests.
         "builtin_reply": {
             "amem": "clstream.systems.amem.builtin_replies:replier",
+            # notepad, mem0 and ace: the note-keeping methods share one conversation base
+            "conversation": "clstream.systems.conversation.builtin_replies:replier",
             "hipporag": "clstream.systems.hipporag.builtin_replies:replier",
             "memagent": "clstream.systems.memagent.builtin_replies:replier",
         },

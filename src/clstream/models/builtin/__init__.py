@@ -34,8 +34,10 @@ order of their passage tags, then the turns of a conversation transcript -- and 
 observation. A system that shows past steps therefore lets the policy learn; one that shows
 none leaves it acting on the current observation alone. When that policy also keeps notes
 (:class:`~clstream.core.environment.NoteTaker`), the prompts of the note-keeping methods --
-notepad, mem0, ace: their action prompts and update calls -- are answered from and with
-notes (:mod:`clstream.models.builtin_notes`). Other prompts are read as above.
+their action prompts and update calls -- are answered from and with notes by those methods'
+replies, which this model reaches, as every method's, through the registry (kind
+``"builtin_reply"``; :mod:`clstream.models.builtin.tasks`), given its policy lookup. Other
+prompts are read as above.
 
 The open-question routines over events live in :mod:`clstream.models.builtin.answer`; this
 module routes questions, does the lexical fallback and multiple choice, and is the Model.
@@ -93,7 +95,6 @@ from clstream.models.builtin.reader import (
 )
 from clstream.models.builtin.recall import recall_answer
 from clstream.models.builtin.tasks import TaskFollower
-from clstream.models.builtin_notes import NoteBridge
 from clstream.models.tokenizers import approx_tokenizer, longest_prefix
 
 READER_VERSION = "builtin-reader-v2"
@@ -285,7 +286,6 @@ class BuiltinReader:
         self.tokenizer = approx_tokenizer()
         self._read_cache: OrderedDict[str, tuple[ReadText, int]] = OrderedDict()
         self._policies: dict[str, Policy] = {}
-        self._notes = NoteBridge(self._policy, shown_turns)
         self._tasks = TaskFollower(self._policy)
 
     def describe(self) -> dict[str, Any]:
@@ -327,9 +327,6 @@ class BuiltinReader:
         followed = self._tasks.follow(request.messages)
         if followed is not None:
             return followed, outside_context + _count_context(context)
-        noted = self._notes.reply(request.messages)
-        if noted is not None:
-            return noted, outside_context + _count_context(context)
         acted = self._act(context, block, request.messages)
         if acted is not None:
             return acted, outside_context + _count_context(context)
