@@ -34,7 +34,7 @@ def test_builtin_names_registered() -> None:
     assert {"full", "window", "rag", "rag+window"} <= set(names("system"))
     assert "builtin" in names("model")
     assert {"oaks", "seqmem", "clbench"} <= set(names("protocol"))
-    assert KINDS == ("protocol", "system", "model", "judge", "policy")
+    assert KINDS == ("protocol", "system", "model", "judge", "policy", "builtin_reply")
     assert {"blind_spectrum_monitoring", "sales_prediction",
             "database_exploration"} <= set(names("policy"))
 
@@ -58,8 +58,26 @@ def test_policies_come_from_the_protocols_that_declare_them(
 def test_models_name_no_protocol() -> None:
     """The builtin model finds policies through the registry, never by a protocol's module."""
     models = Path(registry.__file__).parents[1] / "models"
-    naming = [p.name for p in sorted(models.glob("*.py")) if "clstream.protocols" in p.read_text()]
+    naming = [p.name for p in sorted(models.rglob("*.py")) if "clstream.protocols" in p.read_text()]
     assert naming == []
+
+
+def test_models_and_core_name_no_method_but_in_the_registry_table() -> None:
+    """A method's formats and the builtin model's replies to them live beside the method; the
+    model reaches them through the registry's ``"module:object"`` strings alone."""
+    src = Path(registry.__file__).parents[1]
+    files = [*sorted((src / "models").rglob("*.py")), *sorted((src / "core").rglob("*.py"))]
+    naming = [str(p.relative_to(src)) for p in files
+              if "clstream.systems" in p.read_text() and p.name != "registry.py"]
+    assert naming == []
+
+
+def test_every_builtin_reply_entry_resolves_to_a_replier() -> None:
+    assert {"amem", "conversation", "hipporag", "memagent"} <= set(names("builtin_reply"))
+    for name in names("builtin_reply"):
+        handler = resolve("builtin_reply", name)(lambda task: None)
+        assert callable(handler)
+        assert handler([]) is None  # an empty request is no method's
 
 
 def test_resolve_unknown_lists_known() -> None:

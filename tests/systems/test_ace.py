@@ -28,8 +28,8 @@ from clstream.core.types import GenerationRequest, Query
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.oaks import prompts as oaks_prompts
 from clstream.protocols.seqmem import prompts as seqmem_prompts
-from clstream.systems import conversation_prompts
 from clstream.systems.ace import Ace, Bullet, near_duplicate
+from clstream.systems.conversation import prompts as conversation_prompts
 
 
 def scripted(reflect: str = "", curate: str = "", answer: str = '{"action": "wait"}'

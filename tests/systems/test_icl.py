@@ -29,8 +29,8 @@ from clstream.core.types import Query
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.oaks import prompts as oaks_prompts
 from clstream.protocols.seqmem import prompts as seqmem_prompts
-from clstream.systems import conversation_prompts
 from clstream.systems.conversation import ConversationMethod, Turn
+from clstream.systems.conversation import prompts as conversation_prompts
 from clstream.systems.icl import Icl
 
 

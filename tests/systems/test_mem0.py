@@ -24,7 +24,7 @@ from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Chunk, Document
 from clstream.core.types import GenerationRequest, Query
 from clstream.protocols.oaks import prompts as oaks_prompts
-from clstream.systems import conversation_prompts
+from clstream.systems.conversation import prompts as conversation_prompts
 from clstream.systems.mem0 import Mem0
 
 SEEDED = ["The red door opens with the brass key.", "The vault code of Tirovan is 4721.",

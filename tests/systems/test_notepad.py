@@ -28,7 +28,7 @@ from clstream.core.types import Query
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.oaks import prompts as oaks_prompts
 from clstream.protocols.seqmem import prompts as seqmem_prompts
-from clstream.systems import conversation_prompts
+from clstream.systems.conversation import prompts as conversation_prompts
 from clstream.systems.notepad import Notepad
 
 ACT = '{"action": "push"}'

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, overload
 
@@ -32,11 +32,12 @@ from clstream.core.params import Param, check_args
 
 if TYPE_CHECKING:
     from clstream.core.contracts import Model, System
+    from clstream.core.environment import Policy
     from clstream.core.protocol import StreamProtocol
     from clstream.core.specs import ComponentSpec, RunSpec
-    from clstream.core.types import SamplingParams
+    from clstream.core.types import Message, SamplingParams
 
-Kind = Literal["protocol", "system", "model", "judge", "policy"]
+Kind = Literal["protocol", "system", "model", "judge", "policy", "builtin_reply"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 
 # Optional dependency (top-level module) -> the extra of pyproject.toml that installs it.
@@ -63,6 +64,20 @@ class ModelClass(Protocol):
     spec's ``target`` and arguments plus backend options."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Model: ...
+
+
+PolicyLookup = Callable[[str], "Policy | None"]
+"""The builtin model's lookup of a task's builtin policy (None: the task has none)."""
+BuiltinReply = Callable[[Sequence["Message"]], "str | None"]
+"""A method's replies for the builtin model: the reply to a request the method sent, None
+for any other request."""
+
+
+class BuiltinReplier(Protocol):
+    """What ``resolve("builtin_reply", name)`` returns: given the builtin model's policy
+    lookup, the method's :data:`BuiltinReply` (called once per model, so it may keep state)."""
+
+    def __call__(self, policy_of: PolicyLookup) -> BuiltinReply: ...
 
 
 @dataclass(frozen=True)
@@ -133,6 +148,16 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
         # Builtin (non-LLM) policies, by task name, come from the protocols that own the
         # environments (:func:`_take_declared_policies`); none is written here.
         "policy": {},
+        # The builtin model's replies to the update calls of the memory methods that make
+        # them, each beside its method (a :class:`BuiltinReplier`), by method. The model asks
+        # each in name order; each claims only its own method's requests.
+        "builtin_reply": {
+            "amem": "clstream.systems.amem.builtin_replies:replier",
+            # notepad, mem0 and ace: the note-keeping methods share one conversation base
+            "conversation": "clstream.systems.conversation.builtin_replies:replier",
+            "hipporag": "clstream.systems.hipporag.builtin_replies:replier",
+            "memagent": "clstream.systems.memagent.builtin_replies:replier",
+        },
     }
     return {kind: {name: Entry(kind, name, target) for name, target in entries.items()}
             for kind, entries in table.items()}
@@ -258,7 +283,7 @@ def _load(e: Entry) -> Any:
         raise RegistryError(f"{e.kind} {e.name!r}: {module_name} has no {attr!r}") from None
     if e.kind in ("system", "model") and not inspect.isclass(obj):
         raise RegistryError(f"{e.kind} {e.name!r}: {e.target} is not a class")
-    if e.kind in ("judge", "policy") and not callable(obj):
+    if e.kind in ("judge", "policy", "builtin_reply") and not callable(obj):
         raise RegistryError(f"{e.kind} {e.name!r}: {e.target} is not callable")
     return obj
 
@@ -271,6 +296,8 @@ def resolve(kind: Literal["model"], name: str) -> ModelClass: ...
 def resolve(kind: Literal["protocol"], name: str) -> StreamProtocol: ...
 @overload
 def resolve(kind: Literal["judge"], name: str) -> Callable[..., Any]: ...
+@overload
+def resolve(kind: Literal["builtin_reply"], name: str) -> BuiltinReplier: ...
 @overload
 def resolve(kind: str, name: str) -> Any: ...
 def resolve(kind: str, name: str) -> Any:

@@ -6,7 +6,7 @@ the conversation of the instance in progress (turns as in
 :mod:`clstream.systems.conversation`, cleared at each instance end), and the chunks and
 documents read, kept as passages.
 
-The playbook is kept in the authors' seven sections (:data:`~clstream.core.conversation_formats.
+The playbook is kept in the authors' seven sections (:data:`~clstream.systems.conversation.prompts.
 PLAYBOOK_SECTIONS`: strategies, formulas, code, mistakes, heuristics, clues, other). Answering
 opens the conversation with the whole playbook -- each non-empty section under its heading,
 its bullets ordered by helpful minus harmful (then more helpful, then older first) -- and shows
@@ -46,7 +46,6 @@ from clstream.core.events import Chunk, Document, Feedback, Observation
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query, Sample
 from clstream.retrieval.hybrid import make_index
-from clstream.systems import conversation_prompts
 from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.conversation import (
     BUDGET_PARAMS,
@@ -56,6 +55,7 @@ from clstream.systems.conversation import (
     event_key,
     int_field,
 )
+from clstream.systems.conversation import prompts as conversation_prompts
 from clstream.systems.passages import PassageStore
 
 _WORD = re.compile(r"[^\W_]+")

@@ -48,7 +48,6 @@ from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Query
 from clstream.retrieval.dense import packaged_minilm_path
 from clstream.retrieval.hybrid import RETRIEVERS, Retriever, make_index
-from clstream.systems import conversation_prompts
 from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.context import RETRIEVAL_PARAMS
 from clstream.systems.conversation import (
@@ -61,6 +60,7 @@ from clstream.systems.conversation import (
     step_parts,
     str_field,
 )
+from clstream.systems.conversation import prompts as conversation_prompts
 
 STEP_CHARS = 12_000  # clip of each part of a step shown to extraction (its end is kept)
 

@@ -32,7 +32,6 @@ from typing import Any, ClassVar
 from clstream.core import layout
 from clstream.core.events import Feedback, Observation
 from clstream.core.types import GenerationResult, Sample
-from clstream.systems import conversation_prompts
 from clstream.systems.conversation import (
     BUDGET_PARAMS,
     Asked,
@@ -40,6 +39,7 @@ from clstream.systems.conversation import (
     int_field,
     str_field,
 )
+from clstream.systems.conversation import prompts as conversation_prompts
 
 
 class Notepad(EpisodeMethod):

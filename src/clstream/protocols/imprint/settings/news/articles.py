@@ -12,7 +12,7 @@ Every fact sentence is recorded with its fact ids -- an event id for its stateme
 for an alias mention -- which the dataset keeps in each document's ``meta["facts"]`` as
 ``[sentence index, fact id]``.
 
-Sentences are written so that :func:`clstream.models.builtin_reader.split_sentences` splits
+Sentences are written so that :func:`clstream.models.builtin.reader.split_sentences` splits
 them exactly (no abbreviation periods, no quotation marks): the recorded indices refer to that
 split of the document text (:func:`sentence_split`).
 """

@@ -62,8 +62,8 @@ from clstream.core import layout
 from clstream.core.events import Chunk, Document, Event, Feedback, Observation
 from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Query, Response
-from clstream.systems import conversation_prompts
 from clstream.systems.base import MemorySystem, reply_text, snapshot_error, staged
+from clstream.systems.conversation import prompts as conversation_prompts
 
 TurnRole = Literal["user", "assistant"]
 SCRATCH_SIZE = 64  # replies kept waiting for their outcome; probes beyond that are dropped

@@ -1,6 +1,6 @@
 """The builtin model's side of the ``hipporag`` method (docs/agentic.md "hipporag"): triples
 from the simple sentences of a passage, and the entities of a question, in the formats of
-:mod:`clstream.core.hipporag_format`.
+:mod:`clstream.systems.hipporag.formats`.
 
 Extraction reads each clause (sentences split at ``.!?`` and line breaks, clauses at ``,;:``
 and at "and"/"then" before a name) as subject, verb phrase, object:
@@ -17,7 +17,9 @@ and at "and"/"then" before a name) as subject, verb phrase, object:
   :data:`MAX_OBJECT`, is narrative rather than a fact: the clause is skipped.
 
 Question entities: the runs of capitalised names and the nouns after a determiner ("the
-apple") in the question. Deterministic and reading only the prompt.
+apple") in the question. Deterministic and reading only the prompt. The builtin model reaches
+:func:`reply` through the registry (kind ``"builtin_reply"``, entry ``hipporag``:
+:func:`replier`), never by import.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from clstream.core import hipporag_format as formats
+from clstream.core.registry import BuiltinReply, PolicyLookup
 from clstream.core.types import Message
-from clstream.models.builtin_reader import CAP_STOP, DETERMINERS, is_name
+from clstream.models.builtin.reader import CAP_STOP, DETERMINERS, is_name
+from clstream.systems.hipporag import formats
 
 MAX_RELATION = 5
 MAX_OBJECT = 4
@@ -59,6 +62,11 @@ def reply(messages: Sequence[Message]) -> str | None:
             return "\n".join(lines) if lines else formats.NONE_LINE
     return None
 
+
+
+def replier(policy_of: PolicyLookup) -> BuiltinReply:
+    """The registered replier: :func:`reply`, which needs no policy."""
+    return reply
 
 def triples(text: str) -> list[tuple[str, str, str]]:
     """The (subject, relation, object) triples of ``text``'s simple clauses, each once."""

@@ -10,7 +10,7 @@ import random
 import networkx as nx
 import pytest
 
-from clstream.systems.hipporag_graph import personalized_pagerank
+from clstream.systems.hipporag.graph import personalized_pagerank
 
 HAS_SCIPY = importlib.util.find_spec("scipy") is not None
 

@@ -10,8 +10,8 @@ from clstream.core.errors import SpecError
 from clstream.core.registry import resolve
 from clstream.core.specs import parse_model_spec
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Query, SamplingParams
-from clstream.models import builtin_reader
 from clstream.models.builtin import BuiltinReader
+from clstream.models.builtin import reader as builtin_reader
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.oaks import prompts
 

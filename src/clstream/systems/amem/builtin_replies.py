@@ -1,7 +1,7 @@
 """The builtin model's side of the linked-note memory (``amem``; docs/agentic.md, "amem").
 
 Two requests are recognised, by the method's system message and the opening of its prompts
-(:mod:`clstream.core.amem_format`); every other request gets None here.
+(:mod:`clstream.systems.amem.formats`); every other request gets None here.
 
 * Note construction, read from the note's content alone, extractively:
   keywords -- the names (capitalised words that are not sentence-initial function words), then
@@ -12,7 +12,8 @@ Two requests are recognised, by the method's system message and the opening of i
   aside) is linked; its tags grow by the new note's names that it shares (found among its
   own keywords or tags), written only when that changes them. Contexts are left as they are.
 
-Deterministic; reads only the prompt.
+Deterministic; reads only the prompt. The builtin model reaches :func:`reply` through the
+registry (kind ``"builtin_reply"``, entry ``amem``: :func:`replier`), never by import.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from clstream.core import amem_format as formats
+from clstream.core.registry import BuiltinReply, PolicyLookup
 from clstream.core.types import Message
-from clstream.models.builtin_reader import CAP_STOP, is_name, split_sentences
+from clstream.models.builtin.reader import CAP_STOP, is_name, split_sentences
+from clstream.systems.amem import formats
 
 KEYWORDS = 8
 TAGS = 6
@@ -116,3 +118,8 @@ def reply(messages: Sequence[Message]) -> str | None:
     if prompt.startswith(_LINK_OPEN):
         return decide(prompt)
     return None
+
+
+def replier(policy_of: PolicyLookup) -> BuiltinReply:
+    """The registered replier: :func:`reply`, which needs no policy."""
+    return reply

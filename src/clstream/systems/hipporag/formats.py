@@ -2,10 +2,10 @@
 formats of its two requests: the triples extracted from a passage and the entities named by a
 question.
 
-They live in the core, beside :mod:`clstream.core.layout`, because two sides read them: the
-method (:mod:`clstream.systems.hipporag`) writes its requests with them and parses the replies,
-and the builtin model (:mod:`clstream.models.builtin_hipporag`) recognises the requests and
-answers in the formats they ask for. All wording is this project's own.
+Two sides read them, both in this package: the method (:mod:`clstream.systems.hipporag`)
+writes its requests with them and parses the replies, and the builtin model's replies
+(:mod:`clstream.systems.hipporag.builtin_replies`) recognise the requests and answer in the
+formats they ask for. All wording is this project's own.
 
 Reply formats, one item per line, anything else on a line ignored:
 

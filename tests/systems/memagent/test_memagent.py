@@ -17,16 +17,15 @@ from fake_openai_server import PolicyServer
 from killed_runs import whole_and_resumed
 
 from clstream.cli import main as cli
-from clstream.core import memagent_format as formats
 from clstream.core.errors import DataError
 from clstream.core.events import Chunk, Document, Feedback, Observation
 from clstream.core.registry import resolve
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Query
 from clstream.models.builtin import BuiltinReader
-from clstream.models.builtin_memagent import new_memory
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.oaks.babi import generate_oaks_babi
-from clstream.systems.memagent import MemAgent
+from clstream.systems.memagent import MemAgent, formats
+from clstream.systems.memagent.builtin_replies import new_memory
 
 
 def user_text(request: GenerationRequest) -> str:

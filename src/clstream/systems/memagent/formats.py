@@ -1,10 +1,10 @@
 """The texts of the ``memagent`` method (docs/agentic.md §memagent): its rewrite prompt, the
 memory section it answers from, and how the rewrite prompt is read back.
 
-They live in the core, beside :mod:`clstream.core.layout`, because two sides read them: the
-method (:mod:`clstream.systems.memagent`) writes the rewrite request and shows the memory, and
-the builtin model (:mod:`clstream.models.builtin_memagent`) recognises the request and writes
-the new memory within the budget the prompt states. All wording is this project's own.
+Two sides read them, both in this package: the method (:mod:`clstream.systems.memagent`)
+writes the rewrite request and shows the memory, and the builtin model's replies
+(:mod:`clstream.systems.memagent.builtin_replies`) recognise the request and write the new
+memory within the budget the prompt states. All wording is this project's own.
 
 The rewrite prompt states the budget twice, in tokens and as a rough word count
 (:data:`WORDS_PER_TOKEN` words per token), so that any reader can hold to it; the method still

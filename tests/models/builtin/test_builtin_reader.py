@@ -6,7 +6,7 @@ import pytest
 
 from clstream.core.types import GenerationRequest, Query
 from clstream.models.builtin import BuiltinReader
-from clstream.models.builtin_reader import ReadText, sentence_events
+from clstream.models.builtin.reader import ReadText, sentence_events
 from clstream.protocols.oaks import prompts
 
 STORY = [

@@ -1,5 +1,5 @@
 """The builtin model's side of the ``memagent`` method (docs/agentic.md §memagent): it writes
-the new memory a rewrite request asks for (:mod:`clstream.core.memagent_format`).
+the new memory a rewrite request asks for (:mod:`clstream.systems.memagent.formats`).
 
 The reply is extractive and deterministic, read from the prompt alone:
 
@@ -17,7 +17,9 @@ The reply is extractive and deterministic, read from the prompt alone:
   count. A block too large for the budget alone is read as sentences.
 
 Nothing is merged or reworded: a real model may summarise; this one only selects, which is
-enough for questions about recent facts to stay answerable from memory.
+enough for questions about recent facts to stay answerable from memory. The builtin model
+reaches :func:`reply` through the registry (kind ``"builtin_reply"``, entry ``memagent``:
+:func:`replier`), never by import.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ import re
 from collections.abc import Callable, Sequence
 
 from clstream.core import layout
-from clstream.core import memagent_format as formats
+from clstream.core.registry import BuiltinReply, PolicyLookup
 from clstream.core.types import Message
-from clstream.models.builtin_reader import is_name, sentence_events, split_sentences, tokens_of
+from clstream.models.builtin.reader import is_name, sentence_events, split_sentences, tokens_of
 from clstream.models.tokenizers import approx_tokenizer
+from clstream.systems.memagent import formats
 
 _STEP_TAG = re.compile(r"^\[step \S+/\d+\]$")
 _DIGIT = re.compile(r"\d")
@@ -48,8 +51,13 @@ def reply(messages: Sequence[Message]) -> str | None:
     return new_memory(rewrite.memory, rewrite.piece, rewrite.budget)
 
 
+
+def replier(policy_of: PolicyLookup) -> BuiltinReply:
+    """The registered replier: :func:`reply`, which needs no policy."""
+    return reply
+
 def new_memory(memory: str, piece: str, budget: int) -> str:
-    """The memory kept (see the module docstring); :data:`~clstream.core.memagent_format.
+    """The memory kept (see the module docstring); :data:`~clstream.systems.memagent.formats.
     EMPTY_MEMORY` when nothing is."""
     count = approx_tokenizer().count
     fresh = [u for u in units(piece, budget) if is_informative(u)]

@@ -4,10 +4,10 @@ model extracts, personalized PageRank from the question's entities choosing what
 
 Memory: every observed event as one tagged passage (:mod:`clstream.systems.passages`: a chunk,
 a document, an environment step, task feedback), and the graph over them
-(:class:`~clstream.systems.hipporag_graph.EntityGraph`).
+(:class:`~clstream.systems.hipporag.graph.EntityGraph`).
 
 Observing an event costs one model call (stage ``update``): open information extraction over
-the passage (:data:`clstream.core.hipporag_format.EXTRACT_PROMPT`), read as ``TRIPLE:`` lines;
+the passage (:data:`clstream.systems.hipporag.formats.EXTRACT_PROMPT`), read as ``TRIPLE:`` lines;
 the triples go into the graph and the passage's new entities are linked to near-identical
 names through the name index. A failed call still keeps the passage (reachable by the lexical
 fallback below), with no triples. Nothing else is read or rebuilt, so adding event t costs
@@ -37,7 +37,6 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from clstream.core import hipporag_format as formats
 from clstream.core import layout
 from clstream.core.errors import SpecError
 from clstream.core.events import Event
@@ -46,7 +45,8 @@ from clstream.core.types import GenerationResult, Query, Response
 from clstream.retrieval.hybrid import make_index
 from clstream.systems.base import MemorySystem, reply_text, snapshot_error, snapshot_list, staged
 from clstream.systems.conversation import event_key
-from clstream.systems.hipporag_graph import EntityGraph, Synonym, Triple
+from clstream.systems.hipporag import formats
+from clstream.systems.hipporag.graph import EntityGraph, Synonym, Triple
 from clstream.systems.passages import PassageStore, passage_of
 
 QUERY_ENTITIES = ("model", "match")

@@ -8,7 +8,7 @@ the capitalised name nearest before the verb in the same clause ("Later, Mara we
 hall"), or the sentence's previous subject after "and"/"then". Pronouns are never resolved,
 so narrative filler rarely yields events about named people.
 
-Answering questions from these events is in :mod:`clstream.models.builtin_answer`; question
+Answering questions from these events is in :mod:`clstream.models.builtin.answer`; question
 routing, the lexical fallback, multiple choice and caching in :mod:`clstream.models.builtin`.
 """
 

@@ -1,10 +1,10 @@
 """The texts of the linked-note memory (``amem``; docs/agentic.md, "amem") and the line formats
 of its two update calls.
 
-They live in the core, beside :mod:`clstream.core.layout`, because two sides read them: the
-method (:mod:`clstream.systems.amem`) writes prompts with them and parses the replies with
-:func:`parse_note` and :func:`parse_links`, and the builtin model recognises those prompts and
-answers in the formats they ask for. All wording is this project's own.
+Two sides read them, both in this package: the method (:mod:`clstream.systems.amem`) writes
+prompts with them and parses the replies with :func:`parse_note` and :func:`parse_links`, and
+the builtin model's replies (:mod:`clstream.systems.amem.builtin_replies`) recognise those
+prompts and answer in the formats they ask for. All wording is this project's own.
 
 Replies are read line by line, each line stripped of surrounding spaces. Only lines of the
 forms below count; any other line is ignored, and so is a line of one of the forms that is

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 
-from clstream.models.builtin_reader import ReadText, content_words, is_name, tokens_of
+from clstream.models.builtin.reader import ReadText, content_words, is_name, tokens_of
 
 AUXILIARIES = frozenset("is was are were did does do has have had can will".split())
 QUESTION_WORDS = frozenset(

@@ -1,6 +1,6 @@
 """Answering questions from the events the builtin reader found (docs/oaks.md §2, §6 question kinds).
 
-:mod:`clstream.models.builtin_reader` turns passages into sentences and events; this module
+:mod:`clstream.models.builtin.reader` turns passages into sentences and events; this module
 reads a question (the people, objects and places it names, the action it asks about) and
 answers where / who / how-many / comparison questions from those events. Bridge questions
 follow one reading each, stated where they are answered. Question routing, the lexical
@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from clstream.models.builtin_reader import (
+from clstream.models.builtin.reader import (
     ACQUIRE,
     CAP_STOP,
     DISCARD,

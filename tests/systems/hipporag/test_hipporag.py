@@ -15,16 +15,15 @@ from fake_openai_server import PolicyServer
 from killed_runs import whole_and_resumed
 
 from clstream.cli import main as cli
-from clstream.core import hipporag_format as formats
 from clstream.core import layout
 from clstream.core.errors import SpecError
 from clstream.core.events import Chunk
 from clstream.core.registry import resolve
 from clstream.core.types import GenerationRequest, Query
 from clstream.models.builtin import BuiltinReader
-from clstream.systems import hipporag_graph
-from clstream.systems.hipporag import HippoRag
-from clstream.systems.hipporag_graph import EntityGraph, normalized
+from clstream.systems.hipporag import HippoRag, formats
+from clstream.systems.hipporag import graph as hipporag_graph
+from clstream.systems.hipporag.graph import EntityGraph, normalized
 
 STORY = [
     "Mary went to the kitchen. The lamps were lit early that evening.",

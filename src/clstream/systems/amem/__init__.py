@@ -12,11 +12,11 @@ order they were linked, always both ways.
 Observing an event costs two calls (stage ``update``) and one index search:
 
 1. note construction: the content is shown and the reply gives the keywords, tags and context
-   (:func:`clstream.core.amem_format.parse_note`; a field the reply gets wrong stays empty);
+   (:func:`clstream.systems.amem.formats.parse_note`; a field the reply gets wrong stays empty);
 2. the ``k`` stored notes most similar to the new note (content, keywords, tags and context
    together, searched with the project's retrievers, BM25 by default) are shown with it, and
    the link call decides which of them to link to the new note and may give linked ones new
-   tags or context (memory evolution; :func:`~clstream.core.amem_format.parse_links`). With no
+   tags or context (memory evolution; :func:`~clstream.systems.amem.formats.parse_links`). With no
    note stored yet there is nothing to link and no second call.
 
 The new note and its links enter memory after the link reply is read; each evolved neighbour
@@ -44,11 +44,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from clstream.core import amem_format, layout
+from clstream.core import layout
 from clstream.core.events import Event
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Message, Query, Response
 from clstream.retrieval.hybrid import Retriever, make_index
+from clstream.systems.amem import formats as amem_format
 from clstream.systems.base import MemorySystem, reply_text, snapshot_error, staged
 from clstream.systems.context import RETRIEVAL_PARAMS
 from clstream.systems.conversation import event_key

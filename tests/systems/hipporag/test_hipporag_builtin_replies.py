@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from clstream.core import hipporag_format as formats
 from clstream.core.types import GenerationRequest, Message
 from clstream.models.builtin import BuiltinReader
-from clstream.models.builtin_hipporag import entities, reply, triples
+from clstream.systems.hipporag import formats
+from clstream.systems.hipporag.builtin_replies import entities, reply, triples
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from clstream.models.builtin_claims import (
+from clstream.models.builtin.claims import (
     ABSTAIN,
     answer_statement,
     answer_yes_no,
     claim_words,
     is_yes_no,
 )
-from clstream.models.builtin_reader import ReadText
+from clstream.models.builtin.reader import ReadText
 
 PASSAGES = [
     (0, "Title: Cabinet news\nDate: 2031-03-02\n\nIvo Brenn was named finance minister of "

@@ -4,7 +4,7 @@ It answers from the prompt text alone, read in the one prompt structure every sy
 (:mod:`clstream.core.layout`): memory first -- tagged passages, past-experience blocks -- then
 the question block, with any lettered options. It never sees gold answers or how a stream was
 generated, and it does not know which system or protocol wrote the prompt.
-:mod:`clstream.models.builtin_reader` turns passages into ordered sentences and events; this
+:mod:`clstream.models.builtin.reader` turns passages into ordered sentences and events; this
 module reads the question and answers:
 
 * where-questions: the latest move of the person (or of whoever last held the object);
@@ -22,7 +22,7 @@ Passages from any memory -- chunks, documents, observations, kept texts -- feed 
 memory with no tagged passage is read as one passage. Experience comes first: when the prompt
 shows past-task blocks and one asks the same thing as the current question, the reply reuses
 the answer that block's feedback states as correct, or the answer it gave when its outcome was
-correct (:mod:`clstream.models.builtin_recall`), formatted as the question block asks.
+correct (:mod:`clstream.models.builtin.recall`), formatted as the question block asks.
 Prompts without such blocks take the reading path above unchanged.
 
 Environment steps take another path. When the question block is an action block
@@ -34,10 +34,12 @@ order of their passage tags, then the turns of a conversation transcript -- and 
 observation. A system that shows past steps therefore lets the policy learn; one that shows
 none leaves it acting on the current observation alone. When that policy also keeps notes
 (:class:`~clstream.core.environment.NoteTaker`), the prompts of the note-keeping methods --
-notepad, mem0, ace: their action prompts and update calls -- are answered from and with
-notes (:mod:`clstream.models.builtin_notes`). Other prompts are read as above.
+their action prompts and update calls -- are answered from and with notes by those methods'
+replies, which this model reaches, as every method's, through the registry (kind
+``"builtin_reply"``; :mod:`clstream.models.builtin.tasks`), given its policy lookup. Other
+prompts are read as above.
 
-The open-question routines over events live in :mod:`clstream.models.builtin_answer`; this
+The open-question routines over events live in :mod:`clstream.models.builtin.answer`; this
 module routes questions, does the lexical fallback and multiple choice, and is the Model.
 The reply is one reasoning line then ``## Answer: ...`` so answer extraction is exercised
 (a recalled program or multi-line reply is given as the record holds it).
@@ -69,9 +71,8 @@ from clstream.core.types import (
     SamplingParams,
     Usage,
 )
-from clstream.models import builtin_tasks
 from clstream.models.adapters import unserved_adapter
-from clstream.models.builtin_answer import (
+from clstream.models.builtin.answer import (
     GENERIC,
     STOP,
     UNKNOWN,
@@ -82,9 +83,8 @@ from clstream.models.builtin_answer import (
     answer_who,
     read_question,
 )
-from clstream.models.builtin_claims import answer_statement, answer_yes_no, is_yes_no
-from clstream.models.builtin_notes import NoteBridge
-from clstream.models.builtin_reader import (
+from clstream.models.builtin.claims import answer_statement, answer_yes_no, is_yes_no
+from clstream.models.builtin.reader import (
     DETERMINERS,
     WORD_NUMBERS,
     ReadText,
@@ -93,7 +93,8 @@ from clstream.models.builtin_reader import (
     phrase_at,
     tokens_of,
 )
-from clstream.models.builtin_recall import recall_answer
+from clstream.models.builtin.recall import recall_answer
+from clstream.models.builtin.tasks import TaskFollower
 from clstream.models.tokenizers import approx_tokenizer, longest_prefix
 
 READER_VERSION = "builtin-reader-v2"
@@ -285,7 +286,7 @@ class BuiltinReader:
         self.tokenizer = approx_tokenizer()
         self._read_cache: OrderedDict[str, tuple[ReadText, int]] = OrderedDict()
         self._policies: dict[str, Policy] = {}
-        self._notes = NoteBridge(self._policy, shown_turns)
+        self._tasks = TaskFollower(self._policy)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -323,12 +324,9 @@ class BuiltinReader:
         context, block = layout.split_prompt(text)
         # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
         outside_context = system_tokens + self.tokenizer.count(block)
-        followed = builtin_tasks.follow(request.messages)
+        followed = self._tasks.follow(request.messages)
         if followed is not None:
             return followed, outside_context + _count_context(context)
-        noted = self._notes.reply(request.messages)
-        if noted is not None:
-            return noted, outside_context + _count_context(context)
         acted = self._act(context, block, request.messages)
         if acted is not None:
             return acted, outside_context + _count_context(context)

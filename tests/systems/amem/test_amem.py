@@ -17,12 +17,13 @@ from fake_openai_server import PolicyServer
 from killed_runs import whole_and_resumed
 
 from clstream.cli import main as cli
-from clstream.core import amem_format, layout
+from clstream.core import layout
 from clstream.core.errors import DataError
 from clstream.core.events import Chunk, Document, Feedback, Observation
 from clstream.core.types import GenerationRequest, GenerationResult, Query
 from clstream.models.builtin import BuiltinReader
 from clstream.systems.amem import AMem
+from clstream.systems.amem import formats as amem_format
 
 SEEDED = ["The red door opens with the brass key.", "The vault code of Tirovan is 4721.",
           "Mara keeps the lantern in the cellar."]
@@ -249,7 +250,7 @@ def test_builtin_builds_notes_links_and_answers() -> None:
 
 
 def test_builtin_link_reply_evolves_tags_with_shared_names() -> None:
-    from clstream.models.builtin_amem import decide
+    from clstream.systems.amem.builtin_replies import decide
     prompt = amem_format.link_prompt(
         amem_format.shown_note("[new]", ["Mary", "office"], ["Mary", "office"], "", "x"),
         [amem_format.shown_note("[1]", ["Mary", "kitchen"], ["kitchen"], "", "y"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clstream.core import layout
 from clstream.core.types import Query
-from clstream.models.builtin_recall import recall_answer, stated_answer
+from clstream.models.builtin.recall import recall_answer, stated_answer
 from clstream.protocols.seqmem import prompts as seqmem_prompts
 
 

@@ -6,7 +6,7 @@ Updating. Every event -- a chunk, a document, the feedback on a task, an environ
 becomes text as the other memories keep it (:func:`clstream.systems.passages.passage_of`: a
 chunk's or document's text, an experience block, a step block). One rewrite call (stage
 ``update``) shows the memory held and that text and asks for the new memory, whole
-(:mod:`clstream.core.memagent_format`); the reply, cut at ``budget`` tokens with the model's
+(:mod:`clstream.systems.memagent.formats`); the reply, cut at ``budget`` tokens with the model's
 tokenizer (its start kept), replaces the memory. A text longer than ``chunk`` tokens is read
 in pieces (at line, else word, boundaries), one rewrite per piece, in order. A failed call
 leaves the memory as it was and is returned with the others, so the run records it; the
@@ -38,13 +38,13 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from clstream.core import layout
-from clstream.core import memagent_format as formats
 from clstream.core.events import Event
 from clstream.core.params import Param
 from clstream.core.types import GenerationResult, Message, Query, Response
 from clstream.systems.base import MemorySystem, reply_text, snapshot_error, staged
 from clstream.systems.chunked_summary import split_document, truncate_right
 from clstream.systems.conversation import event_key, str_field
+from clstream.systems.memagent import formats
 from clstream.systems.passages import passage_of
 
 

@@ -3,7 +3,7 @@
 A builtin policy that learns says what it learned as note lines and acts from note lines
 (:class:`~clstream.core.environment.NoteTaker`). The notepad, mem0 and ace methods keep
 exactly such lines when the builtin model writes them, in the formats the methods ask for
-(:mod:`clstream.core.conversation_formats`), from the steps their prompts show:
+(:mod:`clstream.systems.conversation.prompts`), from the steps their prompts show:
 
 * notepad, an action prompt (the notepad rules in the system message): act with
   ``act_from_notes(notepad lines, the instance's turns, observation)`` and end the reply with
@@ -27,6 +27,8 @@ curator is shown), except in the decision prompt, which shows facts only: the fa
 model wrote in extraction replies are remembered with their task (a bounded map, filled and
 read within one observation). Every other prompt -- a task whose policy keeps no notes, a
 text, feedback, another protocol's prompt -- gets None here and the reader's usual reply.
+The builtin model reaches these replies through the registry (kind ``"builtin_reply"``, entry
+``conversation``: :func:`replier`), never by import.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from clstream.core import conversation_formats as formats
 from clstream.core import layout
 from clstream.core.environment import (
     NoteTaker,
@@ -45,7 +46,10 @@ from clstream.core.environment import (
     merge_notes,
     note_key,
 )
+from clstream.core.registry import BuiltinReply, PolicyLookup
 from clstream.core.types import Message
+from clstream.models.builtin import shown_turns
+from clstream.systems.conversation import prompts as formats
 
 TurnsOf = Callable[[str, Sequence[Message]], list[Turn]]
 
@@ -96,6 +100,12 @@ def _lines_after(text: str, header: str) -> list[str]:
         out.append(line)
     return out
 
+
+
+def replier(policy_of: PolicyLookup) -> BuiltinReply:
+    """The registered replier: one :class:`NoteBridge` (it remembers the facts it wrote) over
+    the builtin model's policies and the steps its prompts show."""
+    return NoteBridge(policy_of, shown_turns).reply
 
 class NoteBridge:
     """Replies of the builtin model to the prompts of the note-keeping methods (see the module
