@@ -10,7 +10,8 @@ from typing import Any
 
 from clstream.cli import build_parser, main
 from clstream.core.registry import resolve
-from clstream.driver.execute import LocalExecutor, drive
+from clstream.driver.cells import LocalExecutor
+from clstream.driver.execute import drive
 from clstream.driver.plan import Cell, PlannedRun, Progress, RunJob
 from clstream.driver.shard_worker import run_cell_in_shard
 from clstream.store.db import ResultsStore

@@ -37,7 +37,7 @@ from pathlib import Path
 from clstream.core.contracts import Model, open_model
 from clstream.core.errors import ClstreamError, StreamStopped
 from clstream.core.registry import resolve
-from clstream.driver.execute import run_captured
+from clstream.driver.cells import run_captured
 from clstream.driver.plan import Cell, PlannedRun, RunJob, RunRecipe
 from clstream.store.db import ResultsStore
 from clstream.store.shard import RowChanges, RunRows, seed_shard, shard_changes
