@@ -13,8 +13,7 @@ from typing import Any
 
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
-from clstream.core.files import write_jsonl
-from clstream.core.jsonio import dumps_finite, gc_paused
+from clstream.core.jsonio import dumps_finite, gc_paused, write_jsonl
 from clstream.core.outputs import claim_file
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
