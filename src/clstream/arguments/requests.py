@@ -133,6 +133,13 @@ def backend_flags(args: argparse.Namespace) -> BackendFlags:
                            for f in dataclasses.fields(BackendFlags)})
 
 
+def sampling_flags(args: argparse.Namespace) -> SamplingFlags:
+    """The sampling flags (:func:`~clstream.arguments.groups.add_sampling_arguments`) as
+    typed; :func:`~clstream.driver.request.sampling_params` checks them."""
+    return SamplingFlags(**{f.name: getattr(args, f.name)
+                            for f in dataclasses.fields(SamplingFlags)})
+
+
 def run_request(args: argparse.Namespace, protocol: str, add_arguments: AddArguments,
                 options: type[OptionsT]) -> RunRequest[OptionsT]:
     """The request of one seed's parsed ``run`` flags; ``options``: the protocol's dataclass
@@ -147,8 +154,7 @@ def run_request(args: argparse.Namespace, protocol: str, add_arguments: AddArgum
         systems=tuple(args.system), out=args.out,
         options=options(**{name: getattr(args, name) for name in fields}),
         model=getattr(args, "model", None), model_args=args.model_args, seed=args.seed,
-        sampling=SamplingFlags(**{f.name: getattr(args, f.name)
-                                  for f in dataclasses.fields(SamplingFlags)}),
+        sampling=sampling_flags(args),
         backend=backend_flags(args),
         executor=ExecutorFlags(getattr(args, "executor", "local") or "local",
                                getattr(args, "ray_address", None),

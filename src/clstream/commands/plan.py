@@ -23,6 +23,7 @@ from clstream.core.registry import names, resolve
 if TYPE_CHECKING:
     from clstream.core.protocol import StreamProtocol
     from clstream.driver.dry_run import DryRun
+    from clstream.driver.request import RunRequest
 
 PLAN_VERSION = 1
 
@@ -74,7 +75,7 @@ def add_parser(subparsers: Any, protocols: list[StreamProtocol]) -> None:
         p.defer(add)
 
 
-def _entries(args: argparse.Namespace) -> list[tuple[StreamProtocol, Any]]:
+def _entries(args: argparse.Namespace) -> list[tuple[StreamProtocol, RunRequest[Any]]]:
     """Each run to plan: its protocol and one seed's run request."""
     from clstream.arguments.requests import command_request
 

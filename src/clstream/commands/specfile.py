@@ -200,11 +200,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _check_entry(args: argparse.Namespace, protocol: StreamProtocol, path: Path,
-                 where: str) -> None:
+def _check_entry(args: argparse.Namespace, path: Path, where: str) -> None:
     """The systems and sampling values of an entry, checked as its run will check them
     (names, arguments, bounds), so that an error names the spec file and the entry."""
-    from clstream.arguments.requests import command_request
+    from clstream.arguments.requests import sampling_flags
     from clstream.core.registry import canonical_component
     from clstream.core.specs import ComponentSpec
     from clstream.driver.request import sampling_params
@@ -216,8 +215,7 @@ def _check_entry(args: argparse.Namespace, protocol: StreamProtocol, path: Path,
             raise DataError(path, where, "systems", str(exc)) from None
     if hasattr(args, "temperature"):
         try:
-            request = command_request(args, protocol.name, protocol.run_command)
-            sampling_params(request.sampling, request.seed)
+            sampling_params(sampling_flags(args), args.seed)
         except SpecError as exc:
             raise DataError(path, where, None, str(exc)) from None
 
@@ -296,7 +294,7 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
                 field = _field_of(str(exc), parser)
                 message = str(exc).partition(": ")[2] if field else str(exc)
                 raise DataError(path, where, field, message) from None
-            _check_entry(args, protocol, path, where)
+            _check_entry(args, path, where)
             _check_inputs(args, parser, path, where, base)
             planned.append((protocol, args))
     return planned
