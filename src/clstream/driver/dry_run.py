@@ -59,8 +59,8 @@ class _Hooks:
 
 def dry_run(entries: Sequence[tuple[StreamProtocol, RunRequest[Any]]],
             make_model: ModelMaker) -> list[DryRun]:
-    """Every run of ``entries`` (a protocol and one seed's ``run`` request each), planned and run
-    with the models ``make_model`` builds, in the order ``clstream run`` runs them."""
+    """Every run of ``entries`` (a protocol and one seed's ``run`` request each), planned and
+    run with the models ``make_model`` builds, in the order ``clstream run`` runs them."""
     hooks = _Hooks(make_model, RequestLog())
     out: list[DryRun] = []
     with tempfile.TemporaryDirectory(prefix="clstream-plan-") as scratch, built_with(hooks):

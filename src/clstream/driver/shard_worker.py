@@ -1,16 +1,16 @@
 """One cell of a run, carried out in a worker process against a shard store.
 
 What a remote executor (:mod:`clstream.driver.ray_executor`) sends a worker is a
-:class:`~clstream.driver.plan.RunRecipe` (the protocol and its run request), the run id, the cell and
-the run's stored rows; never a store, a model or a system. The worker plans the run again from
-the recipe, exactly as the ``run`` command plans it (the dataset read from its path, the model
-built from its spec and backend settings, the systems from theirs), and refuses to go on when the
-run id differs: a worker with another clstream or other data would otherwise store answers
-under a spec they do not belong to. The cell then runs sequentially against a private shard
-seeded with the run's rows (:mod:`clstream.store.shard`), so it skips and resumes what is
-stored as a local session does (its model calls captured as a local cell's are), and the rows
-it added (the calls with them) go back to the driver, the one writer,
-which commits them in one transaction (docs/design.md §5).
+:class:`~clstream.driver.plan.RunRecipe` (the protocol and its run request), the run id, the
+cell and the run's stored rows; never a store, a model or a system. The worker plans the run
+again from the recipe, exactly as the ``run`` command plans it (the dataset read from its
+path, the model built from its spec and backend settings, the systems from theirs), and
+refuses to go on when the run id differs: a worker with another clstream or other data would
+otherwise store answers under a spec they do not belong to. The cell then runs sequentially
+against a private shard seeded with the run's rows (:mod:`clstream.store.shard`), so it skips
+and resumes what is stored as a local session does (its model calls captured as a local
+cell's are), and the rows it added (the calls with them) go back to the driver, the one
+writer, which commits them in one transaction (docs/design.md §5).
 
 A cell that stops early (:class:`~clstream.core.errors.StreamStopped`) or raises still sends
 back what it stored before; the driver commits it and then reports the stop or raises the

@@ -117,7 +117,8 @@ def plan_run(request: RunRequest[RunOptions]) -> RunJob:
         raise SpecError(f"{own.data}: item {llm_items[0]!r} is judged 'llm'; give --judge "
                         "MODEL (the model that judges its answers)")
     if own.judge is not None and request.backend.base_url is not None \
-            and own.judge_base_url is None and not takes_endpoint(parse_components(request.model or "builtin", None, [])[0]):
+            and own.judge_base_url is None \
+            and not takes_endpoint(parse_components(request.model or "builtin", None, [])[0]):
         raise SpecError("flag --base-url: the answering model "
                         f"{request.model or 'builtin'!r} is served by no endpoint; give the "
                         "judge's server with --judge-base-url")
