@@ -184,3 +184,26 @@ class AcyclicProtocolPackages(Contract):
         for cycle in check.metadata["cycles"]:
             output.print_error(" -> ".join(cycle))
             output.new_line()
+
+
+class AcyclicPackage(Contract):
+    """No import cycle anywhere under one package, the package itself included (counting
+    imports of a package's namespace, :func:`package_edges`; imports made inside functions
+    count as well: a cycle broken only by importing late is still a cycle).
+
+    Option ``root``: the package (``clstream``: the whole project).
+    """
+
+    type_name = "acyclic_package"
+
+    root = fields.StringField()
+
+    def check(self, graph: ImportGraph, verbose: bool) -> ContractCheck:
+        cycles = find_cycles(package_edges(graph, str(self.root)))
+        output.verbose_print(verbose, f"{self.root}: {len(cycles)} cycle(s)")
+        return ContractCheck(kept=not cycles, warnings=[], metadata={"cycles": cycles})
+
+    def render_broken_contract(self, check: ContractCheck) -> None:
+        for cycle in check.metadata["cycles"]:
+            output.print_error(" -> ".join(cycle))
+            output.new_line()

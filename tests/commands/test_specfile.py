@@ -190,22 +190,22 @@ def test_run_flags_are_recorded_with_each_run(data: dict[str, Path], tmp_path: P
 
 
 def test_recorded_flags_never_hold_an_endpoint_password() -> None:
-    from clstream.driver.assemble import run_flags
+    from clstream.arguments.requests import recorded_flags
     from clstream.protocols.oaks.arguments import add_run_oaks_arguments
 
     parser = argparse.ArgumentParser()
     add_run_oaks_arguments(parser)
     args = parser.parse_args(["data.json", "--system", "full", "--out", "r", "--base-url",
                               "http://user:hunter2secret@127.0.0.1:8000/v1"])
-    flags = run_flags(args, add_run_oaks_arguments)
+    flags = recorded_flags(args, add_run_oaks_arguments)
     assert flags["base_url"] == "http://127.0.0.1:8000/v1"
     assert "hunter2" not in json.dumps(flags)
 
 
 def test_replicas_are_a_list_in_flags_and_spec_files_and_one_url_stays_a_string(
         tmp_path: Path) -> None:
+    from clstream.arguments.requests import recorded_flags
     from clstream.commands.specfile import load_spec
-    from clstream.driver.assemble import run_flags
     from clstream.protocols.oaks.arguments import add_run_oaks_arguments
 
     parser = argparse.ArgumentParser()
@@ -215,7 +215,7 @@ def test_replicas_are_a_list_in_flags_and_spec_files_and_one_url_stays_a_string(
     assert one.base_url == "http://a:1/v1"
     two = parser.parse_args([*base, "--base-url", "http://a:1/v1", "--base-url",
                              "http://u:hunter2secret@b:2/v1"])
-    assert run_flags(two, add_run_oaks_arguments)["base_url"] == ["http://a:1/v1",
+    assert recorded_flags(two, add_run_oaks_arguments)["base_url"] == ["http://a:1/v1",
                                                                   "http://b:2/v1"]
     spec = tmp_path / "spec.toml"
     (tmp_path / "d.json").write_text("[]")  # the entry's data is there (not read here)

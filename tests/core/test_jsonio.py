@@ -91,7 +91,7 @@ def test_json_written_for_others_holds_no_nan_or_infinity() -> None:
 
 
 def test_jsonl_files_hold_no_nan(tmp_path: Path) -> None:
-    from clstream.core.files import write_jsonl
+    from clstream.core.jsonio import write_jsonl
 
     assert write_jsonl(tmp_path / "r.jsonl", [{"x": float("nan")}, {"x": 1}]) == 2
     assert (tmp_path / "r.jsonl").read_text() == '{"x": null}\n{"x": 1}\n'

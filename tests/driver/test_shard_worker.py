@@ -8,9 +8,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from clstream.arguments.requests import command_request
 from clstream.cli import build_parser, main
 from clstream.core.registry import resolve
-from clstream.driver.execute import LocalExecutor, drive
+from clstream.driver.cells import LocalExecutor
+from clstream.driver.execute import drive
 from clstream.driver.plan import Cell, PlannedRun, Progress, RunJob
 from clstream.driver.shard_worker import run_cell_in_shard
 from clstream.store.db import ResultsStore
@@ -54,7 +56,8 @@ def test_shards_keep_the_transcripts_of_a_local_run(tmp_path: Path) -> None:
     assert main([*argv, str(tmp_path / "local")]) == 0
     args = build_parser([*argv, str(tmp_path / "shards")]).parse_args(
         [*argv, str(tmp_path / "shards")])
-    job = resolve("protocol", "oaks").run_command.planned(args)
+    oaks = resolve("protocol", "oaks")
+    job = oaks.run_command.planned(command_request(args, "oaks", oaks.run_command))
     assert isinstance(job, RunJob)
     assert drive(job, executor=InProcessShards()) == 0
     local, sharded = calls(tmp_path / "local"), calls(tmp_path / "shards")

@@ -14,12 +14,15 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from clstream.arguments.groups import add_driver_arguments, add_run_arguments
+from clstream.arguments.requests import run_request
 from clstream.cli import main
 from clstream.core.contracts import System
 from clstream.core.events import Chunk
@@ -30,8 +33,8 @@ from clstream.core.specs import RunSpec, sha256_file
 from clstream.core.types import GenerationRequest, GenerationResult, Query
 from clstream.driver.assemble import plan_job, run_basics
 from clstream.driver.execute import drive
-from clstream.driver.flags import add_driver_arguments, add_run_arguments
 from clstream.driver.plan import Cell, Progress, RunJob, StoredDataset
+from clstream.driver.request import RunRequest
 from clstream.models.builtin import BuiltinReader
 from clstream.render.base import Cell as TableCell
 from clstream.render.base import Column, Section, Table
@@ -111,15 +114,21 @@ def _add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True)
 
 
+@dataclass(frozen=True)
+class ToyOptions:
+    data: str
+
+
 def _run(args: argparse.Namespace) -> int:
-    return drive(_plan(args))
+    return drive(_plan(run_request(args, "toy", _add_run_arguments, ToyOptions)))
 
 
-def _plan(args: argparse.Namespace) -> RunJob:
-    readings = _load(args.data)
+def _plan(request: RunRequest[ToyOptions]) -> RunJob:
+    data = request.options.data
+    readings = _load(data)
     return (plan_job(
-        args, run_basics(args), protocol="toy", unit="probe", add_arguments=_add_run_arguments,
-        dataset=StoredDataset(sha256_file(args.data), args.data, {"readings": readings}),
+        request, run_basics(request), protocol="toy", unit="probe",
+        dataset=StoredDataset(sha256_file(data), data, {"readings": readings}),
         info={}, units={"probe": "probes"}, error_kinds=("probe",),
         open_runner=lambda spec, make: partial(CounterRunner, readings, spec,
                                                make_system=make)))
@@ -141,7 +150,8 @@ class ToyProtocol:
     name = "toy"
     title = "Counter stream"
     summary = "a counter changes; the system is asked its reading after every step"
-    run_command = Command("toy", "counter stream", _add_run_arguments, _run, plan=_plan)
+    run_command = Command("toy", "counter stream", _add_run_arguments, _run, plan=_plan,
+                          options=ToyOptions)
     score_command = Command("toy", "score counter predictions", _add_score_arguments, _score)
     generators = (Command("toy-counter", "a counter stream", _add_generate_arguments,
                           _generate),)

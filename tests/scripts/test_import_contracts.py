@@ -59,9 +59,10 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         del sys.modules[module]
 
 
-def _check(contracts: ModuleType, kind: str, graph: grimp.ImportGraph) -> ContractCheck:
+def _check(contracts: ModuleType, kind: str, graph: grimp.ImportGraph,
+           root: str = f"{PACKAGE}.protocols") -> ContractCheck:
     contract = getattr(contracts, kind)(name=kind, session_options={},
-                                        contract_options={"root": f"{PACKAGE}.protocols"})
+                                        contract_options={"root": root})
     check: ContractCheck = contract.check(graph, verbose=False)
     return check
 
@@ -103,3 +104,22 @@ def test_a_relative_import_of_the_package_counts(contracts: ModuleType, tree: Pa
 def test_find_cycles_reports_one_cycle_per_component(contracts: ModuleType) -> None:
     edges = {"a": {"b"}, "b": {"a", "c"}, "c": set(), "d": {"d"}}
     assert contracts.find_cycles(edges) == [["a", "b", "a"], ["d", "d"]]
+
+
+def test_a_cycle_between_two_packages_breaks_the_whole_package_contract(
+        contracts: ModuleType, tree: Path) -> None:
+    """A cycle that crosses packages (driver -> executor -> driver, imported late inside a
+    function) is outside every protocol's package, and still a cycle of the whole."""
+    _write(tree, {f"{PACKAGE}/protocols/alpha/scoring.py": "VALUE = 2\n",
+                  f"{PACKAGE}/driver/__init__.py": "",
+                  f"{PACKAGE}/driver/execute.py": f"def drive():\n    import {PACKAGE}.run\n",
+                  f"{PACKAGE}/run.py": f"from {PACKAGE}.driver.execute import drive\n"})
+    graph = grimp.build_graph(PACKAGE, cache_dir=None)
+    assert _check(contracts, "AcyclicProtocolPackages", graph).kept
+    check = _check(contracts, "AcyclicPackage", graph, root=PACKAGE)
+    assert not check.kept
+    assert check.metadata["cycles"] == [[f"{PACKAGE}.driver.execute", f"{PACKAGE}.run",
+                                         f"{PACKAGE}.driver.execute"]]
+    _write(tree, {f"{PACKAGE}/run.py": "VALUE = 3\n"})
+    assert _check(contracts, "AcyclicPackage", grimp.build_graph(PACKAGE, cache_dir=None),
+                  root=PACKAGE).kept

@@ -20,8 +20,9 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from clstream.arguments.groups import BaseUrlFlag
 from clstream.core.outputs import add_force_flag, claim_file
-from clstream.driver.flags import OPENAI_DEFAULT_BASE_URL, BaseUrlFlag
+from clstream.driver.flags import OPENAI_DEFAULT_BASE_URL
 
 if TYPE_CHECKING:
     import httpx

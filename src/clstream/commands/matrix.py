@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clstream.arguments.groups import add_backend_arguments, add_sampling_arguments
 from clstream.core.errors import SpecError
 from clstream.core.protocol import MatrixData, StreamProtocol
 from clstream.core.registry import names, resolve
-from clstream.driver.flags import add_backend_arguments, add_sampling_arguments
 
 _MODEL_DEFAULT = "builtin"
 
@@ -156,10 +156,10 @@ def _resume(args: argparse.Namespace, protocols: list[str], systems: list[str]) 
 def run_matrix(args: argparse.Namespace) -> int:
     """Generate (or reuse) each protocol's default data, then run every system on it; with
     ``--seeds``, all of that once per seed (each seed its own data, as ``--seed`` makes it)."""
+    from clstream.arguments.requests import per_seed
     from clstream.driver.assemble import shared_models
     from clstream.driver.components import parse_components
     from clstream.driver.execute import drive
-    from clstream.driver.seeds import per_seed
 
     systems = split_systems(args.systems)
     if not systems:
@@ -177,6 +177,7 @@ def run_matrix(args: argparse.Namespace) -> int:
 def _seed_job(args: argparse.Namespace, protocol: StreamProtocol, matrix_data: Any,
               systems: list[str]) -> Any:
     """One protocol's run job for the seed ``args.seed``, its data made first."""
+    from clstream.arguments.requests import command_request
     from clstream.commands.specfile import _protocol_parser, _Refused
 
     out = Path(args.out)
@@ -188,4 +189,5 @@ def _seed_job(args: argparse.Namespace, protocol: StreamProtocol, matrix_data: A
         run_args = _protocol_parser(protocol).parse_args(words)
     except _Refused as exc:
         raise SpecError(f"run matrix: {protocol.name}: {exc}") from None
-    return protocol.run_command.planned(run_args)
+    return protocol.run_command.planned(
+        command_request(run_args, protocol.name, protocol.run_command))

@@ -23,6 +23,7 @@ from clstream.core.registry import names, resolve
 if TYPE_CHECKING:
     from clstream.core.protocol import StreamProtocol
     from clstream.driver.dry_run import DryRun
+    from clstream.driver.request import RunRequest
 
 PLAN_VERSION = 1
 
@@ -74,17 +75,23 @@ def add_parser(subparsers: Any, protocols: list[StreamProtocol]) -> None:
         p.defer(add)
 
 
-def _entries(args: argparse.Namespace) -> list[tuple[StreamProtocol, argparse.Namespace]]:
+def _entries(args: argparse.Namespace) -> list[tuple[StreamProtocol, RunRequest[Any]]]:
+    """Each run to plan: its protocol and one seed's run request."""
+    from clstream.arguments.requests import command_request
+
     if args.protocol is not None:
         if args.spec is not None:
             raise SpecError("plan: give a protocol with its flags, or --spec FILE, not both")
-        return [(resolve("protocol", args.protocol), args)]
+        protocol = resolve("protocol", args.protocol)
+        return [(protocol, command_request(args, protocol.name, protocol.run_command))]
     if args.spec is None:
         raise SpecError(f"plan: give a protocol ({', '.join(names('protocol'))}) or "
                         "--spec FILE")
     from clstream.commands.specfile import load_spec
 
-    return load_spec(args.spec, args.out if args.out is not None else "plan")
+    return [(protocol, command_request(run_args, protocol.name, protocol.run_command))
+            for protocol, run_args in load_spec(args.spec,
+                                                args.out if args.out is not None else "plan")]
 
 
 def _throughputs(args: argparse.Namespace) -> tuple[float | None, float | None, str | None]:

@@ -90,7 +90,7 @@ def export(args: argparse.Namespace) -> int:
 def _export_transcripts(store: Any, run_id: str, args: argparse.Namespace) -> int:
     """``export --transcripts``: the run's model calls as JSON Lines, one call a line
     (:func:`clstream.store.transcripts.export_row`)."""
-    from clstream.core.files import write_jsonl
+    from clstream.core.jsonio import write_jsonl
     from clstream.core.outputs import note_written
     from clstream.store.transcripts import export_row
 

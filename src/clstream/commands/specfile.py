@@ -203,9 +203,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _check_entry(args: argparse.Namespace, path: Path, where: str) -> None:
     """The systems and sampling values of an entry, checked as its run will check them
     (names, arguments, bounds), so that an error names the spec file and the entry."""
+    from clstream.arguments.requests import sampling_flags
     from clstream.core.registry import canonical_component
     from clstream.core.specs import ComponentSpec
-    from clstream.driver.flags import sampling_from_args
+    from clstream.driver.request import sampling_params
 
     for system in args.system:
         try:
@@ -214,7 +215,7 @@ def _check_entry(args: argparse.Namespace, path: Path, where: str) -> None:
             raise DataError(path, where, "systems", str(exc)) from None
     if hasattr(args, "temperature"):
         try:
-            sampling_from_args(args)
+            sampling_params(sampling_flags(args), args.seed)
         except SpecError as exc:
             raise DataError(path, where, None, str(exc)) from None
 
@@ -301,6 +302,7 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
 
 def run_spec(args: argparse.Namespace) -> int:
     """``clstream run --spec FILE [--out DIR]``: every run the file names, through one driver."""
+    from clstream.arguments.requests import command_request
     from clstream.driver.execute import drive
 
     if args.spec is None:
@@ -309,7 +311,8 @@ def run_spec(args: argparse.Namespace) -> int:
     jobs: list[Any] = []
     seen: set[str] = set()
     for protocol, run_args in load_spec(args.spec, args.out):
-        job = protocol.run_command.planned(run_args)
+        request = command_request(run_args, protocol.name, protocol.run_command)
+        job = protocol.run_command.planned(request)
         # Entries spelt differently may still name one run (``rag`` and ``rag:k=8``, a flag
         # given at its default): each run is run once, by the first entry that names it.
         job.runs = [run for run in job.runs if run.spec.run_id not in seen]

@@ -26,7 +26,7 @@ import os
 import secrets
 import sqlite3
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -221,17 +221,3 @@ def write_atomic(path: str | Path, data: bytes | str, *, make_parent: bool = Fal
     raw = data.encode("utf-8") if isinstance(data, str) else data
     with atomic_writer(path, binary=True, make_parent=make_parent) as fh:
         fh.write(raw)
-
-
-def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
-    """Write ``rows`` as JSON Lines, atomically (:func:`atomic_writer`); returns how many.
-    No NaN or Infinity is written (strict JSON has none: :func:`~clstream.core.jsonio.
-    dumps_finite`)."""
-    from clstream.core.jsonio import dumps_finite  # jsonio reads through this module
-
-    count = 0
-    with atomic_writer(path) as fh:
-        for row in rows:
-            fh.write(dumps_finite(row) + "\n")
-            count += 1
-    return count

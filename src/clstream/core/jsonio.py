@@ -26,7 +26,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from clstream.core.errors import DataError
-from clstream.core.files import os_error_cause
+from clstream.core.files import atomic_writer, os_error_cause
 
 MAX_DEPTH = 200
 """Deepest nesting of arrays and objects accepted (clstream's formats need fewer than 10)."""
@@ -377,3 +377,15 @@ def dumps_finite(value: Any, **options: Any) -> str:
     """``json.dumps`` for output (``--json``, files written for others): never NaN or
     Infinity (:func:`finite_json`), and ``allow_nan=False`` keeps it so."""
     return json.dumps(finite_json(value), allow_nan=False, **options)
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
+    """Write ``rows`` as JSON Lines, atomically (:func:`~clstream.core.files.atomic_writer`);
+    returns how many. No NaN or Infinity is written (strict JSON has none:
+    :func:`dumps_finite`)."""
+    count = 0
+    with atomic_writer(path) as fh:
+        for row in rows:
+            fh.write(dumps_finite(row) + "\n")
+            count += 1
+    return count

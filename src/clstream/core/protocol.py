@@ -53,22 +53,37 @@ class Command:
     help: str
     add_arguments: AddArguments | str
     handler: Handler | str
-    plan: Callable[[argparse.Namespace], Any] | str | None = None
-    """For a ``run`` verb: its parsed flags to a run job (a ``clstream.driver.plan.RunJob``),
-    so that a spec file can gather runs of several protocols into one driver."""
+    plan: Callable[[Any], Any] | str | None = None
+    """For a ``run`` verb: a request of its (a ``clstream.driver.request.RunRequest``, one
+    seed's) to a run job (a ``clstream.driver.plan.RunJob``), so that a spec file can gather
+    runs of several protocols into one driver, and a worker plan a run again."""
+    options: type | str | None = None
+    """For a ``run`` verb: the frozen dataclass of its own flags (those no other ``run`` verb
+    has), each field named as the flag's destination: the ``options`` of its requests."""
 
     def add_to(self, parser: argparse.ArgumentParser) -> None:
         """Add this command's arguments to ``parser``."""
+        self.arguments()(parser)
+
+    def arguments(self) -> AddArguments:
+        """The function that adds this command's arguments to a parser."""
         add: AddArguments = (load_target(self.add_arguments)
                              if isinstance(self.add_arguments, str) else self.add_arguments)
-        add(parser)
+        return add
 
-    def planned(self, args: argparse.Namespace) -> Any:
-        """The run job of parsed ``args`` (only for commands that have a ``plan``)."""
+    def options_type(self) -> type:
+        """The dataclass of this ``run`` verb's own flags (only for commands that have one)."""
+        options = load_target(self.options) if isinstance(self.options, str) else self.options
+        if not isinstance(options, type):
+            raise TypeError(f"command {self.name!r} has no options type")
+        return options
+
+    def planned(self, request: Any) -> Any:
+        """The run job of ``request`` (only for commands that have a ``plan``)."""
         plan = load_target(self.plan) if isinstance(self.plan, str) else self.plan
         if plan is None:
             raise TypeError(f"command {self.name!r} has no run plan")
-        return plan(args)
+        return plan(request)
 
     def run(self, args: argparse.Namespace) -> int:
         """Run the command on parsed ``args``; returns the exit status."""
@@ -196,7 +211,8 @@ class PackagedProtocol:
     :class:`ProtocolPackage`, relative to the package) and, optionally, ``[policies]``. The
     verbs follow the package's layout: flags in ``arguments`` (``add_run_NAME_arguments``,
     ``add_score_arguments``, ``add_generate_arguments``), handlers and the run plan in
-    ``commands`` (``run``, ``plan_run``, ``score``, ``generate``). A subclass adds
+    ``commands`` (``run``, ``plan_run``, ``score``, ``generate``); the ``run`` verb's own flags as
+    a frozen dataclass ``RunOptions`` in ``arguments``. A subclass adds
     :meth:`demo`; :meth:`declared` builds the object from the package's manifest.
     """
 
@@ -226,7 +242,8 @@ class PackagedProtocol:
         self.name, self.title, self.summary = name, manifest["title"], manifest["summary"]
         self.run_command = Command(name, manifest["run_help"],
                                    f"{arguments}:add_run_{name}_arguments", f"{commands}:run",
-                                   plan=f"{commands}:plan_run")
+                                   plan=f"{commands}:plan_run",
+                                   options=f"{arguments}:RunOptions")
         self.score_command = Command(name, manifest["score_help"],
                                      f"{arguments}:add_score_arguments", f"{commands}:score")
         self.generators = tuple(

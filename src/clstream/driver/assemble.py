@@ -1,10 +1,10 @@
-"""From a ``run`` command's flags to a :class:`~clstream.driver.plan.RunJob`: the parts every
+"""From a ``run`` command's request to a :class:`~clstream.driver.plan.RunJob`: the parts every
 protocol's run shares, so a protocol's command holds only what is its own (its data, params,
-cell runner and flags).
+cell runner and options).
 
-:func:`run_basics` reads the flags every ``run`` verb has (:func:`~clstream.driver.flags.
-add_run_arguments`, :func:`~clstream.driver.flags.add_driver_arguments`): the sampling, the
-canonical model and system specs, and the model backend. :func:`plan_job` then makes one
+:func:`run_basics` reads what every ``run`` verb's request has
+(:class:`~clstream.driver.request.RunRequest`): the sampling, the canonical model and system
+specs, and the model backend. :func:`plan_job` then makes one
 :class:`~clstream.driver.plan.PlannedRun` per system, each spec hashed from the protocol's
 name, its dataset, the system, the model, the sampling, the seed and the protocol's params,
 and checks every system's arguments before anything is written.
@@ -12,7 +12,6 @@ and checks every system's arguments before anything is written.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -23,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.contracts import Model, System
-from clstream.core.secrets import redacted_url
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import SamplingParams
 from clstream.driver.components import (
@@ -34,16 +32,8 @@ from clstream.driver.components import (
     recorded_system,
     system_factory,
 )
-from clstream.driver.failures import resume_command
-from clstream.driver.flags import (
-    EXECUTOR_FLAGS,
-    backend_options,
-    executor_from_args,
-    parser_actions,
-    sampling_from_args,
-    transcripts_on,
-)
 from clstream.driver.plan import CellRunner, PlannedRun, RunJob, RunRecipe, StoredDataset
+from clstream.driver.request import RunRequest, executor_choice, sampling_params
 from clstream.driver.routing import routed_cells
 from clstream.store.db import ResultsStore
 
@@ -57,7 +47,7 @@ OpenRunner = Callable[[RunSpec, Callable[[], System]], Callable[[ResultsStore], 
 
 @dataclass
 class RunBasics:
-    """What every ``run`` verb's shared flags give: sampling, model and systems."""
+    """What every ``run`` verb's request gives: sampling, model and systems."""
 
     sampling: SamplingParams
     model_spec: ComponentSpec
@@ -91,45 +81,17 @@ def _model(spec: ComponentSpec, options: dict[str, Any]) -> Model:
     return shared[key]
 
 
-def run_basics(args: argparse.Namespace) -> RunBasics:
-    """Sampling, canonical specs and the model backend from the flags (one-line errors)."""
-    sampling = sampling_from_args(args)
-    typed = getattr(args, "model", None)
-    model_spec, systems = parse_components(typed or "builtin", args.model_args, args.system)
-    model = _model(model_spec, backend_options(args))
-    return RunBasics(sampling, model_spec, systems, model, [] if typed else [BUILTIN_NOTE])
+def run_basics(request: RunRequest[Any]) -> RunBasics:
+    """Sampling, canonical specs and the model backend of the request (one-line errors)."""
+    sampling = sampling_params(request.sampling, request.seed)
+    model_spec, systems = parse_components(request.model or "builtin", request.model_args,
+                                           request.systems)
+    model = _model(model_spec, request.backend.options())
+    notes = [] if request.model else [BUILTIN_NOTE]
+    return RunBasics(sampling, model_spec, systems, model, notes)
 
 
-# Flags a results directory's spec file does not repeat: per run (--system), where results go,
-# how progress shows, where cells are carried out.
-_UNRECORDED = frozenset({"help", "system", "out", "no_progress"}) | EXECUTOR_FLAGS
-
-
-def run_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None]
-              ) -> dict[str, Any]:
-    """The run's flags that differ from their defaults, by destination name, plus every
-    positional argument (a path that exists made absolute): recorded with the run, so that
-    ``clstream runs DIR --spec`` writes a spec file that reruns it."""
-    out: dict[str, Any] = {}
-    for action in parser_actions(add_arguments):
-        if action.dest in _UNRECORDED or not hasattr(args, action.dest):
-            continue
-        value = getattr(args, action.dest)
-        if isinstance(value, str) and "://" in value:
-            value = redacted_url(value)  # never a user:password of an endpoint
-        elif isinstance(value, list):
-            value = [redacted_url(v) if isinstance(v, str) and "://" in v else v
-                     for v in value]
-        if not action.option_strings:
-            out[action.dest] = (str(Path(value).resolve())
-                                if isinstance(value, str) and Path(value).exists() else value)
-        elif value is not None and value != action.default:
-            out[action.dest] = value
-    return out
-
-
-def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit: str,
-             add_arguments: Callable[[argparse.ArgumentParser], None],
+def plan_job(request: RunRequest[Any], basics: RunBasics, *, protocol: str, unit: str,
              dataset: StoredDataset, info: dict[str, Any], units: Mapping[str, str],
              open_runner: OpenRunner, error_kinds: tuple[str, ...],
              params: dict[str, Any] | None = None,
@@ -137,22 +99,23 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
              before_register: Callable[[RunSpec], Callable[[ResultsStore], None]] | None = None,
              check_system: Callable[[RunSpec, System], None] | None = None,
              endpoints: list[tuple[str, Model, SamplingParams]] | None = None) -> RunJob:
-    """One planned run per ``--system`` of ``protocol`` over ``dataset`` (see the module
-    docstring). ``cells_at_once`` may depend on the system (OAKS's cache budget);
+    """One planned run per system of ``request`` for ``protocol`` over ``dataset`` (see the
+    module docstring). ``cells_at_once`` may depend on the system (OAKS's cache budget);
     ``check_system`` refuses a system the protocol cannot run, before anything is written;
     ``endpoints`` are the run's other models (:attr:`~clstream.driver.plan.RunJob.endpoints`)."""
-    executor = executor_from_args(args)
-    transcripts = transcripts_on(args)
-    info = {**info, "run_flags": run_flags(args, add_arguments),
+    executor = executor_choice(request.executor)
+    transcripts = request.keeps_transcripts
+    info = {**info, "run_flags": dict(request.recorded),
             "transcripts": "all" if transcripts else "none"}
-    recipe = RunRecipe(protocol, argparse.Namespace(**vars(args)), os.getcwd())
+    recipe = RunRecipe(protocol, request, os.getcwd())
     runs = []
     for system in basics.systems:
         spec = RunSpec(protocol=protocol, dataset_hash=dataset.sha256,
                        system=recorded_system(system),
-                       model=basics.model_spec, sampling=basics.sampling, seed=args.seed,
+                       model=basics.model_spec, sampling=basics.sampling, seed=request.seed,
                        params=params or {})
-        make = system_factory(spec, basics.model, Path(args.out) / ARTIFACTS)  # checks the arguments
+        # Checks the system's arguments.
+        make = system_factory(spec, basics.model, Path(request.out) / ARTIFACTS)
         endpoints = [*(endpoints or ()), *((flag, helper, basics.sampling) for flag, helper
                                            in helper_endpoints(spec, make, basics.model))]
         if check_system is not None:
@@ -164,7 +127,6 @@ def plan_job(args: argparse.Namespace, basics: RunBasics, *, protocol: str, unit
             else cells_at_once,
             before_register=before_register(spec) if before_register is not None else None,
             recipe=recipe, transcripts=transcripts))
-    return RunJob(protocol, unit, args.out, basics.model, basics.sampling, basics.systems, runs,
-                  resume_command(protocol, add_arguments, args),
-                  show_progress=not args.no_progress, notes=list(basics.notes),
-                  executor=executor, endpoints=list(endpoints or ()))
+    return RunJob(protocol, unit, request.out, basics.model, basics.sampling, basics.systems,
+                  runs, request.resume, show_progress=request.show_progress,
+                  notes=list(basics.notes), executor=executor, endpoints=list(endpoints or ()))

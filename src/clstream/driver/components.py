@@ -201,9 +201,9 @@ def recorded_system(system: ComponentSpec) -> ComponentSpec:
     hook = getattr(resolve("system", system.name), "spec_args", None)
     if not callable(hook):
         return system
-    args = hook(dict(system.args))
-    return system if args == system.args else system.model_copy(
-        update={"args": dict(sorted(args.items()))})
+    resolved = hook(dict(system.args))
+    return system if resolved == system.args else system.model_copy(
+        update={"args": dict(sorted(resolved.items()))})
 
 
 ARTIFACTS = "artifacts"

@@ -12,7 +12,7 @@ deleted afterwards: the results directory the arguments name is neither created 
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +23,7 @@ from clstream.core.protocol import StreamProtocol
 from clstream.core.specs import ComponentSpec
 from clstream.driver.components import built_with
 from clstream.driver.execute import run_planned
+from clstream.driver.request import RunRequest
 from clstream.models.planning import PlannedRequest, RequestLog
 from clstream.store.db import ResultsStore
 
@@ -56,18 +57,17 @@ class _Hooks:
         return system
 
 
-def dry_run(entries: Sequence[tuple[StreamProtocol, argparse.Namespace]],
+def dry_run(entries: Sequence[tuple[StreamProtocol, RunRequest[Any]]],
             make_model: ModelMaker) -> list[DryRun]:
-    """Every run of ``entries`` (a protocol and its parsed ``run`` flags each), planned and run
-    with the models ``make_model`` builds, in the order ``clstream run`` runs them."""
+    """Every run of ``entries`` (a protocol and one seed's ``run`` request each), planned and
+    run with the models ``make_model`` builds, in the order ``clstream run`` runs them."""
     hooks = _Hooks(make_model, RequestLog())
     out: list[DryRun] = []
     with tempfile.TemporaryDirectory(prefix="clstream-plan-") as scratch, built_with(hooks):
         jobs = []
-        for protocol, args in entries:
-            scratch_args: Any = argparse.Namespace(**{**vars(args), "out": scratch,
-                                                      "no_progress": True})
-            jobs.append(protocol.run_command.planned(scratch_args))
+        for protocol, request in entries:
+            scratch_request = dataclasses.replace(request, out=scratch, show_progress=False)
+            jobs.append(protocol.run_command.planned(scratch_request))
         with ResultsStore(scratch, writer=True) as store:
             for job in jobs:
                 for planned in job.runs:

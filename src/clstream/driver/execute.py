@@ -10,15 +10,18 @@ failed one), and its cells handed to the executor; the wall time of the session 
 transport's history are stored as it goes and however it ends, so a run's stored wall time
 is the sum of its sessions' and a resume with nothing left to do adds next to nothing.
 
-Executors: :class:`LocalExecutor` runs a run's cells as asyncio tasks in this process, at most
-``cells_at_once`` together. A cell that raises :class:`~clstream.core.errors.StreamStopped`
-ends alone (its siblings go on); any other exception ends the run at once. A
-:class:`ShardExecutor` (``--executor ray``, :mod:`clstream.driver.ray_executor`) carries cells
-out elsewhere and hands back their rows, which this process commits: it stays the one writer.
+Executors (:mod:`clstream.driver.cells`): a
+:class:`~clstream.driver.cells.LocalExecutor` runs a run's cells as asyncio tasks in this
+process, at most ``cells_at_once`` together. A cell that raises
+:class:`~clstream.core.errors.StreamStopped` ends alone (its siblings go on); any other
+exception ends the run at once. A :class:`~clstream.driver.cells.ShardExecutor`
+(``--executor ray``, :mod:`clstream.driver.ray_executor`) carries cells out elsewhere and hands
+back their rows, which this process commits: it stays the one writer.
 
-Every model call of a cell is captured for the transcripts (:func:`run_captured`, unless the
-run's ``--transcripts none``): the store writes each call in the transaction of the records
-it served (:mod:`clstream.store.transcripts`).
+Every model call of a cell is captured for the transcripts
+(:func:`~clstream.driver.cells.run_captured`, unless the run's ``--transcripts none``): the
+store writes each call in the transaction of the records it served
+(:mod:`clstream.store.transcripts`).
 
 A run goes through :func:`run_interruptible`, where SIGINT and SIGTERM (``kill``, a
 scheduler's preemption, ``timeout``) stop it within seconds (:mod:`clstream.driver.signals`),
@@ -34,15 +37,14 @@ import shlex
 import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar, cast, runtime_checkable
+from collections.abc import Awaitable, Iterator, Sequence
+from typing import Any, TypeVar, cast
 
 from clstream.core.contracts import open_model
-from clstream.core.errors import StreamStopped
-from clstream.core.transcripts import capturing
+from clstream.driver.cells import Executor, LocalExecutor, ShardExecutor, run_captured
 from clstream.driver.components import register_run, run_info
 from clstream.driver.failures import Failure, finish, first_error
-from clstream.driver.plan import Cell, CellRunner, PlannedRun, Progress, RunJob, RunResult
+from clstream.driver.plan import CellRunner, PlannedRun, RunJob, RunResult
 from clstream.driver.preflight import check_context, check_endpoint
 from clstream.driver.progress import Notes, progress_bar
 from clstream.driver.signals import stopping_on_signals
@@ -50,51 +52,6 @@ from clstream.driver.transport import SAVE_EVERY_S, TRANSPORT_STREAM, TransportL
 from clstream.store.db import ResultsStore
 
 T = TypeVar("T")
-
-
-class Executor(Protocol):
-    """Runs the cells of one run. ``run_cell`` commits what it produces; the executor returns
-    the messages of the cells that stopped early, in cell order."""
-
-    async def run_cells(self, cells: Sequence[Cell],
-                        run_cell: Callable[[Cell], Awaitable[None]], limit: int) -> list[str]: ...
-
-
-@runtime_checkable
-class ShardExecutor(Protocol):
-    """An executor that carries a run's cells out away from the store: it plans each cell's
-    run again from ``plan.recipe``, and commits the rows each cell hands back into ``store``
-    itself (one transaction per cell), reporting the cell's units to ``progress``."""
-
-    async def run_cells(self, cells: Sequence[Cell],
-                        run_cell: Callable[[Cell], Awaitable[None]], limit: int) -> list[str]: ...
-
-    async def run_shards(self, plan: PlannedRun, store: ResultsStore, cells: Sequence[Cell],
-                         progress: Progress) -> list[str]: ...
-
-
-class LocalExecutor:
-    """Bounded parallelism in this process: at most ``limit`` cells at once, as asyncio tasks."""
-
-    async def run_cells(self, cells: Sequence[Cell],
-                        run_cell: Callable[[Cell], Awaitable[None]], limit: int) -> list[str]:
-        gate = asyncio.Semaphore(max(1, limit))
-        stopped: dict[int, str] = {}
-
-        async def one(index: int, cell: Cell) -> None:
-            async with gate:
-                try:
-                    await run_cell(cell)
-                except StreamStopped as exc:
-                    stopped[index] = str(exc)
-
-        try:
-            async with asyncio.TaskGroup() as group:
-                for index, cell in enumerate(cells):
-                    group.create_task(one(index, cell))
-        except ExceptionGroup as failed:  # the first failure, as a sequential run raises it
-            raise failed.exceptions[0] from None
-        return [stopped[i] for i in sorted(stopped)]
 
 
 class _Silent:
@@ -160,18 +117,6 @@ async def _keep_saved(transport: TransportLog, clock: WallClock, store: ResultsS
         await asyncio.sleep(SAVE_EVERY_S)
         clock.save()
         transport.save(store, run_id)
-
-
-async def run_captured(plan: PlannedRun, runner: CellRunner, cell: Cell, store: ResultsStore,
-                       progress: Progress) -> None:
-    """Run one cell with its model calls captured (where the run keeps transcripts): the
-    store writes each call with the records it served (:mod:`clstream.store.transcripts`);
-    calls that served none are stored when the cell ends, and dropped if it fails, as their
-    resume makes them again."""
-    with capturing(plan.transcripts) as capture:
-        await runner.run_cell(cell, progress)
-        if capture is not None:
-            store.put_calls(plan.spec.run_id, capture.drain())
 
 
 def _counts(store: ResultsStore, run_id: str, totals: dict[str, int]) -> dict[str, int]:

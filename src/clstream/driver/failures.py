@@ -8,16 +8,11 @@ failed units stay as error records, and the rerun retries them.
 
 from __future__ import annotations
 
-import argparse
 import json
-import shlex
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from clstream.core.errors import ClstreamError
 from clstream.core.reader import ResultsReader
-from clstream.driver.flags import parser_actions
 
 ERROR_CHARS = 160  # of the first error message quoted in the line
 
@@ -53,32 +48,6 @@ def first_error(store: ResultsReader, run_id: str, kinds: tuple[str, ...]) -> st
 def _shorten(text: str) -> str:
     one = " ".join(text.split())
     return one if len(one) <= ERROR_CHARS else one[: ERROR_CHARS - 3] + "..."
-
-
-def resume_command(protocol: str, add_arguments: Callable[[argparse.ArgumentParser], None],
-                   args: argparse.Namespace) -> str:
-    """The command line that resumes this run: the one typed when it is ``clstream run
-    <protocol> ...``, else rebuilt from ``args`` (every flag that differs from its default)."""
-    typed = sys.argv[1:]
-    if typed[:2] == ["run", protocol]:
-        return shlex.join(["clstream", *typed])
-    words = ["clstream", "run", protocol]
-    for action in parser_actions(add_arguments):
-        value = getattr(args, action.dest, None)
-        if not action.option_strings:
-            words.append(str(value))
-            continue
-        if value is None or value is False or value == action.default:
-            continue
-        flag = max(action.option_strings, key=len)
-        if value is True:
-            words.append(flag)
-        elif isinstance(value, list):
-            for item in value:
-                words += [flag, str(item)]
-        else:
-            words += [flag, str(value)]
-    return shlex.join(words)
 
 
 def failure_line(protocol: str | None, unit: str, failures: list[Failure], resume: str) -> str:

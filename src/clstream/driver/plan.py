@@ -15,7 +15,6 @@ order, and the records are the same.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -23,6 +22,7 @@ from typing import Any, Protocol
 from clstream.core.contracts import Model, System
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import SamplingParams
+from clstream.driver.request import ExecutorChoice, RunRequest
 from clstream.store.db import ResultsStore
 
 
@@ -68,24 +68,14 @@ class StoredDataset:
 
 @dataclass(frozen=True)
 class RunRecipe:
-    """How another process plans the same run again: the protocol's name, the parsed flags of
-    its ``run`` verb (one seed's) and the directory they were given in (relative paths). A
-    worker of a remote executor rebuilds the run from it, its model included, and checks that
-    the run id comes out the same (:mod:`clstream.driver.shard_worker`)."""
+    """How another process plans the same run again: the protocol's name, the request of its
+    ``run`` verb (one seed's) and the directory it was given in (relative paths). A worker of
+    a remote executor rebuilds the run from it, its model included, and checks that the run
+    id comes out the same (:mod:`clstream.driver.shard_worker`)."""
 
     protocol: str
-    args: argparse.Namespace
+    request: RunRequest[Any]
     cwd: str
-
-
-@dataclass(frozen=True)
-class ExecutorChoice:
-    """The ``--executor`` flags of a ``run`` verb: ``local`` (this process) or ``ray`` (the
-    cluster at ``address``, or one started for the run with ``workers`` CPUs)."""
-
-    kind: str = "local"
-    address: str | None = None
-    workers: int | None = None
 
 
 @dataclass

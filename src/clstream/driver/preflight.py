@@ -34,9 +34,10 @@ def prompt_budget(system: ComponentSpec) -> int | None:
     """The most prompt tokens ``system`` sends, where a parameter bounds them (``budget`` of
     the context systems), else None."""
     params = getattr(resolve("system", system.name), "params", {}) or {}
+    given = system.args
     for name, param in params.items():
         if _PROMPT_BUDGET.search(getattr(param, "help", "")):
-            value = system.args.get(name, param.default)
+            value = given.get(name, param.default)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value
     return None

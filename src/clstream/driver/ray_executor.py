@@ -31,6 +31,7 @@ from types import ModuleType, TracebackType
 from typing import Any
 
 from clstream.core.errors import ClstreamError, SpecError
+from clstream.driver.cells import LocalExecutor
 from clstream.driver.flags import RAY_MISSING
 from clstream.driver.plan import Cell, PlannedRun, Progress
 from clstream.driver.shard_worker import CellOutcome, run_cell_in_shard
@@ -84,8 +85,6 @@ class RayExecutor:
                         run_cell: Callable[[Cell], Awaitable[None]], limit: int) -> list[str]:
         """Cells that come without a recipe (a runner built in this process, not by a
         ``run`` command) cannot be planned in a worker: they run here."""
-        from clstream.driver.execute import LocalExecutor
-
         return await LocalExecutor().run_cells(cells, run_cell, limit)
 
     async def run_shards(self, plan: PlannedRun, store: ResultsStore, cells: Sequence[Cell],

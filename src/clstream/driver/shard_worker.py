@@ -1,16 +1,16 @@
 """One cell of a run, carried out in a worker process against a shard store.
 
 What a remote executor (:mod:`clstream.driver.ray_executor`) sends a worker is a
-:class:`~clstream.driver.plan.RunRecipe` (the protocol and its flags), the run id, the cell and
-the run's stored rows; never a store, a model or a system. The worker plans the run again from
-the recipe, exactly as the ``run`` command plans it (the dataset read from its path, the model
-built from its spec and backend flags, the systems from theirs), and refuses to go on when the
-run id differs: a worker with another clstream or other data would otherwise store answers
-under a spec they do not belong to. The cell then runs sequentially against a private shard
-seeded with the run's rows (:mod:`clstream.store.shard`), so it skips and resumes what is
-stored as a local session does (its model calls captured as a local cell's are), and the rows
-it added (the calls with them) go back to the driver, the one writer,
-which commits them in one transaction (docs/design.md §5).
+:class:`~clstream.driver.plan.RunRecipe` (the protocol and its run request), the run id, the
+cell and the run's stored rows; never a store, a model or a system. The worker plans the run
+again from the recipe, exactly as the ``run`` command plans it (the dataset read from its
+path, the model built from its spec and backend settings, the systems from theirs), and
+refuses to go on when the run id differs: a worker with another clstream or other data would
+otherwise store answers under a spec they do not belong to. The cell then runs sequentially
+against a private shard seeded with the run's rows (:mod:`clstream.store.shard`), so it skips
+and resumes what is stored as a local session does (its model calls captured as a local
+cell's are), and the rows it added (the calls with them) go back to the driver, the one
+writer, which commits them in one transaction (docs/design.md §5).
 
 A cell that stops early (:class:`~clstream.core.errors.StreamStopped`) or raises still sends
 back what it stored before; the driver commits it and then reports the stop or raises the
@@ -23,7 +23,6 @@ worker would (the retry then finds no file and runs the cell to its end).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -37,7 +36,7 @@ from pathlib import Path
 from clstream.core.contracts import Model, open_model
 from clstream.core.errors import ClstreamError, StreamStopped
 from clstream.core.registry import resolve
-from clstream.driver.execute import run_captured
+from clstream.driver.cells import run_captured
 from clstream.driver.plan import Cell, PlannedRun, RunJob, RunRecipe
 from clstream.store.db import ResultsStore
 from clstream.store.shard import RowChanges, RunRows, seed_shard, shard_changes
@@ -87,14 +86,9 @@ def _exit_if_flagged(cell_id: str) -> None:
 _PLANNED: OrderedDict[bytes, RunJob] = OrderedDict()
 
 
-def recipe_args(recipe: RunRecipe) -> argparse.Namespace:
-    """The recipe's flags without what the command line attached to run them (handlers)."""
-    return argparse.Namespace(**{k: v for k, v in vars(recipe.args).items() if not callable(v)})
-
-
 @contextlib.contextmanager
 def _in_directory(cwd: str) -> Iterator[None]:
-    """Relative paths of the flags read as in the driver's directory, where it exists here."""
+    """Relative paths of the request read as in the driver's directory, where it exists here."""
     before = os.getcwd()
     if os.path.isdir(cwd):
         os.chdir(cwd)
@@ -107,11 +101,11 @@ def _in_directory(cwd: str) -> Iterator[None]:
 def planned_run(recipe: RunRecipe, run_id: str) -> tuple[PlannedRun, Model]:
     """The planned run ``run_id`` of ``recipe``, and its model: planned once per worker
     process for the last few recipes (a model is loaded once for all the cells it serves)."""
-    key = pickle.dumps((recipe.protocol, sorted(vars(recipe_args(recipe)).items()), recipe.cwd))
+    key = pickle.dumps((recipe.protocol, recipe.request, recipe.cwd))
     job = _PLANNED.get(key)
     if job is None:
         with _in_directory(recipe.cwd):
-            job = resolve("protocol", recipe.protocol).run_command.planned(recipe_args(recipe))
+            job = resolve("protocol", recipe.protocol).run_command.planned(recipe.request)
         assert isinstance(job, RunJob)
         _PLANNED[key] = job
         while len(_PLANNED) > KEPT_PLANS:

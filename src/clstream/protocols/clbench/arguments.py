@@ -11,8 +11,9 @@ names shown in the help are therefore written out here; a test checks them again
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
-from clstream.driver.flags import (
+from clstream.arguments.groups import (
     add_driver_arguments,
     add_run_arguments,
     seed_value,
@@ -22,6 +23,20 @@ from clstream.driver.flags import (
 TASKS = ("blind_spectrum_monitoring", "codebase_adaptation", "cohort_studies",
          "database_exploration", "exploitable_poker", "sales_prediction")
 SCHEDULES = ("default", "short")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The flags of ``run clbench`` that are its own: the tasks, their schedule and options,
+    rollouts, parallel cells and the reference S_ext
+    (:class:`~clstream.driver.request.RunRequest`'s ``options``)."""
+
+    task: list[str] | None
+    rollouts: int
+    schedule: str
+    env_option: list[str] | None
+    parallel: int
+    reference: str | None
 
 
 def add_score_arguments(p: argparse.ArgumentParser) -> None:

@@ -16,20 +16,23 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from clstream.arguments.requests import seed_requests
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
 from clstream.core.files import WriteError, os_error_cause, sqlite_disk_cause
 from clstream.core.jsonio import dumps_finite
 from clstream.core.outputs import claim_directory
-from clstream.driver.assemble import plan_job, run_basics
+from clstream.driver.assemble import plan_job, run_basics, shared_models
+from clstream.driver.execute import drive
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
     MOST_ROLLOUTS,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
-from clstream.driver.seeds import drive_seeds
+from clstream.driver.request import RunRequest
 from clstream.protocols.clbench.arguments import (
+    RunOptions,
     add_generate_arguments,
     add_run_clbench_arguments,
     add_score_arguments,
@@ -272,43 +275,47 @@ def _check_reference(store: ResultsStore, run_id: str, reference: dict[str, Any]
 
 
 def run(args: argparse.Namespace) -> int:
-    return drive_seeds(args, plan_run)
+    """``run clbench``: the runs of every seed, the model built once, through one driver."""
+    requests = seed_requests(args, "clbench", add_run_clbench_arguments, RunOptions)
+    with shared_models():
+        jobs = [plan_run(request) for request in requests]
+    return drive(jobs)
 
 
-def plan_run(args: argparse.Namespace) -> RunJob:
+def plan_run(request: RunRequest[RunOptions]) -> RunJob:
     """``run clbench``: one planned run per system; each task's stateless arm and each of its
     rollouts is a cell, ``--parallel`` of them at once."""
-    positive("--rollouts", args.rollouts, MOST_ROLLOUTS)
-    positive("--parallel", args.parallel, MOST_IN_FLIGHT)
-    tasks = task_names(args.task)
-    options = parse_env_options(args.env_option, tasks)
-    basics = run_basics(args)
-    envs = {task: make_env(task, args.seed, args.schedule, options) for task in tasks}
+    own = request.options
+    positive("--rollouts", own.rollouts, MOST_ROLLOUTS)
+    positive("--parallel", own.parallel, MOST_IN_FLIGHT)
+    tasks = task_names(own.task)
+    options = parse_env_options(own.env_option, tasks)
+    basics = run_basics(request)
+    envs = {task: make_env(task, request.seed, own.schedule, options) for task in tasks}
     try:
         view = task_view(envs)
     finally:
         _close(envs)
-    reference = parse_reference(args.reference, args.out, tasks, view)
+    reference = parse_reference(own.reference, request.out, tasks, view)
     texts = [t for env in envs.values() for t in (env.instructions, env.action_format)]
     info: dict[str, Any] = {"prompt_template_hash": template_fingerprint(texts),
-                            "tasks": tasks, "schedule": args.schedule}
-    params: dict[str, Any] = {"tasks": tasks, "schedule": args.schedule,
-                              "rollouts": args.rollouts}
+                            "tasks": tasks, "schedule": own.schedule}
+    params: dict[str, Any] = {"tasks": tasks, "schedule": own.schedule,
+                              "rollouts": own.rollouts}
     if options:  # absent when none is given: the paper's settings, as before options existed
         info["env_options"] = params["env_options"] = options
     if reference is not None:
         info["reference"] = reference
     return plan_job(
-        args, basics, protocol="clbench", unit="instance",
-        add_arguments=add_run_clbench_arguments,
+        request, basics, protocol="clbench", unit="instance",
         dataset=StoredDataset(view_hash(view), f"clbench:{','.join(tasks)}", view),
         params=params,
         info=info, units={"instance": "instances"}, error_kinds=("instance",),
-        cells_at_once=args.parallel,
+        cells_at_once=own.parallel,
         before_register=lambda spec: partial(_check_reference, run_id=spec.run_id,
                                              reference=reference),
         open_runner=lambda spec, make: partial(
             ClbenchRunner, spec, make_system=make,
-            make_env=partial(make_env, seed=args.seed, schedule=args.schedule,
+            make_env=partial(make_env, seed=request.seed, schedule=own.schedule,
                              options=options), tasks=tasks,
-            rollouts=args.rollouts, view=view))
+            rollouts=own.rollouts, view=view))

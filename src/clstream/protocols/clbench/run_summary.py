@@ -28,7 +28,7 @@ from itertools import accumulate
 from typing import Any
 
 from clstream.core.errors import StoreError
-from clstream.core.files import write_jsonl
+from clstream.core.jsonio import write_jsonl
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
 from clstream.driver.record_fields import cut_by_cap

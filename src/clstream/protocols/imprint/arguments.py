@@ -11,8 +11,9 @@ choices are therefore written out here; a test checks them against
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
-from clstream.driver.flags import (
+from clstream.arguments.groups import (
     add_backend_arguments,
     add_driver_arguments,
     add_run_arguments,
@@ -64,6 +65,23 @@ def add_run_imprint_arguments(p: argparse.ArgumentParser) -> None:
                    help="name of the environment variable holding the judge's API key")
     add_driver_arguments(p)
     p.set_defaults(**PAPER_SAMPLING)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The flags of ``run imprint`` that are its own: the dataset, the supervision and prompt
+    style, batching, and the judge (:class:`~clstream.driver.request.RunRequest`'s
+    ``options``)."""
+
+    data: str
+    supervision: str
+    prompt: str
+    batch: int
+    parallel: int
+    judge: str | None
+    strict_abstention: bool
+    judge_base_url: str | None
+    judge_api_key_env: str | None
 
 
 def add_score_arguments(p: argparse.ArgumentParser) -> None:

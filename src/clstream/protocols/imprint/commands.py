@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from clstream.arguments.requests import backend_flags, seed_requests
 from clstream.core.contracts import System, supervision_of
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError
@@ -28,19 +29,20 @@ from clstream.core.jsonio import dumps_finite
 from clstream.core.outputs import claim_directory
 from clstream.core.specs import RunSpec
 from clstream.core.types import SamplingParams
-from clstream.driver.assemble import plan_job, run_basics
+from clstream.driver.assemble import plan_job, run_basics, shared_models
 from clstream.driver.components import build_model, parse_components, takes_endpoint
+from clstream.driver.execute import drive
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
     SEED_MAX,
-    backend_options,
     bounded_int,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
 from clstream.driver.preflight import check_endpoint
-from clstream.driver.seeds import drive_seeds
+from clstream.driver.request import RunRequest
 from clstream.protocols.imprint.arguments import (
+    RunOptions,
     add_generate_arguments,
     add_run_imprint_arguments,
     add_score_arguments,
@@ -95,72 +97,78 @@ def corpus_tokens(data: Dataset, tokenizer: Any) -> dict[str, int]:
 
 # -- run ------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
-    return drive_seeds(args, plan_run)
+    """``run imprint``: the runs of every seed, the model built once, through one driver."""
+    requests = seed_requests(args, "imprint", add_run_imprint_arguments, RunOptions)
+    with shared_models():
+        jobs = [plan_run(request) for request in requests]
+    return drive(jobs)
 
 
-def plan_run(args: argparse.Namespace) -> RunJob:
+def plan_run(request: RunRequest[RunOptions]) -> RunJob:
     """``run imprint``: one planned run per system; each instance (the corpus of news and
     code, each persona) is a cell."""
-    positive("--batch", args.batch, 100_000)
-    positive("--parallel", args.parallel, MOST_IN_FLIGHT)
-    data = load_checked(args.data, "imprint-dataset", lambda: load_dataset(args.data))
+    own = request.options
+    positive("--batch", own.batch, 100_000)
+    positive("--parallel", own.parallel, MOST_IN_FLIGHT)
+    data = load_checked(own.data, "imprint-dataset", lambda: load_dataset(own.data))
     if not data.items:
-        raise SpecError(f"{args.data}: the dataset has no items")
+        raise SpecError(f"{own.data}: the dataset has no items")
     llm_items = [i.item_id for i in data.items if i.judge == "llm"]
-    if llm_items and args.judge is None:
-        raise SpecError(f"{args.data}: item {llm_items[0]!r} is judged 'llm'; give --judge "
+    if llm_items and own.judge is None:
+        raise SpecError(f"{own.data}: item {llm_items[0]!r} is judged 'llm'; give --judge "
                         "MODEL (the model that judges its answers)")
-    if args.judge is not None and args.base_url is not None and args.judge_base_url is None \
-            and not takes_endpoint(parse_components(args.model or "builtin", None, [])[0]):
+    if own.judge is not None and request.backend.base_url is not None \
+            and own.judge_base_url is None \
+            and not takes_endpoint(parse_components(request.model or "builtin", None, [])[0]):
         raise SpecError("flag --base-url: the answering model "
-                        f"{args.model or 'builtin'!r} is served by no endpoint; give the "
+                        f"{request.model or 'builtin'!r} is served by no endpoint; give the "
                         "judge's server with --judge-base-url")
-    basics = run_basics(args)
+    basics = run_basics(request)
     judge = None
     endpoints = []
-    params: dict[str, Any] = {"supervision": args.supervision, "setting": data.setting,
-                              "prompt": args.prompt}
+    params: dict[str, Any] = {"supervision": own.supervision, "setting": data.setting,
+                              "prompt": own.prompt}
     view = dataset_view(data)
     view["corpus_tokens"] = corpus_tokens(data, basics.model.tokenizer)
     info: dict[str, Any] = {"prompt_template_hash": template_fingerprint(),
-                            "supervision": args.supervision, "setting": data.setting}
-    if args.judge is not None:
+                            "supervision": own.supervision, "setting": data.setting}
+    if own.judge is not None:
         from clstream.protocols.imprint.judge_plan import judge_mapping
         from clstream.protocols.imprint.llm_judges import (
             LLM_JUDGE_PARAMS,
             PROMPT_HASHES,
             LLMJudge,
         )
-        judge_spec, _ = parse_components(args.judge, None, [])
+        judge_spec, _ = parse_components(own.judge, None, [])
         judge_model = build_model(judge_spec, {"base_url": "--judge-base-url",
                                                "api_key_env": "--judge-api-key-env"},
-                                  base_url=args.judge_base_url,
-                                  api_key_env=args.judge_api_key_env)
-        judge = LLMJudge(judge_model, Path(args.out) / "judge_cache.jsonl")
+                                  base_url=own.judge_base_url,
+                                  api_key_env=own.judge_api_key_env)
+        judge = LLMJudge(judge_model, Path(request.out) / "judge_cache.jsonl")
         endpoints.append(("--judge-base-url", judge_model, LLM_JUDGE_PARAMS))
         # The judge decides the run's numbers, so it is part of the run spec (and its id).
         params["judge"] = {"model": judge_model.name, "spec": judge_spec.label,
                            "families": judge_mapping(data.setting, judge_model.name)}
         info["judge"] = {"model": judge_model.describe(), "prompt_hashes": PROMPT_HASHES}
-    if args.strict_abstention:
+    if own.strict_abstention:
         params["strict_abstention"] = True
 
     def takes_supervision(spec: RunSpec, system: System) -> None:
         accepted = supervision_of(system)
-        if args.supervision not in accepted:
+        if own.supervision not in accepted:
             raise SpecError(f"system {spec.system.label!r} takes supervision "
-                            f"{', '.join(accepted)}, not {args.supervision}")
+                            f"{', '.join(accepted)}, not {own.supervision}")
 
     return plan_job(
-        args, basics, protocol="imprint", unit="item", add_arguments=add_run_imprint_arguments,
-        dataset=StoredDataset(dataset_hash(data), str(Path(args.data).resolve()), view),
+        request, basics, protocol="imprint", unit="item",
+        dataset=StoredDataset(dataset_hash(data), str(Path(own.data).resolve()), view),
         params=params, info=info,
         units={"item": "items"}, error_kinds=("item", "call", "judgment"),
         check_system=takes_supervision, endpoints=endpoints,
         open_runner=lambda spec, make: partial(
-            ImprintRunner, spec, make_system=make, data=data, supervision=args.supervision,
-            model=basics.model, batch=args.batch, parallel=args.parallel, judge=judge,
-            prompt_style=args.prompt))
+            ImprintRunner, spec, make_system=make, data=data, supervision=own.supervision,
+            model=basics.model, batch=own.batch, parallel=own.parallel, judge=judge,
+            prompt_style=own.prompt))
 
 
 # -- score ----------------------------------------------------------------------------------
@@ -189,7 +197,7 @@ def score(args: argparse.Namespace) -> int:
     llm = None
     if args.judge is not None:
         judge_spec, _ = parse_components(args.judge, None, [])
-        judge_model = build_model(judge_spec, **backend_options(args))
+        judge_model = build_model(judge_spec, **backend_flags(args).options())
         cache = args.judge_cache or str(Path(args.predictions).with_suffix(".judge.jsonl"))
         llm = LLMJudge(judge_model, cache)
     missing = [i.item_id for i in items if i.item_id not in predictions]
@@ -287,7 +295,7 @@ def _model(args: argparse.Namespace) -> Any:
     built = getattr(args, "built_model", None)
     if built is None:
         spec, _ = parse_components(args.model, None, [])
-        built = build_model(spec, **backend_options(args))
+        built = build_model(spec, **backend_flags(args).options())
         check_endpoint(built, SamplingParams(temperature=0.0, max_tokens=1))
         args.built_model = built
     return built

@@ -9,8 +9,9 @@ option groups: the loader, runner, store and numeric libraries are imported when
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
-from clstream.driver.flags import (
+from clstream.arguments.groups import (
     add_driver_arguments,
     add_run_arguments,
     count_type,
@@ -40,6 +41,16 @@ def add_run_oaks_arguments(p: argparse.ArgumentParser) -> None:
                    help="prefix-cache size of the server in tokens: run max(1, N // largest "
                         "per-document context) documents at once (replaces --docs-in-flight)")
     add_driver_arguments(p)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The flags of ``run oaks`` that are its own: the stream and how many documents run at
+    once (:class:`~clstream.driver.request.RunRequest`'s ``options``)."""
+
+    data: str
+    docs_in_flight: int
+    cache_budget_tokens: int | None
 
 
 def add_score_arguments(p: argparse.ArgumentParser) -> None:

@@ -10,20 +10,23 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from clstream.arguments.requests import seed_requests
 from clstream.core.contracts import System
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError
 from clstream.core.jsonio import dumps_finite, gc_paused
 from clstream.core.outputs import claim_file
 from clstream.core.specs import RunSpec
-from clstream.driver.assemble import plan_job, run_basics
+from clstream.driver.assemble import plan_job, run_basics, shared_models
+from clstream.driver.execute import drive
 from clstream.driver.flags import (
     MOST_IN_FLIGHT,
     positive,
 )
 from clstream.driver.plan import RunJob, StoredDataset
-from clstream.driver.seeds import drive_seeds
+from clstream.driver.request import RunRequest
 from clstream.protocols.oaks.arguments import (
+    RunOptions,
     add_generate_arguments,
     add_run_oaks_arguments,
     add_score_arguments,
@@ -68,27 +71,32 @@ def generate(args: argparse.Namespace) -> int:
 
 # -- run -------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
-    return drive_seeds(args, plan_run)
+    """``run oaks``: the runs of every seed, the model built once, through one driver."""
+    requests = seed_requests(args, "oaks", add_run_oaks_arguments, RunOptions)
+    with shared_models():
+        jobs = [plan_run(request) for request in requests]
+    return drive(jobs)
 
 
-def plan_run(args: argparse.Namespace) -> RunJob:
+def plan_run(request: RunRequest[RunOptions]) -> RunJob:
     """``run oaks``: one planned run per system, a document per cell."""
-    positive("--docs-in-flight", args.docs_in_flight, MOST_IN_FLIGHT)
-    positive("--cache-budget-tokens", args.cache_budget_tokens, 10**12)
-    dataset = load_checked(args.data, "oaks-data", lambda: load_oaks(args.data))
-    basics = run_basics(args)
+    options = request.options
+    positive("--docs-in-flight", options.docs_in_flight, MOST_IN_FLIGHT)
+    positive("--cache-budget-tokens", options.cache_budget_tokens, 10**12)
+    dataset = load_checked(options.data, "oaks-data", lambda: load_oaks(options.data))
+    basics = run_basics(request)
 
     def docs_in_flight(spec: RunSpec, make: Callable[[], System]) -> int:
-        if args.cache_budget_tokens is None:
-            return int(args.docs_in_flight)
-        docs = docs_for_cache_budget(args.cache_budget_tokens, dataset, make(),
+        if options.cache_budget_tokens is None:
+            return int(options.docs_in_flight)
+        docs = docs_for_cache_budget(options.cache_budget_tokens, dataset, make(),
                                      basics.model.tokenizer)
         basics.notes.append(f"{spec.system.label}: {docs} documents in flight for a cache of "
-                            f"{args.cache_budget_tokens} tokens")
+                            f"{options.cache_budget_tokens} tokens")
         return docs
 
     return plan_job(
-        args, basics, protocol="oaks", unit="probe", add_arguments=add_run_oaks_arguments,
+        request, basics, protocol="oaks", unit="probe",
         dataset=StoredDataset(dataset.sha256, dataset.path, gold_view(dataset)),
         info={"prompt_template_hash": template_fingerprint(), "dataset_path": dataset.path},
         units={"probe": "probes"}, error_kinds=("probe",), cells_at_once=docs_in_flight,

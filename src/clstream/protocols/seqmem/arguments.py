@@ -9,8 +9,9 @@ option groups: task loaders, evaluators, runner and store are imported when the 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
-from clstream.driver.flags import (
+from clstream.arguments.groups import (
     add_driver_arguments,
     add_run_arguments,
     count_type,
@@ -50,6 +51,26 @@ def add_run_seqmem_arguments(p: argparse.ArgumentParser) -> None:
                    help="code tasks: where bubblewrap is missing, run model-written code without "
                         "OS isolation instead of refusing (unsafe; recorded in every verdict)")
     add_driver_arguments(p)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The flags of ``run seqmem`` that are its own: the stream, its hold-out, the plan of
+    probes and the evaluator's settings (:class:`~clstream.driver.request.RunRequest`'s
+    ``options``)."""
+
+    data: str
+    source: str
+    checkpoints: str | None
+    horizons: str | None
+    retro_sample: float
+    holdout: int | None
+    holdout_mode: str
+    holdout_file: str | None
+    api_pool: str | None
+    category: list[str] | None
+    reveal_target: bool
+    unsafe_unisolated_code: bool
 
 
 def add_score_arguments(p: argparse.ArgumentParser) -> None:

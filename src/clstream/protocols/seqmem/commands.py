@@ -11,19 +11,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from clstream.arguments.requests import seed_requests
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
-from clstream.core.files import write_jsonl
-from clstream.core.jsonio import dumps_finite, gc_paused
+from clstream.core.jsonio import dumps_finite, gc_paused, write_jsonl
 from clstream.core.outputs import claim_file
 from clstream.core.reader import ResultsReader
 from clstream.core.records import RunRow
-from clstream.driver.assemble import plan_job, run_basics
+from clstream.driver.assemble import plan_job, run_basics, shared_models
+from clstream.driver.execute import drive
 from clstream.driver.flags import SEED_MAX, bounded_int
 from clstream.driver.plan import RunJob, StoredDataset
-from clstream.driver.seeds import drive_seeds
+from clstream.driver.request import RunRequest
 from clstream.judges.evaluators import CodeEvaluator
 from clstream.protocols.seqmem.arguments import (
+    RunOptions,
     add_generate_arguments,
     add_run_seqmem_arguments,
     add_score_arguments,
@@ -58,30 +60,31 @@ def _int_list(flag: str, text: str | None) -> list[int] | None:
     return out
 
 
-def load_stream(args: argparse.Namespace) -> Any:
-    """The task stream named by ``data``, ``--source`` and the hold-out flags."""
-    name = "apibench-hf" if args.source in ("apibench", "apibench-hf") else args.source
+def load_stream(own: RunOptions, seed: int) -> Any:
+    """The task stream named by ``data``, ``--source`` and the hold-out flags (the hold-out
+    sample drawn with ``seed``)."""
+    name = "apibench-hf" if own.source in ("apibench", "apibench-hf") else own.source
     if name == "synthetic":
-        if args.holdout is not None or args.holdout_file is not None:
+        if own.holdout is not None or own.holdout_file is not None:
             raise SpecError("flags --holdout/--holdout-file: the synthetic file has its own "
                             "hold-out set")
-        if args.api_pool or args.category:
+        if own.api_pool or own.category:
             raise SpecError("flags --api-pool/--category: not used with --source synthetic")
-        return load_checked(args.data, "seqmem-stream",
-                            lambda: load_seqmem_stream("synthetic", args.data))
-    options: dict[str, Any] = {"holdout": args.holdout or 0, "holdout_mode": args.holdout_mode,
-                               "seed": args.seed, "holdout_path": args.holdout_file}
+        return load_checked(own.data, "seqmem-stream",
+                            lambda: load_seqmem_stream("synthetic", own.data))
+    options: dict[str, Any] = {"holdout": own.holdout or 0, "holdout_mode": own.holdout_mode,
+                               "seed": seed, "holdout_path": own.holdout_file}
     if name == "apibench-hf":
-        if not args.api_pool:
+        if not own.api_pool:
             raise SpecError("flag --api-pool: required with --source apibench")
-        options["pool_path"] = args.api_pool
-    elif args.api_pool:
+        options["pool_path"] = own.api_pool
+    elif own.api_pool:
         raise SpecError("flag --api-pool: only used with --source apibench")
-    if args.category:
+    if own.category:
         if name != "mmlu-pro":
             raise SpecError("flag --category: only used with --source mmlu-pro")
-        options["categories"] = args.category
-    return load_seqmem_stream(name, args.data, **options)
+        options["categories"] = own.category
+    return load_seqmem_stream(name, own.data, **options)
 
 
 def stream_view(stream: Any, source: str) -> dict[str, Any]:
@@ -101,16 +104,22 @@ def stream_hash(view: dict[str, Any]) -> str:
 
 # -- run -------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
-    return drive_seeds(args, plan_run)
+    """``run seqmem``: the runs of every seed, the model built once, through one driver."""
+    requests = seed_requests(args, "seqmem", add_run_seqmem_arguments, RunOptions)
+    with shared_models():
+        jobs = [plan_run(request) for request in requests]
+    return drive(jobs)
 
 
-def plan_run(args: argparse.Namespace) -> RunJob:
+def plan_run(request: RunRequest[RunOptions]) -> RunJob:
     """``run seqmem``: one planned run per system, the whole stream one cell."""
-    stream = load_stream(args)
-    plan = SeqMemPlan.build(len(stream.tasks), _int_list("--checkpoints", args.checkpoints),
-                            _int_list("--horizons", args.horizons), args.retro_sample, args.seed)
-    options: dict[str, Any] = {"reveal_target": True} if args.reveal_target else {}
-    if args.unsafe_unisolated_code:
+    own = request.options
+    stream = load_stream(own, request.seed)
+    plan = SeqMemPlan.build(len(stream.tasks), _int_list("--checkpoints", own.checkpoints),
+                            _int_list("--horizons", own.horizons), own.retro_sample,
+                            request.seed)
+    options: dict[str, Any] = {"reveal_target": True} if own.reveal_target else {}
+    if own.unsafe_unisolated_code:
         if stream.kind != "code":
             raise SpecError("flag --unsafe-unisolated-code: only used with code tasks "
                             "(--source humaneval)")
@@ -118,14 +127,14 @@ def plan_run(args: argparse.Namespace) -> RunJob:
     evaluator = stream.evaluator(**options)
     # Refuses before anything is stored when code would have to run without isolation.
     code_isolation = evaluator.preflight() if isinstance(evaluator, CodeEvaluator) else None
-    basics = run_basics(args)
-    view = stream_view(stream, args.source)
+    basics = run_basics(request)
+    view = stream_view(stream, own.source)
     return plan_job(
-        args, basics, protocol="seqmem", unit="record", add_arguments=add_run_seqmem_arguments,
+        request, basics, protocol="seqmem", unit="record",
         dataset=StoredDataset(stream_hash(view), str(view.get("path", "")), view),
-        params={**plan.as_params(), "source": args.source, "holdout": args.holdout,
-                "holdout_mode": args.holdout_mode, "categories": args.category or [],
-                "reveal_target": bool(args.reveal_target), "evaluator": evaluator.name},
+        params={**plan.as_params(), "source": own.source, "holdout": own.holdout,
+                "holdout_mode": own.holdout_mode, "categories": own.category or [],
+                "reveal_target": bool(own.reveal_target), "evaluator": evaluator.name},
         info={"prompt_template_hash": template_fingerprint(), "dataset_path": stream.source,
               "evaluator": evaluator.name, "code_isolation": code_isolation},
         units={"online": "online", "holdout": "hold-out", "retro": "retro"},

@@ -7,16 +7,15 @@ import argparse
 
 import pytest
 
-from clstream.driver.flags import (
-    SEED_MAX,
+from clstream.arguments.groups import (
     add_backend_arguments,
-    bounded_int,
     count_type,
     endpoint_url,
     finite_float_type,
     parser_actions,
     seed_value,
 )
+from clstream.driver.flags import SEED_MAX, bounded_int
 
 
 @pytest.mark.parametrize("text", ["inf", "-inf", "nan", "NaN", "2.5", "-0.1", "1e999", "x", ""])
