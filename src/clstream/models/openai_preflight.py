@@ -83,16 +83,19 @@ class EndpointCheck:
 
 
     def _new_client(self, timeout: float | None = None) -> httpx.AsyncClient:
-        """An httpx client for the endpoint checks (a few requests, before the run)."""
+        """An httpx client for the endpoint checks (a few requests, before the run). Plain
+        http to loopback servers with no proxy uses no TLS at all, so the client does not load
+        the certificate store (some 0.03 s of CPU) to verify nothing."""
         seconds = self.request_timeout if timeout is None else timeout
         pool = self.max_concurrency if self.max_concurrency is not None else DEFAULT_CEILING
+        trust_env = self._trust_env()
+        plain = not trust_env and all(u.startswith("http://") for u in self.base_urls)
         return httpx.AsyncClient(
             # Read: the longest silence; pool: none, the in-flight bound does the waiting.
             timeout=httpx.Timeout(seconds, connect=min(seconds, 30.0), pool=None),
             limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
-            trust_env=self._trust_env(),
+            trust_env=trust_env, verify=not plain,
         )
-
 
     async def preflight(self, sampling: SamplingParams) -> list[str]:
         """Check in seconds that a run can use this endpoint (module docstring); raises
