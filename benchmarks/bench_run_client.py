@@ -39,8 +39,9 @@ from cli_timing import ProcessTime, machine, markdown_table, run_cli, write_sect
 from clstream.protocols.oaks.babi import write_oaks_babi
 
 SYSTEM = "window:w=1"
-LONG = {"docs": 2, "chunks": 30, "max_questions": 40}  # 2,400 probes
-SMALL = {"docs": 1, "chunks": 2, "max_questions": 5}  # 10 probes
+# Documents, chunks, questions per document.
+LONG = (2, 30, 40)  # 2,400 probes
+SMALL = (1, 2, 5)  # 10 probes
 LONG_REQUESTS, SMALL_REQUESTS = 2401, 11  # the probes and the endpoint check's request
 BYTECODE = {"PYTHONDONTWRITEBYTECODE": ""}  # empty: unset, as for a user
 TARGET_MS, TARGET_SMALL_S = 0.8, 0.5
@@ -69,8 +70,9 @@ def main() -> None:
         url = f"http://127.0.0.1:{int(server.stdout.readline())}/v1"
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
-            for name, shape in (("long", LONG), ("small", SMALL)):
-                write_oaks_babi(root / f"{name}.json", seed=0, chunk_tokens=2000, **shape)
+            for name, (docs, chunks, questions) in (("long", LONG), ("small", SMALL)):
+                write_oaks_babi(root / f"{name}.json", seed=0, docs=docs, chunks=chunks,
+                                chunk_tokens=2000, max_questions=questions)
 
             def run(name: str, k: int, *extra: str) -> ProcessTime:
                 out = root / f"{name}{'-'.join(extra)}-{k}"
