@@ -195,10 +195,11 @@ def _check_question(path: str, record: str, q: OaksQuestion, n_chunks: int) -> N
     if len(q.golds) != n_chunks:
         raise DataError(path, record, "chunk_to_answer", f"{len(q.golds)} golds for "
                         f"{n_chunks} chunks")
+    mc, letters = q.is_mc, q.options[:26]
     for t, golds in enumerate(q.golds, 1):
         if not golds:
             raise DataError(path, record, "chunk_to_answer", f"no accepted answer at t {t}")
-        if q.is_mc and golds[0] not in q.options[:26]:
+        if mc and golds[0] not in letters:
             raise DataError(path, record, "chunk_to_answer",
                             f"gold {golds[0]!r} at t {t} is not one of the first 26 options")
 
@@ -230,11 +231,12 @@ def judge_dataset(
     judged: list[JudgedQuestion] = []
     missing = 0
     # Each distinct output is read once per (multiple choice, type): models repeat answers.
-    memo: dict[tuple[str, bool, str | None], str] = {}
+    memos: dict[tuple[bool, str | None], dict[str, str]] = {}
     for doc in dataset.documents:
         for q in doc.questions:
             accepted = accepted_answers(q)
             mc, qtype, qid = q.is_mc, q.question_type, q.question_id
+            memo = memos.setdefault((mc, qtype), {})
             answers: list[str] = []
             hits = [False] * doc.num_chunks
             for t in range(1, doc.num_chunks + 1):
@@ -247,10 +249,9 @@ def judge_dataset(
                     missing += 1
                     answers.append("")
                     continue
-                key = (output, mc, qtype)
-                answer = memo.get(key)
+                answer = memo.get(output)
                 if answer is None:
-                    answer = memo[key] = canonical_answer(output, mc, qtype)
+                    answer = memo[output] = canonical_answer(output, mc, qtype)
                 answers.append(answer)
                 hits[t - 1] = answer in accepted[t - 1]
             judged.append(JudgedQuestion(doc.bid, q, canonical_golds(q), tuple(answers),
@@ -291,6 +292,19 @@ def per_question_table(
     judged, _ = judge_dataset(dataset, predictions, allow_missing,
                               predictions_path=predictions_path)
     return _table(judged, bins_open, bins_mc)
+
+
+def _accuracy_by_interval(correct: Sequence[np.ndarray]) -> list[float]:
+    """Per interval t, the share of correct answers among the questions whose document has
+    at least t chunks: whole counts, divided once (int / int is correctly rounded), so the
+    value is the one :func:`exact_mean` gives for those 0/1 values."""
+    longest = max(len(c) for c in correct)
+    hits = np.zeros(longest, dtype=np.int64)
+    asked = np.zeros(longest, dtype=np.int64)
+    for c in correct:
+        hits[:len(c)] += c
+        asked[:len(c)] += 1
+    return [int(h) / int(n) for h, n in zip(hits.tolist(), asked.tolist(), strict=True)]
 
 
 def _mean_accuracy(exact: Sequence[Mapping[str, Fraction]]) -> dict[str, Any]:
@@ -340,11 +354,7 @@ def score_oaks_with_rows(
     types = sorted({r["type"] for r in rows if r["type"] is not None})
     subsets = [name for name, _ in (*bins_open, *bins_mc)]
     subsets = [s for i, s in enumerate(subsets) if s not in subsets[:i]]
-    longest = max(len(j.correct) for j in judged)
-    by_interval = [
-        exact_mean([j.correct[t] for j in judged if len(j.correct) > t])
-        for t in range(longest)
-    ]
+    by_interval = _accuracy_by_interval([j.correct for j in judged])
     # Averages over questions are of the exact per-question fractions, rounded once.
     exact = [question_fractions(j.correct, j.golds) for j in judged]
     result: dict[str, Any] = {"n_questions": len(rows)}
