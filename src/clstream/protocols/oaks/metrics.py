@@ -259,11 +259,16 @@ def judge_dataset(
     return judged, missing
 
 
-def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins) -> list[dict[str, Any]]:
+def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins,
+           exact: Sequence[Mapping[str, Fraction]] | None = None) -> list[dict[str, Any]]:
+    """The :func:`per_question_table` rows; ``exact``: each question's
+    :func:`question_fractions`, where the caller has them already."""
     check_bins(bins_open)
     check_bins(bins_mc)
+    if exact is None:
+        exact = [question_fractions(j.correct, j.golds) for j in judged]
     rows: list[dict[str, Any]] = []
-    for j in judged:
+    for j, fractions in zip(judged, exact, strict=True):
         count = n_phases(j.golds)
         bins = bins_mc if j.question.is_mc else bins_open
         rows.append({
@@ -272,8 +277,8 @@ def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins) -> 
             "type": j.question.question_type,
             "subset": subset_of(count, bins),
             "n_phases": count,
-            **question_metrics(j.correct, j.golds),
-            "correct": [int(c) for c in j.correct],
+            **{k: float(v) for k, v in fractions.items()},
+            "correct": j.correct.view(np.uint8).tolist(),  # 0/1 as ints
         })
     return rows
 
@@ -348,15 +353,15 @@ def score_oaks_with_rows(
                                     predictions_path=predictions_path)
     if not judged:
         raise DataError(dataset.path, None, "qas", "the dataset has no questions")
-    rows = _table(judged, bins_open, bins_mc)
+    # Averages over questions are of the exact per-question fractions, rounded once.
+    exact = [question_fractions(j.correct, j.golds) for j in judged]
+    rows = _table(judged, bins_open, bins_mc, exact)
     counts = transition_counts([j.golds for j in judged], [j.answers for j in judged],
                                [j.correct for j in judged])
     types = sorted({r["type"] for r in rows if r["type"] is not None})
     subsets = [name for name, _ in (*bins_open, *bins_mc)]
     subsets = [s for i, s in enumerate(subsets) if s not in subsets[:i]]
     by_interval = _accuracy_by_interval([j.correct for j in judged])
-    # Averages over questions are of the exact per-question fractions, rounded once.
-    exact = [question_fractions(j.correct, j.golds) for j in judged]
     result: dict[str, Any] = {"n_questions": len(rows)}
     result.update({k: exact_mean([q[k] for q in exact]) for k in INTRA_PHASE_KEYS})
     result["transitions"] = transition_rates(counts)
@@ -429,9 +434,8 @@ def load_predictions(
                 raise DataError(name, f"line {number}", "t",
                                 f"interval {t} beyond the document's {limit} chunks")
         key = (qid, t)
-        if key in first_line:
+        if first_line.setdefault(key, number) != number:  # one lookup for the usual line
             raise DataError(name, f"line {number}", "t", f"duplicate prediction for question "
                             f"{qid} t {t} (first on line {first_line[key]})")
-        first_line[key] = number
         predictions[key] = output
     return predictions
