@@ -78,6 +78,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import random
 import time
 import weakref
 from collections.abc import Sequence
@@ -430,7 +431,7 @@ class OpenAICompatModel(EndpointCheck):
         body: dict[str, Any],
         order: int,
     ) -> GenerationResult:
-        rng = jitter_rng(request.key)
+        rng: random.Random | None = None  # seeded at the first wait: most requests have none
         attempts = self.policy.attempts
         limit, breaker, router = state.limit, state.breaker, self.router
         affinity = affinity_of(request.key)
@@ -493,6 +494,8 @@ class OpenAICompatModel(EndpointCheck):
                 )
             attempt += 1
             if attempt < attempts:
+                if rng is None:
+                    rng = jitter_rng(request.key)
                 await breaker.sleep(self.policy.delay(attempt - 1, rng, retry_after))
         limit.stats.errors += 1
         return self._error(request, f"failed after {attempts} attempts; last error: {last}")
