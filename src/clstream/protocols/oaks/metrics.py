@@ -22,13 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from clstream.core.errors import DataError, SpecError
-from clstream.core.jsonio import iter_json_lines_fast
+from clstream.core.jsonio import flat_json_lines
 from clstream.metrics.exact import exact_mean
 from clstream.protocols.oaks.answers import accepted_answers, canonical_answer, canonical_golds
 from clstream.protocols.oaks.data import OaksDataset, OaksQuestion
@@ -237,23 +239,21 @@ def judge_dataset(
             accepted = accepted_answers(q)
             mc, qtype, qid = q.is_mc, q.question_type, q.question_id
             memo = memos.setdefault((mc, qtype), {})
-            answers: list[str] = []
-            hits = [False] * doc.num_chunks
-            for t in range(1, doc.num_chunks + 1):
-                output = predictions.get((qid, t))
-                if output is None:
-                    if not allow_missing:
-                        raise DataError(predictions_path, f"question {qid} t {t}",
-                                        "output", "missing prediction (--allow-missing counts "
-                                        "missing ones as wrong)")
-                    missing += 1
-                    answers.append("")
-                    continue
-                answer = memo.get(output)
-                if answer is None:
-                    answer = memo[output] = canonical_answer(output, mc, qtype)
-                answers.append(answer)
-                hits[t - 1] = answer in accepted[t - 1]
+            outputs = [predictions.get((qid, t)) for t in range(1, doc.num_chunks + 1)]
+            if None in outputs:
+                if not allow_missing:
+                    t = outputs.index(None) + 1
+                    raise DataError(predictions_path, f"question {qid} t {t}",
+                                    "output", "missing prediction (--allow-missing counts "
+                                    "missing ones as wrong)")
+                missing += outputs.count(None)
+            for output in set(outputs).difference(memo):
+                if output is not None:
+                    memo[output] = canonical_answer(output, mc, qtype)
+            # A missing prediction answers "" and is wrong.
+            answers = ["" if o is None else memo[o] for o in outputs]
+            hits = [o is not None and a in ok
+                    for o, a, ok in zip(outputs, answers, accepted, strict=True)]
             judged.append(JudgedQuestion(doc.bid, q, canonical_golds(q), tuple(answers),
                                          np.array(hits, dtype=bool)))
     return judged, missing
@@ -398,6 +398,31 @@ def _prediction(path: str, record: str, obj: object) -> tuple[str, int, str]:
     return qid, t, output
 
 
+_FIELDS = itemgetter(*PREDICTION_KEYS)
+
+
+def _checked_in_bulk(values: list[dict[str, Any]], chunks: Mapping[str, int] | None
+                     ) -> dict[tuple[str, int], str] | None:
+    """The predictions of a file of flat objects when every line passes the checks of
+    :func:`load_predictions`, each check made over all lines at once (in C, mostly); None
+    when any line fails one, so that the line-by-line reading names it."""
+    if not set(map(len, values)) <= {len(PREDICTION_KEYS)}:
+        return None
+    try:
+        rows = list(map(_FIELDS, values))  # a missing key: a line with another key instead
+    except KeyError:
+        return None
+    qids, ts, outputs = zip(*rows, strict=True) if rows else ((), (), ())
+    if not (set(map(type, qids)) <= {str} and all(qids) and set(map(type, ts)) <= {int}
+            and min(ts, default=1) >= 1 and set(map(type, outputs)) <= {str}):
+        return None
+    if chunks is not None:  # an unknown question has no chunks: any t is beyond them
+        if any(map(int.__gt__, ts, map(chunks.get, qids, repeat(0)))):
+            return None
+    predictions = dict(zip(zip(qids, ts, strict=True), outputs, strict=True))
+    return predictions if len(predictions) == len(values) else None  # else a duplicate
+
+
 def load_predictions(
     path: str | Path, dataset: OaksDataset | None = None
 ) -> dict[tuple[str, int], str]:
@@ -413,9 +438,15 @@ def load_predictions(
         {q.question_id: d.num_chunks for d in dataset.documents for q in d.questions}
         if dataset is not None else None
     )
+    read = flat_json_lines(name)
+    if isinstance(read, list):
+        checked = _checked_in_bulk(read, chunks)
+        if checked is not None:
+            return checked
+    lines = enumerate(read, start=1) if isinstance(read, list) else read
     predictions: dict[tuple[str, int], str] = {}
     first_line: dict[tuple[str, int], int] = {}
-    for number, obj in iter_json_lines_fast(name):
+    for number, obj in lines:
         # The common line first, checked inline; anything else gets the full checks (and
         # their error) from _prediction.
         if type(obj) is dict and len(obj) == 3:
