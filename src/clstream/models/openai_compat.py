@@ -42,10 +42,11 @@ The API key is read once, from the environment variable named by ``api_key_env``
 into the ``Authorization`` header: it is absent from ``describe()``, results, cache entries and
 the object's repr, and the object refuses to be pickled with it. It is registered as a secret
 (:mod:`clstream.core.secrets`), and the text of an error body (which some servers fill with the
-request's headers) is scrubbed of every known secret before it becomes an error message.
+request's headers) is scrubbed of every known secret before it becomes an error message
+(:mod:`clstream.models.openai_failures`).
 
-
-Before a run, :meth:`OpenAICompatModel.preflight` checks the endpoint (:mod:`clstream.models.openai_preflight`).
+Before a run, :meth:`OpenAICompatModel.preflight` checks the endpoint in seconds
+(:mod:`clstream.models.openai_preflight`: what it asks, and what it fails on).
 
 Tool calling: requests with ``tools`` are sent with them and the calls come back on the
 samples (:mod:`clstream.models.wire`), so ``describe()["tools"]`` is True: the backend can carry
