@@ -13,11 +13,13 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from clstream.cli import build_parser
 from clstream.core.registry import names, resolve
+from clstream.protocols.oaks.babi import write_oaks_babi
 
 PROBE = ("import sys; from clstream.cli import build_parser; build_parser({argv!r}); "
          "print(sorted(m.split('.')[2] for m in sys.modules "
@@ -115,3 +117,18 @@ def test_top_level_help_lists_every_verb_without_protocol_code() -> None:
         assert verb in out
     assert heavy(modules) == []
     assert protocol_modules(modules) == []
+
+
+def test_a_context_window_run_imports_no_numpy_generator_or_metrics(tmp_path: Path) -> None:
+    """A small run's start-up is most of its cost: numpy (BM25's vector search, the dense
+    index, the OAKS metrics) and the OAKS generator are left for the verbs that use them."""
+    data = tmp_path / "oaks.json"
+    write_oaks_babi(data, seed=0, docs=1, chunks=2, chunk_tokens=200, max_questions=2)
+    out, modules = imported(["run", "oaks", str(data), "--model", "builtin", "--system",
+                             "window:w=1", "--no-progress", "--out", str(tmp_path / "runs")])
+    assert out.strip().endswith("runs")
+    assert "clstream.protocols.oaks.runner" in modules  # it did run
+    assert sorted(m for m in modules if m == "numpy" or m.startswith("numpy.")) == []
+    assert "clstream.protocols.oaks.metrics" not in modules
+    assert "clstream.protocols.oaks.babi" not in modules
+    assert "clstream.retrieval.dense" not in modules

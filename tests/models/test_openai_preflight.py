@@ -23,7 +23,7 @@ from clstream.core.contracts import Preflight, check_model
 from clstream.core.secrets import REDACTED
 from clstream.core.types import GenerationRequest, Message, SamplingParams
 from clstream.driver.flags import OPENAI_DEFAULT_BASE_URL
-from clstream.models import openai_compat
+from clstream.models import openai_preflight
 from clstream.models.builtin import BuiltinReader
 from clstream.models.openai_compat import DEFAULT_BASE_URL, EndpointError, OpenAICompatModel
 
@@ -109,7 +109,7 @@ def test_refused_credentials_are_one_line_with_a_hint(monkeypatch: pytest.Monkey
 
 @pytest.fixture
 def no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(openai_compat, "PREFLIGHT_RETRY_WAITS", (0.0, 0.0))
+    monkeypatch.setattr(openai_preflight, "PREFLIGHT_RETRY_WAITS", (0.0, 0.0))
 
 
 def test_a_busy_server_is_a_note_not_a_failure() -> None:

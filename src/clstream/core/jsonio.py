@@ -317,6 +317,18 @@ def iter_json_lines_fast(path: str | Path) -> Iterator[tuple[int, Any]]:
     as they are. Otherwise lines are handed out one by one, each through the checks of the
     module docstring, so an error is raised at its line, after the lines before it.
     """
+    read = flat_json_lines(path)
+    if isinstance(read, list):
+        yield from enumerate(read, start=1)
+    else:
+        yield from read
+
+
+def flat_json_lines(path: str | Path) -> list[dict[str, Any]] | Iterator[tuple[int, Any]]:
+    """The file of :func:`iter_json_lines_fast`, read at once: the list of its values where
+    every line is an object of scalars that orjson reads as the strict reader does (line
+    ``i + 1`` is item ``i``), so a caller can check them in bulk; else the ``(line number,
+    value)`` pairs :func:`iter_json_lines_fast` yields."""
     name = str(path)
     data = read_file_bytes(path, name)
     lines = data.split(b"\n")
@@ -325,12 +337,16 @@ def iter_json_lines_fast(path: str | Path) -> Iterator[tuple[int, Any]]:
     try:
         values = list(map(orjson.loads, lines))
     except orjson.JSONDecodeError:
-        yield from _one_by_one(lines, data.endswith(b"\n"), name)
-        return
+        return _one_by_one(lines, data.endswith(b"\n"), name)
     if all(map(dict.__instancecheck__, values)) and all(map(
             _FLAT.__contains__, map(type, chain.from_iterable(map(dict.values, values))))):
-        yield from enumerate(values, start=1)
-        return
+        return values
+    return _checked(values, lines, name)
+
+
+def _checked(values: list[Any], lines: list[bytes], name: str) -> Iterator[tuple[int, Any]]:
+    """Parsed lines not all flat objects: each read again strictly where orjson might not
+    read it as the strict reader does."""
     for i, value in enumerate(values):
         if isinstance(value, dict | list) and not plain_json(value) \
                 or isinstance(value, float) and abs(value) >= _BIG:

@@ -19,6 +19,7 @@ its visible backslash escape, so writing, exporting and reporting such text neve
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -75,6 +76,14 @@ def storable(text: str) -> str:
     return text
 
 
+# How ``json.dumps`` (ASCII output) writes any surrogate, paired or lone: the one thing in its
+# text that may need :func:`storable`.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+# Characters ``json.dumps`` writes as they are: a secret made only of these appears verbatim
+# in the JSON text of any string that holds it.
+_VERBATIM = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\"}
+
+
 class Scrubber:
     """Replaces a fixed set of secret values in strings, and makes strings storable."""
 
@@ -82,6 +91,7 @@ class Scrubber:
         self.secrets = frozenset(s for s in secrets if isinstance(s, str) and len(s) >= MIN_LENGTH)
         ordered = sorted(self.secrets, key=lambda s: (-len(s), s))  # longest first
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._verbatim = all(set(s) <= _VERBATIM for s in self.secrets)
 
     def text(self, value: str) -> str:
         """One string, scrubbed and storable."""
@@ -100,6 +110,19 @@ class Scrubber:
         if isinstance(obj, list | tuple):
             return [self.value(v) for v in obj]
         return obj
+
+
+    def json(self, obj: Any, sort_keys: bool = False) -> str:
+        """``json.dumps(self.value(obj), sort_keys=sort_keys)``, the same text, without
+        walking ``obj`` in Python where its JSON text shows nothing to change: no surrogate
+        escape (so every string is storable as it is) and no secret (looked for in the text
+        itself when every secret is written verbatim by ``json.dumps``). A call is written
+        per stored record and model call, so this is on every request's path."""
+        text = json.dumps(obj, sort_keys=sort_keys)
+        if _SURROGATE_ESCAPE.search(text) is None and (
+                self._pattern is None or self._verbatim and self._pattern.search(text) is None):
+            return text
+        return json.dumps(self.value(obj), sort_keys=sort_keys)
 
 
 def scrub(text: str, extra: Iterable[str] = ()) -> str:

@@ -93,7 +93,8 @@ class Usage(BaseModel):
     latency_s: float = 0.0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
+        # Sums of validated fields need no validation again (accounting adds one per call).
+        return Usage.model_construct(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,

@@ -42,17 +42,11 @@ The API key is read once, from the environment variable named by ``api_key_env``
 into the ``Authorization`` header: it is absent from ``describe()``, results, cache entries and
 the object's repr, and the object refuses to be pickled with it. It is registered as a secret
 (:mod:`clstream.core.secrets`), and the text of an error body (which some servers fill with the
-request's headers) is scrubbed of every known secret before it becomes an error message.
+request's headers) is scrubbed of every known secret before it becomes an error message
+(:mod:`clstream.models.openai_failures`).
 
-Before a run, :meth:`OpenAICompatModel.preflight` checks the endpoint in seconds instead of
-letting every request of the run retry into the same wall: ``GET /models`` (the server is
-reachable, the credentials are accepted, the model is listed) and one chat request of one token
-with the run's sampling parameters (the model is served and the parameters are accepted). A
-definite failure (unreachable, refused credentials, unknown model, rejected parameter, an
-answer that is not a chat completion: a static web server's page, JSON without choices, a 5xx
-still there after two more tries) raises :class:`EndpointError`, one line quoting the server's
-reason (an HTML page by its title and first words); a busy server (429, no answer within the
-check's few seconds) is returned as a note and the run goes on, since its requests are retried.
+Before a run, :meth:`OpenAICompatModel.preflight` checks the endpoint in seconds
+(:mod:`clstream.models.openai_preflight`: what it asks, and what it fails on).
 
 Tool calling: requests with ``tools`` are sent with them and the calls come back on the
 samples (:mod:`clstream.models.wire`), so ``describe()["tools"]`` is True: the backend can carry
@@ -85,58 +79,62 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import math
-import os
+import random
 import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, NoReturn
-from urllib.parse import urlsplit
-
-import httpx
+from typing import Any, ClassVar
 
 from clstream.core.contracts import Tokenizer
-from clstream.core.errors import ClstreamError, SpecError
+from clstream.core.errors import SpecError
 from clstream.core.params import Param
-from clstream.core.secrets import redacted_url, register_secret, scrub
+from clstream.core.secrets import redacted_url
 from clstream.core.types import (
     Adapter,
     GenerationRequest,
     GenerationResult,
-    Message,
     Sample,
-    SamplingParams,
     Usage,
 )
 from clstream.models.adapters import unserved_adapter
 from clstream.models.breaker import CircuitBreaker
 from clstream.models.cache import ResponseCache
 from clstream.models.concurrency import DEFAULT_CEILING, DEFAULT_START, ConcurrencyLimit, Turn
-from clstream.models.endpoint import (
-    HTML_SUMMARY_CHARS,
-    ServerInfo,
-    completion_problem,
-    html_summary,
-    looks_like_html,
-    merge,
-    merge_replicas,
-    parse_model_listing,
-    parse_props,
-    server_root,
-)
+from clstream.models.endpoint import ServerInfo
 from clstream.models.http import (
     HttpClient,
     HttpFailure,
     HttpTimeout,
     aiohttp_available,
     new_client,
-    os_reason,
 )
 from clstream.models.lora_endpoint import RuntimeAdapters, load_lora_adapter
 from clstream.models.middleware import OnResult, generate_cached
+from clstream.models.openai_failures import (
+    CONGESTION_STATUSES,
+    SNIPPET_CHARS,
+    UNFINISHED,
+    Congestion,
+    EndpointError,
+    NoStream,
+    Unanswered,
+    check_base_urls,
+    lower_first,
+    positive,
+    read_key,
+    reason_of,
+    response_reason,
+)
+from clstream.models.openai_preflight import (
+    PREFLIGHT_PROMPT,
+    PREFLIGHT_RETRY_AFTER_MAX,
+    PREFLIGHT_RETRY_WAITS,
+    PREFLIGHT_TIMEOUT,
+    EndpointCheck,
+)
 from clstream.models.replicas import ReplicaRouter, affinity_of
 from clstream.models.retry import (
     AttemptFailure,
@@ -159,68 +157,19 @@ from clstream.models.wire import (
     stream_body,
 )
 
+# Names kept where callers and tests have always imported them from.
+__all__ = [
+    "BACKEND", "DEFAULT_BASE_URL", "EndpointError", "OpenAICompatModel", "PREFLIGHT_PROMPT",
+    "PREFLIGHT_RETRY_AFTER_MAX", "PREFLIGHT_RETRY_WAITS", "PREFLIGHT_TIMEOUT",
+]
+_reason = reason_of
+_server_reason = response_reason
+
 BACKEND = "openai"
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
-_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
-# The endpoint check: seconds per call at most, and the one prompt it sends (one token back).
-PREFLIGHT_TIMEOUT = 5.0
-PREFLIGHT_PROMPT = "Reply with the word OK."
-# Waits before the endpoint check asks again after a 5xx; a server still failing then fails it.
-PREFLIGHT_RETRY_WAITS = (1.0, 2.0)
-PREFLIGHT_RETRY_AFTER_MAX = 10.0  # seconds of a server's Retry-After the check waits at most
-_REASON_CHARS = 240  # of a server's reason quoted in one line
-_SNIPPET_CHARS = 300  # of an error body kept in a stored error
+
 FREE_RESENDS = 16  # sends of one request after congestion that spend no retry, at most
-CONGESTION_STATUSES = frozenset({429, 503})
-UNFINISHED = "stream ended before the answer finished"
-
-
-class EndpointError(ClstreamError):
-    """The model endpoint cannot serve the run (found by the check before it starts)."""
-
-
-class _Congestion(AttemptFailure):
-    """A failed attempt that says the server is full: a silence timeout or an interrupted
-    stream (``free``: sent again at once when others were in flight) or a 429/503 (retried
-    after the usual wait). ``silent``: nothing at all came back before the timeout."""
-
-    def __init__(self, reason: str, free: bool, retry_after: float | None = None,
-                 silent: bool = False):
-        super().__init__(reason, True, retry_after)
-        self.free = free
-        self.silent = silent
-
-
-class _Unanswered(AttemptFailure):
-    """A failed attempt that got no response at all (``cause``: the operating system's
-    reason), which the circuit breaker counts."""
-
-    def __init__(self, reason: str, cause: str):
-        super().__init__(reason, True)
-        self.cause = cause
-
-
-class _NoStream(Exception):
-    """The server refused the streaming fields of a request."""
-
-
-class _Secret:
-    """Holds the API key without ever showing it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str):
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    def __reduce__(self) -> Any:
-        raise TypeError("an API key cannot be pickled")
 
 
 @dataclass
@@ -235,87 +184,8 @@ class _LoopState:
     users: int = 0
 
 
-def _check_base_url(base_url: str) -> str:
-    if not isinstance(base_url, str):
-        raise SpecError(f"base_url {base_url!r} must be an http:// or https:// URL with a host")
-    parts = urlsplit(base_url.strip())
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise SpecError(f"base_url {base_url!r} must be an http:// or https:// URL with a host")
-    return base_url.strip().rstrip("/")
 
-
-def _check_base_urls(base_url: str | Sequence[str]) -> list[str]:
-    """One URL, or the URLs of several replicas of one model (each once)."""
-    given = [base_url] if isinstance(base_url, str) else list(base_url)
-    if not given:
-        raise SpecError("base_url: give at least one URL")
-    urls = [_check_base_url(u) for u in given]
-    repeated = sorted({u for u in urls if urls.count(u) > 1})
-    if repeated:
-        raise SpecError(f"base_url {redacted_url(repeated[0])!r} is given twice")
-    return urls
-
-
-def _read_key(api_key_env: str | None) -> _Secret | None:
-    if api_key_env is None:
-        return None
-    if not api_key_env:
-        raise SpecError("api_key_env must name an environment variable")
-    value = os.environ.get(api_key_env)
-    if not value:
-        raise SpecError(f"api_key_env: environment variable {api_key_env} is not set or empty")
-    register_secret(value)  # never written anywhere, whatever the variable is called
-    return _Secret(value)
-
-
-def _shorten(text: str, limit: int) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 3] + "..."
-
-
-def _server_reason(response: httpx.Response, secrets: list[str], limit: int = _REASON_CHARS
-                   ) -> str:
-    """The server's own words on a failed response (:func:`_reason`)."""
-    return _reason(response.status_code, response.text, secrets, limit)
-
-
-def _reason(status: int, body: str, secrets: list[str], limit: int = _REASON_CHARS) -> str:
-    """The server's own words on a failed response, scrubbed of secrets, on one short line:
-    the message of an OpenAI-style error body (``{"error": {"message"}}``, ``{"message"}``,
-    ``{"detail"}``), an HTML page's title and first words, else the body text."""
-    text = scrub(body, secrets)
-    if looks_like_html(text):
-        return f"HTTP {status}: HTML page: {html_summary(text, min(limit, HTML_SUMMARY_CHARS))}"
-    message: Any = None
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict):
-        error = payload.get("error")
-        message = error.get("message") if isinstance(error, dict) else error
-        if not message:
-            message = payload.get("message") or payload.get("detail")
-    if message and not isinstance(message, str):
-        message = json.dumps(message)
-    reason = _shorten(message if isinstance(message, str) and message.strip() else text, limit)
-    return f"HTTP {status}: {reason}" if reason else f"HTTP {status}"
-
-
-def _lower_first(text: str) -> str:
-    """``Connection refused`` as it reads inside a sentence."""
-    return text[:1].lower() + text[1:] if text[1:2].islower() else text
-
-
-def _positive(name: str, value: Any, integer: bool = False) -> None:
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value):
-        raise SpecError(f"{name} must be a {'whole ' if integer else ''}number, got {value!r}")
-    if value <= 0:
-        raise SpecError(f"{name} must be > 0, got {value!r}")
-
-
-class OpenAICompatModel:
+class OpenAICompatModel(EndpointCheck):
     """``openai:<target>``: chat completions from ``{base_url}/chat/completions``."""
 
     summary: ClassVar[str] = ("openai:<model>: any OpenAI-compatible server (--base-url, "
@@ -347,12 +217,12 @@ class OpenAICompatModel:
         if not isinstance(target, str) or not target.strip():
             raise SpecError("openai model: target (the served model name) must be non-empty")
         if max_concurrency is not None:
-            _positive("max_concurrency", max_concurrency, integer=True)
-        _positive("request_timeout", request_timeout)
+            positive("max_concurrency", max_concurrency, integer=True)
+        positive("request_timeout", request_timeout)
         self.target = target.strip()
         self.name = f"{BACKEND}:{self.target}"
         # Several URLs: replicas of one model, requests routed by affinity (replicas.py).
-        self.base_urls = _check_base_urls(base_url)
+        self.base_urls = check_base_urls(base_url)
         self.base_url = self.base_urls[0]
         self.router = ReplicaRouter(self.base_urls)
         self.max_concurrency = max_concurrency
@@ -364,7 +234,7 @@ class OpenAICompatModel:
         self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else approx_tokenizer()
         self.extra_body = check_extra_body(extra_body)
         self.api_key_env = api_key_env
-        self._key = _read_key(api_key_env)
+        self._key = read_key(api_key_env)
         self._state: _LoopState | None = None
         self.stream = bool(stream)
         if http_client not in (None, "aiohttp", "httpx"):
@@ -420,7 +290,7 @@ class OpenAICompatModel:
             for base_url in self.base_urls:
                 why = await load_lora_adapter(
                     client, base_url, self._headers(), adapter,
-                    lambda response: _server_reason(response, self._secrets()))
+                    lambda response: response_reason(response, self._secrets()))
                 if why is not None:
                     return why if len(self.base_urls) == 1 else \
                         f"{why} (at {redacted_url(base_url)})"
@@ -464,26 +334,11 @@ class OpenAICompatModel:
             described["routing"] = self.router.describe(redacted_url)
         return described
 
-    def _trust_env(self) -> bool:
-        """Proxy settings from the environment make no sense for loopback servers."""
-        return any((urlsplit(u).hostname or "") not in _LOOPBACK for u in self.base_urls)
-
     def _new_pool(self) -> HttpClient:
         """The connection pool of a run's requests (:mod:`clstream.models.http`)."""
         pool = self.max_concurrency if self.max_concurrency is not None else DEFAULT_CEILING
         return new_client(self.request_timeout, pool, trust_env=self._trust_env(),
                           prefer=self.http_client)
-
-    def _new_client(self, timeout: float | None = None) -> httpx.AsyncClient:
-        """An httpx client for the endpoint checks (a few requests, before the run)."""
-        seconds = self.request_timeout if timeout is None else timeout
-        pool = self.max_concurrency if self.max_concurrency is not None else DEFAULT_CEILING
-        return httpx.AsyncClient(
-            # Read: the longest silence; pool: none, the in-flight bound does the waiting.
-            timeout=httpx.Timeout(seconds, connect=min(seconds, 30.0), pool=None),
-            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
-            trust_env=self._trust_env(),
-        )
 
     async def __aenter__(self) -> OpenAICompatModel:
         """Keep one connection pool open until exit (otherwise each ``generate`` opens its own)."""
@@ -577,7 +432,7 @@ class OpenAICompatModel:
         body: dict[str, Any],
         order: int,
     ) -> GenerationResult:
-        rng = jitter_rng(request.key)
+        rng: random.Random | None = None  # seeded at the first wait: most requests have none
         attempts = self.policy.attempts
         limit, breaker, router = state.limit, state.breaker, self.router
         affinity = affinity_of(request.key)
@@ -595,11 +450,11 @@ class OpenAICompatModel:
             try:
                 samples, usage, first_token_s = await self._attempt(
                     client, request, body, ticket.turn, self.base_urls[replica])
-            except _NoStream:
+            except NoStream:
                 limit.released(ticket)
                 self.stream = False  # this server answers plain requests only
                 continue
-            except _Congestion as failure:
+            except Congestion as failure:
                 others = limit.in_flight > 1
                 limit.congested(ticket, failure.reason)
                 if not failure.silent:
@@ -612,7 +467,7 @@ class OpenAICompatModel:
                     continue  # the queue was full, not the request wrong: no retry spent
                 if failure.reason == UNFINISHED:
                     self.stream = False  # cut short with nothing else waiting: streams break
-            except _Unanswered as failure:
+            except Unanswered as failure:
                 limit.released(ticket)
                 last, retry_after = failure.reason, None
                 if router.unanswered(replica) and moves < len(self.base_urls):
@@ -640,6 +495,8 @@ class OpenAICompatModel:
                 )
             attempt += 1
             if attempt < attempts:
+                if rng is None:
+                    rng = jitter_rng(request.key)
                 await breaker.sleep(self.policy.delay(attempt - 1, rng, retry_after))
         limit.stats.errors += 1
         return self._error(request, f"failed after {attempts} attempts; last error: {last}")
@@ -654,15 +511,6 @@ class OpenAICompatModel:
         return GenerationResult(
             key=request.key, error=f"{self.name}: {message}", stage=request.stage
         )
-
-    def _secrets(self) -> list[str]:
-        return [] if self._key is None else [self._key.reveal()]
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
-        if self._key is not None:
-            headers["Authorization"] = f"Bearer {self._key.reveal()}"
-        return headers
 
     async def _attempt(
         self, client: HttpClient, request: GenerationRequest, body: dict[str, Any],
@@ -699,7 +547,7 @@ class OpenAICompatModel:
                         if assembler.done:
                             break
                     if not assembler.finished:
-                        raise _Congestion(UNFINISHED, True)
+                        raise Congestion(UNFINISHED, True)
                     payload: Any = assembler.payload()
                     chunks = assembler.tokens
                 else:
@@ -707,13 +555,13 @@ class OpenAICompatModel:
         except (TimeoutError, HttpTimeout) as exc:
             if isinstance(exc, HttpTimeout) and exc.connect:
                 what = f"no connection within {min(timeout, 30.0):g}s"
-                raise _Unanswered(what, what) from exc
+                raise Unanswered(what, what) from exc
             what = (f"no response within {timeout:g}s" if first_token is None
                     else f"no token for {timeout:g}s")
-            raise _Congestion(what, True, silent=first_token is None) from exc
+            raise Congestion(what, True, silent=first_token is None) from exc
         except HttpFailure as exc:
             if exc.unanswered is not None and not exc.fatal:
-                raise _Unanswered(exc.reason, _lower_first(exc.unanswered)) from exc
+                raise Unanswered(exc.reason, lower_first(exc.unanswered)) from exc
             raise AttemptFailure(exc.reason, not exc.fatal) from exc
         except MalformedResponse as exc:
             raise AttemptFailure(f"malformed response: {exc}", True) from exc
@@ -733,142 +581,12 @@ class OpenAICompatModel:
     def _refuse(self, status: int, headers: Any, body: bytes, streamed: bool) -> None:
         """Raise the failure a non-2xx answer stands for."""
         # Scrubbed before it is cut, so no part of a secret can survive the cut.
-        reason = _reason(status, body.decode("utf-8", "replace"), self._secrets(),
-                         _SNIPPET_CHARS)
+        reason = reason_of(status, body.decode("utf-8", "replace"), self._secrets(),
+                         SNIPPET_CHARS)
         if streamed and status in (400, 422) and "stream" in reason.lower():
-            raise _NoStream(reason)
+            raise NoStream(reason)
         retry_after = parse_retry_after(headers.get("retry-after"))
         if status in CONGESTION_STATUSES:
-            raise _Congestion(reason, False, retry_after)
+            raise Congestion(reason, False, retry_after)
         raise AttemptFailure(reason, is_retryable_status(status), retry_after)
 
-    # -- the endpoint check ----------------------------------------------------------------
-
-    async def preflight(self, sampling: SamplingParams) -> list[str]:
-        """Check in seconds that a run can use this endpoint (module docstring); raises
-        :class:`EndpointError` when it cannot, returns notes on transient trouble."""
-        timeout = min(self.request_timeout, PREFLIGHT_TIMEOUT)
-        notes: list[str] = []
-        infos: list[ServerInfo] = []
-        async with self._new_client(timeout) as client:
-            for base_url in self.base_urls:  # every replica must serve the model
-                where = f"model {self.name} at {redacted_url(base_url)}"
-                served = await self._served_models(client, timeout, where, base_url)
-                props = await self._props(client, timeout, base_url)
-                infos.append(merge((None if served is None else tuple(served),
-                                    self._listed_context), props))
-                notes += await self._one_token(client, sampling, timeout, where, served,
-                                               base_url)
-        self.server = infos[0] if len(infos) == 1 else merge_replicas(infos)
-        return notes
-
-    async def _props(self, client: httpx.AsyncClient, timeout: float, base_url: str
-                     ) -> tuple[int | None, int | None] | None:
-        """Context length and slots from a llama.cpp ``/props`` (None where not answered)."""
-        try:
-            response = await self._check_call(
-                client.get(f"{server_root(base_url)}/props", headers=self._headers()),
-                timeout)
-        except (TimeoutError, httpx.HTTPError):
-            return None
-        return parse_props(response.content) if response.is_success else None
-
-    async def _check_call(self, call: Any, timeout: float) -> httpx.Response:
-        async with asyncio.timeout(timeout + 1.0):  # a guard over the client's own timeouts
-            response: httpx.Response = await call
-            return response
-
-    def _refused(self, where: str, response: httpx.Response) -> EndpointError:
-        hint = "" if self._key is not None else "; give the key with --api-key-env NAME"
-        return EndpointError(f"{where}: the server refused the credentials "
-                             f"({_server_reason(response, self._secrets())}){hint}")
-
-    async def _served_models(
-        self, client: httpx.AsyncClient, timeout: float, where: str, base_url: str
-    ) -> list[str] | None:
-        """The model ids ``GET /models`` lists, or None when the server lists none."""
-        try:
-            response = await self._check_call(
-                client.get(f"{base_url}/models", headers=self._headers()), timeout)
-        except (TimeoutError, httpx.TimeoutException):
-            raise EndpointError(f"{where}: no answer within {timeout:g}s "
-                                "(is the server up and the address right?)") from None
-        except httpx.TransportError as exc:
-            raise EndpointError(f"{where}: cannot connect ({os_reason(exc)})") from None
-        if response.status_code in (401, 403):
-            raise self._refused(where, response)
-        self._listed_context = None
-        if not response.is_success:
-            return None
-        ids, self._listed_context = parse_model_listing(response.content, self.target)
-        return None if ids is None else list(ids)
-
-    async def _one_token(
-        self,
-        client: httpx.AsyncClient,
-        sampling: SamplingParams,
-        timeout: float,
-        where: str,
-        served: list[str] | None,
-        base_url: str,
-    ) -> list[str]:
-        request = GenerationRequest(
-            key="preflight", messages=(Message(role="user", content=PREFLIGHT_PROMPT),),
-            params=sampling.model_copy(update={"max_tokens": 1}),
-        )
-        body = build_body(self.target, request, self.extra_body)
-        unlisted = served is not None and self.target not in served
-        waits = iter(PREFLIGHT_RETRY_WAITS)
-        while True:
-            try:
-                response = await self._check_call(
-                    client.post(f"{base_url}/chat/completions", json=body,
-                                headers=self._headers()), timeout)
-            except (TimeoutError, httpx.TimeoutException):
-                if unlisted:
-                    self._unlisted(where, served, f"no answer within {timeout:g}s")
-                # Slow is not wrong: a busy server is answered by the run's retries.
-                return [f"{where}: no answer to a 1-token request within {timeout:g}s; going "
-                        "on (requests are retried)"]
-            except httpx.TransportError as exc:
-                raise EndpointError(f"{where}: a 1-token chat request got no answer "
-                                    f"({os_reason(exc)})") from None
-            status = response.status_code
-            wait = next(waits, None) if status >= 500 and status != 501 else None
-            if wait is None:
-                break
-            after = parse_retry_after(response.headers.get("retry-after"))
-            await asyncio.sleep(wait if after is None else min(after, PREFLIGHT_RETRY_AFTER_MAX))
-        if response.is_success:
-            problem = completion_problem(response.content)
-            if problem is None:
-                return []  # served, whatever the listing says
-            raise EndpointError(f"{where}: a 1-token chat request got HTTP {status} with "
-                                f"{problem}, not a chat completion; is this the /v1 URL of an "
-                                "OpenAI-compatible server?")
-        outcome = _server_reason(response, self._secrets())
-        if unlisted:
-            self._unlisted(where, served, outcome)
-        if status in (401, 403):
-            raise self._refused(where, response)
-        if status == 429:  # the server works and is busy; the run's requests wait their turn
-            return [f"{where}: the endpoint check got {outcome}; going on (requests are "
-                    "retried)"]
-        if status == 404 and not looks_like_html(response.text):
-            raise EndpointError(f"{where}: the server does not serve model "
-                                f"{self.target!r} ({outcome})")
-        if status in (404, 405, 501):
-            raise EndpointError(f"{where}: the server does not answer POST /chat/completions "
-                                f"({outcome}); is this the /v1 URL of an OpenAI-compatible "
-                                "server?")
-        if status >= 500:
-            raise EndpointError(f"{where}: a 1-token chat request failed "
-                                f"{len(PREFLIGHT_RETRY_WAITS) + 1} times ({outcome})")
-        raise EndpointError(f"{where}: the server rejected a 1-token request with the run's "
-                            f"sampling parameters ({outcome})")
-
-    def _unlisted(self, where: str, served: list[str] | None, outcome: str) -> NoReturn:
-        listed = ", ".join(repr(m) for m in (served or [])[:8])
-        more = ", ..." if len(served or []) > 8 else ""
-        raise EndpointError(f"{where}: the server does not list model {self.target!r} "
-                            f"(it serves {listed}{more}) and answered {outcome}")

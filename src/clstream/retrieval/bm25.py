@@ -21,6 +21,8 @@ Search cost grows with the postings of the query's terms, that is with the strea
 use and dropped when the term's postings change): the same IEEE operations in the same order
 per document (each term's share computed as the formula above is written, added to the
 running score term by term), so scores and ranking are bit-identical to the plain loop's.
+numpy is imported on that first use, so a run whose searches stay small (or that never
+searches: full context, a window) does not pay for importing it.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ import heapq
 import math
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -142,6 +146,8 @@ class IncrementalBM25:
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         arrays = self._arrays.get(term)
         if arrays is None:
+            import numpy as np
+
             postings = self._postings[term]
             ids = np.fromiter(postings.keys(), dtype=np.int64, count=len(postings))
             tfs = np.fromiter(postings.values(), dtype=np.float64, count=len(postings))
@@ -159,6 +165,8 @@ class IncrementalBM25:
         exclude: set[int] | None,
     ) -> list[tuple[int, float]]:
         """:meth:`search` with numpy (module docstring): same scores, same order."""
+        import numpy as np
+
         k1, b = self.k1, self.b
         parts = []
         for term in terms:

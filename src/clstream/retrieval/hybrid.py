@@ -13,17 +13,21 @@ fused scores are ordered newest first (higher doc id), the tie rule of both unde
 Both indexes grow together through :meth:`HybridIndex.add`.
 
 :func:`make_index` builds any of the three retrievers (``bm25``, ``dense``, ``hybrid``) behind
-the one interface a system needs (:class:`Retriever`), so a RAG system chooses by name.
+the one interface a system needs (:class:`Retriever`), so a RAG system chooses by name. The
+dense side (numpy, embedders) is imported only when a dense or hybrid index is made, so a
+system that only names this module (a context window, BM25 retrieval) starts without it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from clstream.core.errors import SpecError
 from clstream.retrieval.bm25 import IncrementalBM25
-from clstream.retrieval.dense import DenseIndex, load_embedder
+
+if TYPE_CHECKING:
+    from clstream.retrieval.dense import DenseIndex
 
 RETRIEVERS = ("bm25", "dense", "hybrid")
 
@@ -128,5 +132,7 @@ def make_index(retriever: str = "bm25", embedder: str = "minilm", k_rrf: int = 6
         return IncrementalBM25()
     if isinstance(k_rrf, bool) or not isinstance(k_rrf, int) or k_rrf < 0:
         raise SpecError(f"k_rrf must be a whole number >= 0, got {k_rrf!r}")
+    from clstream.retrieval.dense import DenseIndex, load_embedder
+
     dense = DenseIndex(load_embedder(str(embedder)))
     return dense if retriever == "dense" else HybridIndex(IncrementalBM25(), dense, k_rrf)

@@ -180,7 +180,7 @@ class ResultsStore(RecordReads):
 
     def _json(self, value: Any, sort_keys: bool = True, scrubber: Scrubber | None = None) -> str:
         """``value`` as JSON text with every string in it scrubbed."""
-        return json.dumps((scrubber or self._scrub()).value(value), sort_keys=sort_keys)
+        return (scrubber or self._scrub()).json(value, sort_keys=sort_keys)
 
     # -- runs and datasets -----------------------------------------------------------------
     def ensure_run(

@@ -288,8 +288,8 @@ class TranscriptWriter:
         heads = json.dumps(messages)
         params_json = self._params(request, sc)
         request_sha = hashlib.sha256(f"{heads}\n{params_json}".encode()).hexdigest()[:32]
-        reply = zlib.compress(json.dumps(
-            sc.value([s.model_dump(mode="json") for s in result.samples])).encode())
+        reply = zlib.compress(sc.json(
+            [s.model_dump(mode="json") for s in result.samples]).encode())
         u = result.usage
         return (run_id, sc.text(kind), sc.text(key), sc.text(request.key), request.stage,
                 request_sha, heads, params_json, reply,
@@ -310,7 +310,7 @@ class TranscriptWriter:
             params["tools"] = list(request.tools)
         if request.adapter is not None:
             params["adapter"] = request.adapter.name
-        return json.dumps(sc.value(params))
+        return sc.json(params)
 
     def put_rows(self, calls: Iterable[Sequence[Any]], nodes: Iterable[Sequence[Any]],
                  parts: Iterable[Sequence[Any]], *, replace: bool = True) -> None:

@@ -96,3 +96,29 @@ def test_not_utf8(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="nothere.jsonl.*cannot read"):
         load_predictions(tmp_path / "nothere.jsonl")
+
+
+def test_checked_all_at_once_or_line_by_line_the_predictions_are_the_same(
+        tmp_path: Path) -> None:
+    # Flat objects on every line are checked in bulk; a blank line sends the same lines
+    # through the line-by-line reading.
+    lines = [rec(t=2, output="## Answer: b"), rec(), json.dumps(
+        {"t": 1, "output": "", "question_id": "b1_q1"})]
+    q1 = OaksQuestion("b1_q1", "When?", (("a",), ("b",)), "tracking")
+    data = OaksDataset("data.json", "0" * 64, (OaksDocument(
+        "b1", ("x", "y"), (dataset().documents[0].questions[0], q1)),))
+    bulk = load_predictions(write(tmp_path, lines, "bulk.jsonl"), data)
+    one_by_one = load_predictions(write(tmp_path, [*lines, ""], "lines.jsonl"), data)
+    assert bulk == one_by_one == {("b1_q0", 2): "## Answer: b", ("b1_q0", 1): "## Answer: a",
+                                  ("b1_q1", 1): ""}
+    assert list(bulk) == list(one_by_one)  # in file order
+
+
+@pytest.mark.parametrize("line, field", [
+    (rec(t=3), "t"), (rec(qid="nope"), "question_id"), (rec(t=True), "t"),
+    (rec(output=5), "output"), ('{"question_id": "b1_q0", "t": 1, "out": "x"}', "out"),
+])
+def test_a_bad_line_among_flat_ones_is_named(tmp_path: Path, line: str, field: str) -> None:
+    path = write(tmp_path, [rec(t=2), line])
+    with pytest.raises(DataError, match=rf"line 2.*{field}"):
+        load_predictions(path, dataset())

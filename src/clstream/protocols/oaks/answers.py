@@ -168,12 +168,23 @@ def canonical_answer(output: str, mc: bool, question_type: str | None = None) ->
 
 def canonical_golds(question: OaksQuestion) -> tuple[str, ...]:
     """Per-interval canonical gold: MC the option letter, open-ended the first accepted gold."""
+    # A gold usually holds for many intervals in a row: each distinct one is read once.
+    seen: dict[tuple[str, ...], str] = {}
+    out: list[str] = []
     if question.is_mc:
-        return tuple(
-            canonical(question.gold_letter(t), True) for t in range(1, len(question.golds) + 1)
-        )
+        for t, golds in enumerate(question.golds, 1):
+            gold = seen.get(golds)
+            if gold is None:
+                gold = seen[golds] = canonical(question.gold_letter(t), True)
+            out.append(gold)
+        return tuple(out)
     qtype = question.question_type
-    return tuple(canonical(golds[0], False, qtype) if golds else "" for golds in question.golds)
+    for golds in question.golds:
+        gold = seen.get(golds)
+        if gold is None:
+            gold = seen[golds] = canonical(golds[0], False, qtype) if golds else ""
+        out.append(gold)
+    return tuple(out)
 
 
 def accepted_answers(question: OaksQuestion) -> tuple[frozenset[str], ...]:
@@ -189,8 +200,12 @@ def accepted_answers(question: OaksQuestion) -> tuple[frozenset[str], ...]:
     early = _EARLY_EQUIVALENTS.get(qtype, frozenset())
     before_evidence = bool(early)
     accepted_per_t: list[frozenset[str]] = []
+    seen: dict[tuple[str, ...], frozenset[str]] = {}  # each distinct gold set read once
     for golds in question.golds:
-        accepted = {canonical(g, False, qtype) for g in golds}
+        read = seen.get(golds)
+        if read is None:
+            read = seen[golds] = frozenset(canonical(g, False, qtype) for g in golds)
+        accepted = set(read)
         before_evidence = before_evidence and bool(accepted) and accepted <= early
         if before_evidence:
             accepted |= early

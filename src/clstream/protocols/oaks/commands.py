@@ -1,5 +1,8 @@
 """OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks`` (docs/oaks.md §2, §3); their
-flags are in :mod:`clstream.protocols.oaks.arguments`."""
+flags are in :mod:`clstream.protocols.oaks.arguments`.
+
+Each verb imports what only it needs when it runs (the generator for ``generate``, the metrics
+and numpy for ``score``), so a small ``run`` does not pay for them at start-up."""
 
 from __future__ import annotations
 
@@ -31,10 +34,8 @@ from clstream.protocols.oaks.arguments import (
     add_run_oaks_arguments,
     add_score_arguments,
 )
-from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.data import gold_view
 from clstream.protocols.oaks.loader import load_oaks
-from clstream.protocols.oaks.metrics import load_predictions, score_oaks
 from clstream.protocols.oaks.prompts import template_fingerprint
 from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
 
@@ -60,6 +61,8 @@ def generate(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {}
     if args.max_questions is not None:
         kwargs["max_questions"] = args.max_questions
+    from clstream.protocols.oaks.babi import write_oaks_babi
+
     write_oaks_babi(
         args.out, seed=args.seed, docs=args.docs, chunks=args.chunks,
         chunk_tokens=args.chunk_tokens,
@@ -110,6 +113,8 @@ def _fmt(x: float) -> str:
 
 
 def score(args: argparse.Namespace) -> int:
+    from clstream.protocols.oaks.metrics import load_predictions, score_oaks
+
     # Reading builds millions of small objects and no reference cycles: the cyclic collector
     # would rescan them all again and again (a third of the command's time), for nothing.
     with gc_paused():

@@ -22,13 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from clstream.core.errors import DataError, SpecError
-from clstream.core.jsonio import iter_json_lines_fast
+from clstream.core.jsonio import flat_json_lines
 from clstream.metrics.exact import exact_mean
 from clstream.protocols.oaks.answers import accepted_answers, canonical_answer, canonical_golds
 from clstream.protocols.oaks.data import OaksDataset, OaksQuestion
@@ -195,10 +197,11 @@ def _check_question(path: str, record: str, q: OaksQuestion, n_chunks: int) -> N
     if len(q.golds) != n_chunks:
         raise DataError(path, record, "chunk_to_answer", f"{len(q.golds)} golds for "
                         f"{n_chunks} chunks")
+    mc, letters = q.is_mc, q.options[:26]
     for t, golds in enumerate(q.golds, 1):
         if not golds:
             raise DataError(path, record, "chunk_to_answer", f"no accepted answer at t {t}")
-        if q.is_mc and golds[0] not in q.options[:26]:
+        if mc and golds[0] not in letters:
             raise DataError(path, record, "chunk_to_answer",
                             f"gold {golds[0]!r} at t {t} is not one of the first 26 options")
 
@@ -230,39 +233,42 @@ def judge_dataset(
     judged: list[JudgedQuestion] = []
     missing = 0
     # Each distinct output is read once per (multiple choice, type): models repeat answers.
-    memo: dict[tuple[str, bool, str | None], str] = {}
+    memos: dict[tuple[bool, str | None], dict[str, str]] = {}
     for doc in dataset.documents:
         for q in doc.questions:
             accepted = accepted_answers(q)
             mc, qtype, qid = q.is_mc, q.question_type, q.question_id
-            answers: list[str] = []
-            hits = [False] * doc.num_chunks
-            for t in range(1, doc.num_chunks + 1):
-                output = predictions.get((qid, t))
-                if output is None:
-                    if not allow_missing:
-                        raise DataError(predictions_path, f"question {qid} t {t}",
-                                        "output", "missing prediction (--allow-missing counts "
-                                        "missing ones as wrong)")
-                    missing += 1
-                    answers.append("")
-                    continue
-                key = (output, mc, qtype)
-                answer = memo.get(key)
-                if answer is None:
-                    answer = memo[key] = canonical_answer(output, mc, qtype)
-                answers.append(answer)
-                hits[t - 1] = answer in accepted[t - 1]
+            memo = memos.setdefault((mc, qtype), {})
+            outputs = [predictions.get((qid, t)) for t in range(1, doc.num_chunks + 1)]
+            if None in outputs:
+                if not allow_missing:
+                    t = outputs.index(None) + 1
+                    raise DataError(predictions_path, f"question {qid} t {t}",
+                                    "output", "missing prediction (--allow-missing counts "
+                                    "missing ones as wrong)")
+                missing += outputs.count(None)
+            for output in set(outputs).difference(memo):
+                if output is not None:
+                    memo[output] = canonical_answer(output, mc, qtype)
+            # A missing prediction answers "" and is wrong.
+            answers = ["" if o is None else memo[o] for o in outputs]
+            hits = [o is not None and a in ok
+                    for o, a, ok in zip(outputs, answers, accepted, strict=True)]
             judged.append(JudgedQuestion(doc.bid, q, canonical_golds(q), tuple(answers),
                                          np.array(hits, dtype=bool)))
     return judged, missing
 
 
-def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins) -> list[dict[str, Any]]:
+def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins,
+           exact: Sequence[Mapping[str, Fraction]] | None = None) -> list[dict[str, Any]]:
+    """The :func:`per_question_table` rows; ``exact``: each question's
+    :func:`question_fractions`, where the caller has them already."""
     check_bins(bins_open)
     check_bins(bins_mc)
+    if exact is None:
+        exact = [question_fractions(j.correct, j.golds) for j in judged]
     rows: list[dict[str, Any]] = []
-    for j in judged:
+    for j, fractions in zip(judged, exact, strict=True):
         count = n_phases(j.golds)
         bins = bins_mc if j.question.is_mc else bins_open
         rows.append({
@@ -271,8 +277,8 @@ def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins) -> 
             "type": j.question.question_type,
             "subset": subset_of(count, bins),
             "n_phases": count,
-            **question_metrics(j.correct, j.golds),
-            "correct": [int(c) for c in j.correct],
+            **{k: float(v) for k, v in fractions.items()},
+            "correct": j.correct.view(np.uint8).tolist(),  # 0/1 as ints
         })
     return rows
 
@@ -291,6 +297,19 @@ def per_question_table(
     judged, _ = judge_dataset(dataset, predictions, allow_missing,
                               predictions_path=predictions_path)
     return _table(judged, bins_open, bins_mc)
+
+
+def _accuracy_by_interval(correct: Sequence[np.ndarray]) -> list[float]:
+    """Per interval t, the share of correct answers among the questions whose document has
+    at least t chunks: whole counts, divided once (int / int is correctly rounded), so the
+    value is the one :func:`exact_mean` gives for those 0/1 values."""
+    longest = max(len(c) for c in correct)
+    hits = np.zeros(longest, dtype=np.int64)
+    asked = np.zeros(longest, dtype=np.int64)
+    for c in correct:
+        hits[:len(c)] += c
+        asked[:len(c)] += 1
+    return [int(h) / int(n) for h, n in zip(hits.tolist(), asked.tolist(), strict=True)]
 
 
 def _mean_accuracy(exact: Sequence[Mapping[str, Fraction]]) -> dict[str, Any]:
@@ -334,19 +353,15 @@ def score_oaks_with_rows(
                                     predictions_path=predictions_path)
     if not judged:
         raise DataError(dataset.path, None, "qas", "the dataset has no questions")
-    rows = _table(judged, bins_open, bins_mc)
+    # Averages over questions are of the exact per-question fractions, rounded once.
+    exact = [question_fractions(j.correct, j.golds) for j in judged]
+    rows = _table(judged, bins_open, bins_mc, exact)
     counts = transition_counts([j.golds for j in judged], [j.answers for j in judged],
                                [j.correct for j in judged])
     types = sorted({r["type"] for r in rows if r["type"] is not None})
     subsets = [name for name, _ in (*bins_open, *bins_mc)]
     subsets = [s for i, s in enumerate(subsets) if s not in subsets[:i]]
-    longest = max(len(j.correct) for j in judged)
-    by_interval = [
-        exact_mean([j.correct[t] for j in judged if len(j.correct) > t])
-        for t in range(longest)
-    ]
-    # Averages over questions are of the exact per-question fractions, rounded once.
-    exact = [question_fractions(j.correct, j.golds) for j in judged]
+    by_interval = _accuracy_by_interval([j.correct for j in judged])
     result: dict[str, Any] = {"n_questions": len(rows)}
     result.update({k: exact_mean([q[k] for q in exact]) for k in INTRA_PHASE_KEYS})
     result["transitions"] = transition_rates(counts)
@@ -383,6 +398,31 @@ def _prediction(path: str, record: str, obj: object) -> tuple[str, int, str]:
     return qid, t, output
 
 
+_FIELDS = itemgetter(*PREDICTION_KEYS)
+
+
+def _checked_in_bulk(values: list[dict[str, Any]], chunks: Mapping[str, int] | None
+                     ) -> dict[tuple[str, int], str] | None:
+    """The predictions of a file of flat objects when every line passes the checks of
+    :func:`load_predictions`, each check made over all lines at once (in C, mostly); None
+    when any line fails one, so that the line-by-line reading names it."""
+    if not set(map(len, values)) <= {len(PREDICTION_KEYS)}:
+        return None
+    try:
+        rows = list(map(_FIELDS, values))  # a missing key: a line with another key instead
+    except KeyError:
+        return None
+    qids, ts, outputs = zip(*rows, strict=True) if rows else ((), (), ())
+    if not (set(map(type, qids)) <= {str} and all(qids) and set(map(type, ts)) <= {int}
+            and min(ts, default=1) >= 1 and set(map(type, outputs)) <= {str}):
+        return None
+    if chunks is not None:  # an unknown question has no chunks: any t is beyond them
+        if any(map(int.__gt__, ts, map(chunks.get, qids, repeat(0)))):
+            return None
+    predictions = dict(zip(zip(qids, ts, strict=True), outputs, strict=True))
+    return predictions if len(predictions) == len(values) else None  # else a duplicate
+
+
 def load_predictions(
     path: str | Path, dataset: OaksDataset | None = None
 ) -> dict[tuple[str, int], str]:
@@ -398,9 +438,15 @@ def load_predictions(
         {q.question_id: d.num_chunks for d in dataset.documents for q in d.questions}
         if dataset is not None else None
     )
+    read = flat_json_lines(name)
+    if isinstance(read, list):
+        checked = _checked_in_bulk(read, chunks)
+        if checked is not None:
+            return checked
+    lines = enumerate(read, start=1) if isinstance(read, list) else read
     predictions: dict[tuple[str, int], str] = {}
     first_line: dict[tuple[str, int], int] = {}
-    for number, obj in iter_json_lines_fast(name):
+    for number, obj in lines:
         # The common line first, checked inline; anything else gets the full checks (and
         # their error) from _prediction.
         if type(obj) is dict and len(obj) == 3:
@@ -419,9 +465,8 @@ def load_predictions(
                 raise DataError(name, f"line {number}", "t",
                                 f"interval {t} beyond the document's {limit} chunks")
         key = (qid, t)
-        if key in first_line:
+        if first_line.setdefault(key, number) != number:  # one lookup for the usual line
             raise DataError(name, f"line {number}", "t", f"duplicate prediction for question "
                             f"{qid} t {t} (first on line {first_line[key]})")
-        first_line[key] = number
         predictions[key] = output
     return predictions
