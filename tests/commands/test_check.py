@@ -111,4 +111,5 @@ def test_json_and_save_write_no_nan_or_infinity(tmp_path: Path, monkeypatch: pyt
     assert isinstance(found, dict)
     assert found["output_tokens_per_s"] is None and found["latency_s"] is None
     speed = _strict(saved.read_text())
-    assert speed == {**speed, "prefill_tokens_per_s": None, "decode_tokens_per_s": None}
+    assert isinstance(speed, dict)
+    assert speed["prefill_tokens_per_s"] is None and speed["decode_tokens_per_s"] is None
