@@ -174,3 +174,33 @@ def test_a_bad_flag_is_one_line_and_exit_2(oaks_data: Path, extra: list[str], sa
     assert _status(["plan", "oaks", str(oaks_data), "--system", "full", *extra]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err, err
+
+
+def test_a_spec_naming_one_run_twice_plans_it_once(oaks_data: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "twice.toml"
+    spec.write_text(f"""out = "results"
+[defaults]
+model = "builtin"
+data = "{oaks_data}"
+[[run]]
+protocol = "oaks"
+systems = ["rag:k=4", "full"]
+[[run]]
+protocol = "oaks"
+systems = ["rag:k=4,dedupe=0", "window"]
+docs_in_flight = 1
+""")
+    once = tmp_path / "once.toml"
+    once.write_text(f"""out = "results"
+[[run]]
+protocol = "oaks"
+model = "builtin"
+data = "{oaks_data}"
+systems = ["rag:k=4", "full", "window"]
+""")
+    twice_plan, once_plan = _plan(["--spec", str(spec)], capsys), _plan(["--spec", str(once)],
+                                                                         capsys)
+    assert [r["run_id"] for r in twice_plan["runs"]] == [r["run_id"] for r in once_plan["runs"]]
+    assert twice_plan["total"] == once_plan["total"]
+    assert not (tmp_path / "results").exists()

@@ -23,6 +23,7 @@ from clstream.core.protocol import StreamProtocol
 from clstream.core.specs import ComponentSpec
 from clstream.driver.components import built_with
 from clstream.driver.execute import run_planned
+from clstream.driver.plan import first_of_each_run
 from clstream.models.planning import PlannedRequest, RequestLog
 from clstream.store.db import ResultsStore
 
@@ -68,6 +69,7 @@ def dry_run(entries: Sequence[tuple[StreamProtocol, argparse.Namespace]],
             scratch_args: Any = argparse.Namespace(**{**vars(args), "out": scratch,
                                                       "no_progress": True})
             jobs.append(protocol.run_command.planned(scratch_args))
+        jobs = first_of_each_run(jobs)  # one run named twice is run once (run --spec)
         with ResultsStore(scratch, writer=True) as store:
             for job in jobs:
                 for planned in job.runs:
