@@ -41,6 +41,10 @@ APPROX_TOKENS_PER_MESSAGE = 3
 is not at hand: the usual figure for chat formats of the ChatML family."""
 
 
+_EMPTY = Sample(text="", finish_reason="stop")
+"""The reply to a request outside a run's sample of replies (:class:`ReplySample`)."""
+
+
 @dataclass(frozen=True)
 class PlannedRequest:
     """One request of a planned run, as the run would send it."""
@@ -217,16 +221,20 @@ class PlanningModel:
             if wanted:
                 result = next(answered)
                 text = result.samples[0].text if result.samples else ""
-                completion: int | None = n * self.tokenizer.count(text)
+                completion = n * self.tokenizer.count(text)
             else:  # not read: an empty answer, counted by the sample's mean
-                result = GenerationResult(key=request.key, stage=request.stage,
-                                          samples=[Sample(text="", finish_reason="stop")] * n)
-                completion = None
+                result = GenerationResult.model_construct(
+                    key=request.key, stage=request.stage, samples=[_EMPTY] * n,
+                    usage=Usage.model_construct(prompt_tokens=len(prompt)))
+                self.log.requests.append(PlannedRequest(
+                    self.name, request.stage, prompt, n * request.params.max_tokens, None))
+                results.append(result)
+                continue
             self.log.requests.append(PlannedRequest(
                 self.name, request.stage, prompt, n * request.params.max_tokens, completion))
-            if sample is not None and wanted:
+            if sample is not None:
                 sample.keep(len(self.log.requests) - 1, self.log)
-            usage = Usage(prompt_tokens=len(prompt), completion_tokens=completion or 0)
+            usage = Usage(prompt_tokens=len(prompt), completion_tokens=completion)
             results.append(result.model_copy(update={"usage": usage}))
         return results
 
