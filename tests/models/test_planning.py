@@ -12,6 +12,7 @@ from clstream.core.types import GenerationRequest, Message, SamplingParams
 from clstream.models.planning import (
     APPROX_TOKENS_PER_MESSAGE,
     BLOCK_SIZE,
+    PARAGRAPH_RUN,
     PlannedRequest,
     PlanningModel,
     ReplySample,
@@ -133,3 +134,23 @@ def test_outside_the_sample_the_reply_is_empty_and_not_counted() -> None:
         True, False, True, False]
     assert results[1].samples[0].text == "" and "## Answer:" in results[0].samples[0].text
     assert all(r.prompt_tokens == log.requests[0].prompt_tokens for r in log.requests)
+
+
+def test_a_long_context_is_cut_into_runs_at_paragraph_breaks_the_same_way_each_time() -> None:
+    from clstream.models.planning import _paragraph_runs
+
+    chunks = [f"[chunk index {i}]\n" + " ".join(f"Mary went to room {i}-{j}." for j in range(30))
+              + "\n\n" for i in range(30)]
+    short, longer = "".join(chunks[:20]), "".join(chunks)
+    runs = _paragraph_runs(longer)
+    assert "".join(runs) == longer and len(runs) > 3
+    assert all(len(r) >= PARAGRAPH_RUN for r in runs[:-1])
+    assert all(r.startswith("\n\n") for r in runs[1:])
+    assert _paragraph_runs(short)[:-1] == runs[:len(_paragraph_runs(short)) - 1]
+    tokens = planning_tokens("openai", "m", None)
+    for context in (short, longer, short):  # the next interval's context, then back
+        for question in ("Q: where is Mary?", "Q: who?"):
+            messages = (MESSAGES[0], Message(role="user", content=context + question))
+            assert tokens.blocked(messages).blocks() == PrefixCacheSim(
+                1, BLOCK_SIZE).block_hashes(tokens(messages))
+            assert len(tokens.blocked(messages)) == len(tokens(messages))

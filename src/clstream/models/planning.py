@@ -183,9 +183,36 @@ class ChatTokens:
                 and text.startswith(last[1]):
             return last[2]
         head = text[:cut]
-        found = self._hasher.segment(state, head, approx_tokens)
+        blocks: list[int] = []
+        count, after = 0, state
+        for part in _paragraph_runs(head):
+            new, n, after = self._hasher.segment(after, part, approx_tokens)
+            blocks += new
+            count += n
+        found = (tuple(blocks), count, after)
         self._last_head[position] = (state, head, found)
         return found
+
+
+PARAGRAPH_RUN = 2048
+"""Characters a context is cut into runs of at least (at paragraph breaks), each hashed once
+per state it follows (:func:`_paragraph_runs`)."""
+
+
+def _paragraph_runs(text: str) -> list[str]:
+    """``text`` cut before paragraph breaks into runs of at least :data:`PARAGRAPH_RUN`
+    characters (the last may be shorter), from the start, so two contexts with the same
+    beginning are cut the same way there: the next interval's context (the same passages and
+    one more) is then looked up run by run, and only its new passage is tokenized and hashed.
+    Every cut falls on whitespace, so the runs' tokens are those of the whole text."""
+    runs, start = [], 0
+    while True:
+        cut = text.find("\n\n", start + PARAGRAPH_RUN)
+        if cut < 0:
+            runs.append(text[start:])
+            return runs
+        runs.append(text[start:cut])
+        start = cut
 
 
 class PlanningModel:
