@@ -234,3 +234,18 @@ def test_a_sample_of_replies_counts_every_request_and_estimates_completions(
                    / whole["completion_tokens"]["expected"] - 1) <= 0.15
     assert any("replies to 8 of its 40 requests" in n for n in sampled["notes"])
     assert not any("replies to" in n for n in every["notes"])
+
+
+def test_where_answers_feed_back_every_reply_is_read(
+        seqmem_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SeqMem shows each answer's feedback to the system: a plan reads every reply, however
+    small the sample would be."""
+    from clstream.driver import dry_run
+
+    argv = ["seqmem", str(seqmem_data), "--system", "memory-free", "--system", "exp-recent",
+            "--out", str(tmp_path / "r")]
+    every = _plan(argv, capsys)
+    monkeypatch.setattr(dry_run, "REPLY_SAMPLE", 2)
+    assert _plan(argv, capsys) == every
+    assert not any("replies to" in n for n in every["notes"])
