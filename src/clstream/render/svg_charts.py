@@ -100,7 +100,7 @@ class _Canvas:
         body = "".join(self.body)
         defs = "<defs>" + "".join(self.defs) + "</defs>" if self.defs else ""
         prefix = "f" + hashlib.sha256((label + defs + body).encode()).hexdigest()[:8] + "-"
-        aria = str(escape(label))
+        aria = _safe(label)
         svg = (f'<svg role="img" aria-label="{aria}" xmlns="http://www.w3.org/2000/svg" '
                f'xmlns:xlink="http://www.w3.org/1999/xlink" width="{_n(width)}pt" '
                f'height="{_n(height)}pt" viewBox="0 0 {_n(width)} {_n(height)}" '
