@@ -8,7 +8,9 @@ builtin reader's reply and reports usage counted with the approximate tokenizer
 and measured, and the ratio predicted / measured (1.000 is exact). The request count and the
 prompt tokens should match (the plan replays the run); the completion tokens the plan
 expects are the builtin reader's replies, the same replies the server gives here, so they
-match too; against a real model only the bound (``max_tokens`` x ``n``) holds.
+match too (an OAKS run of more than 128 requests has them estimated from a sample of its
+replies, docs/plan.md §2; these runs are smaller); against a real model only the bound
+(``max_tokens`` x ``n``) holds.
 
     .venv/bin/python benchmarks/bench_plan.py [--readme]
 """

@@ -8,11 +8,12 @@ prompts are counted with the per-message template tokens) on a generated bAbI st
 as a process, ``--repeats`` times; the figures are medians of CPU seconds (user + system of the
 child), and "start-up" is ``clstream --version``, a floor no command goes below.
 
-A plan is the run itself with a model that answers as the builtin reader does and records
-every request (docs/plan.md §2), so its CPU cannot fall below the run's by much; what it adds
-is counting the prompts and replaying them through the prefix cache. Target: that addition at
-most a tenth of the run's CPU (plan / run <= 1.1), and ``summary`` and ``report`` of a small
-directory under one second of CPU each, start-up included.
+A plan is the run itself with a model that records every request instead of answering it
+(docs/plan.md §2): OAKS answers feed nothing back, so for these systems only a bounded sample
+of requests is read as the builtin reader reads them, and the rest of the plan is the
+systems building their prompts, counting them and replaying them through the prefix cache.
+Target: a plan at most a tenth of the run's CPU (plan / run <= 0.1), and ``summary`` and
+``report`` of a small directory under one second of CPU each, start-up included.
 
     .venv/bin/python benchmarks/bench_plan_summary.py [--docs 3] [--chunks 40] [--repeats 3] [--readme]
 """
@@ -27,7 +28,7 @@ from pathlib import Path
 from cli_timing import machine, markdown_table, run_cli, startup, write_section
 
 SYSTEMS = ["--system", "full", "--system", "rag:k=4"]
-PLAN_TARGET = 1.1
+PLAN_TARGET = 0.1
 READ_TARGET_S = 1.0
 
 

@@ -79,3 +79,37 @@ def test_a_static_web_server_is_one_line_not_its_page(tmp_path: Path,
                            f"{static.base_url}: the server does not answer POST "
                            "/chat/completions (HTTP 501: HTML page: Error response; ")
     assert "<" not in line
+
+
+def _strict(text: str) -> object:
+    def refuse(name: str) -> object:
+        raise AssertionError(f"{name} in strict JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_and_save_write_no_nan_or_infinity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from clstream.commands import check as check_command
+
+    real_check = check_command.check
+
+    async def unmeasurable(model: object) -> dict[str, object]:
+        found = await real_check(model)  # type: ignore[arg-type]
+        return {**found, "output_tokens_per_s": float("inf"), "latency_s": float("nan")}
+
+    async def instant(model: object) -> float:
+        return float("inf")
+
+    monkeypatch.setattr(check_command, "check", unmeasurable)
+    monkeypatch.setattr(check_command, "measure_prefill", instant)
+    saved = tmp_path / "speed.json"
+    with FakeOpenAIServer(model="m") as srv:
+        assert main(["check", "--base-url", srv.base_url, "--model", "m", "--json",
+                     "--save", str(saved)]) == 0
+    found = _strict(capsys.readouterr().out)
+    assert isinstance(found, dict)
+    assert found["output_tokens_per_s"] is None and found["latency_s"] is None
+    speed = _strict(saved.read_text())
+    assert isinstance(speed, dict)
+    assert speed["prefill_tokens_per_s"] is None and speed["decode_tokens_per_s"] is None

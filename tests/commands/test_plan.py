@@ -110,7 +110,8 @@ def test_the_json_shape_and_the_text_report(oaks_data: Path, tmp_path: Path,
 
 
 def test_prefill_caching_time_and_money_by_hand() -> None:
-    def request(prompt: tuple[int, ...], max_tokens: int, expected: int) -> PlannedRequest:
+    def request(prompt: tuple[int, ...], max_tokens: int, expected: int | None
+                ) -> PlannedRequest:
         return PlannedRequest("openai:m", "generate", prompt, max_tokens, expected)
 
     shared = tuple(range(32))  # two full blocks of 16
@@ -124,6 +125,12 @@ def test_prefill_caching_time_and_money_by_hand() -> None:
     # A cache of one block keeps only the head of the first prompt: the second misses block 2.
     _, small = plan_costs.figures([[first, second]], cache_tokens=16)
     assert small["prefill_tokens"]["computed"] == 34 + 16 + 1
+    # Replies read for a sample only: the run's expected completions are the sample's mean.
+    sampled = request((*shared, 300), 10, None)
+    (one, two), both = plan_costs.figures([[first, sampled, second], [sampled, second]])
+    assert one["completion_tokens"]["expected"] == 15 and two["completion_tokens"][
+        "expected"] == 12
+    assert both["completion_tokens"]["expected"] == 27  # the runs' own estimates, summed
     seconds = plan_costs.time_s(total, prefill_tps=7.0, decode_tps=2.0)
     assert seconds == {"prefill": 5.0, "max": 5.0 + 10.0, "expected": 5.0 + 5.0}
     price = {"prompt": 1.0, "cached": 0.5, "completion": 4.0, "reasoning": 4.0}
@@ -174,3 +181,71 @@ def test_a_bad_flag_is_one_line_and_exit_2(oaks_data: Path, extra: list[str], sa
     assert _status(["plan", "oaks", str(oaks_data), "--system", "full", *extra]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err, err
+
+
+def test_a_spec_naming_one_run_twice_plans_it_once(oaks_data: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "twice.toml"
+    spec.write_text(f"""out = "results"
+[defaults]
+model = "builtin"
+data = "{oaks_data}"
+[[run]]
+protocol = "oaks"
+systems = ["rag:k=4", "full"]
+[[run]]
+protocol = "oaks"
+systems = ["rag:k=4,dedupe=0", "window"]
+docs_in_flight = 1
+""")
+    once = tmp_path / "once.toml"
+    once.write_text(f"""out = "results"
+[[run]]
+protocol = "oaks"
+model = "builtin"
+data = "{oaks_data}"
+systems = ["rag:k=4", "full", "window"]
+""")
+    twice_plan, once_plan = _plan(["--spec", str(spec)], capsys), _plan(["--spec", str(once)],
+                                                                         capsys)
+    assert [r["run_id"] for r in twice_plan["runs"]] == [r["run_id"] for r in once_plan["runs"]]
+    assert twice_plan["total"] == once_plan["total"]
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_sample_of_replies_counts_every_request_and_estimates_completions(
+        oaks_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """OAKS answers feed nothing back, so for request-planning systems only a sample of the
+    replies is read: every count but the expected completions stays exact, and those stay
+    within 15% here (deterministic: the same sample every time)."""
+    from clstream.driver import dry_run
+
+    argv = ["oaks", str(oaks_data), "--system", "full", "--system", "rag:k=2", "--model",
+            "openai:m", "--out", str(tmp_path / "r")]
+    every = _plan(argv, capsys)
+    monkeypatch.setattr(dry_run, "REPLY_SAMPLE", 8)
+    sampled = _plan(argv, capsys)
+    for whole, part in zip(every["runs"], sampled["runs"], strict=True):
+        assert {k: v for k, v in part.items() if k != "completion_tokens"} == {
+            k: v for k, v in whole.items() if k != "completion_tokens"}
+        assert part["completion_tokens"]["max"] == whole["completion_tokens"]["max"]
+        assert abs(part["completion_tokens"]["expected"]
+                   / whole["completion_tokens"]["expected"] - 1) <= 0.15
+    assert any("replies to 8 of its 40 requests" in n for n in sampled["notes"])
+    assert not any("replies to" in n for n in every["notes"])
+
+
+def test_where_answers_feed_back_every_reply_is_read(
+        seqmem_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SeqMem shows each answer's feedback to the system: a plan reads every reply, however
+    small the sample would be."""
+    from clstream.driver import dry_run
+
+    argv = ["seqmem", str(seqmem_data), "--system", "memory-free", "--system", "exp-recent",
+            "--out", str(tmp_path / "r")]
+    every = _plan(argv, capsys)
+    monkeypatch.setattr(dry_run, "REPLY_SAMPLE", 2)
+    assert _plan(argv, capsys) == every
+    assert not any("replies to" in n for n in every["notes"])

@@ -60,3 +60,17 @@ def test_ci_for_metrics_uses_each_column() -> None:
         ci_for_metrics(rows, ["nope"])
     with pytest.raises(ValueError):
         ci_for_metrics(rows, ["question_id"])
+
+
+@pytest.mark.parametrize("values", [
+    [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0],
+    [0.25, 0.5, 0.125, 1.0, 0.0, 0.75] * 9,
+    [0.1, 0.7, 0.3333, 0.9, 0.05],
+])
+def test_the_vectorised_means_equal_the_limb_by_limb_ones(
+        values: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+    from clstream.metrics import bootstrap
+
+    fast = bootstrap.bootstrap_ci(values, n_boot=500, seed=4)
+    monkeypatch.setattr(bootstrap, "_EXACT", 0)  # every resample joined in Python
+    assert bootstrap.bootstrap_ci(values, n_boot=500, seed=4) == fast

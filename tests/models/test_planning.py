@@ -12,7 +12,10 @@ from clstream.core.types import GenerationRequest, Message, SamplingParams
 from clstream.models.planning import (
     APPROX_TOKENS_PER_MESSAGE,
     BLOCK_SIZE,
+    PARAGRAPH_RUN,
+    PlannedRequest,
     PlanningModel,
+    ReplySample,
     RequestLog,
     planning_tokens,
 )
@@ -86,3 +89,68 @@ def test_blocked_prompts_hash_the_tokens_of_the_whole_prompt() -> None:
         blocked = tokens.blocked(messages)
         assert len(blocked) == len(whole)
         assert blocked.blocks() == PrefixCacheSim(1, BLOCK_SIZE).block_hashes(whole)
+
+
+def test_a_kept_head_is_reused_only_for_the_same_context() -> None:
+    tokens = planning_tokens("openai", "m", None)
+    context = "".join(f"[chunk index {i}]\nMary went to room {i}.\n\n" for i in range(40))
+    other = "J" + context[1:]  # as long, and equal but for its first character
+    for text in (context + "Q: where?", context + "Q: who?", other + "Q: who?",
+                 context[:-40] + "Q: who?", context + "Q: where?"):
+        messages = (MESSAGES[0], Message(role="user", content=text))
+        assert tokens.blocked(messages).blocks() == PrefixCacheSim(1, BLOCK_SIZE).block_hashes(
+            tokens(messages))
+
+
+def test_a_reply_sample_is_bounded_and_evenly_spread() -> None:
+    log = RequestLog()
+    sample = ReplySample(expected=1000, most=128)
+    assert sample.stride == 8
+    for position in range(1000):
+        read = sample.take()
+        log.requests.append(PlannedRequest("m", "generate", (1,), 1, 1 if read else None))
+        if read:
+            sample.keep(position, log)
+    read_at = [i for i, r in enumerate(log.requests) if r.expected_completion_tokens is not None]
+    assert read_at == list(range(0, 1000, 8))
+    # A run longer than expected: the sample is thinned to twice the stride, never over 128.
+    for position in range(1000, 3000):
+        read = sample.take()
+        log.requests.append(PlannedRequest("m", "generate", (1,), 1, 1 if read else None))
+        if read:
+            sample.keep(position, log)
+    read_at = [i for i, r in enumerate(log.requests) if r.expected_completion_tokens is not None]
+    assert len(read_at) <= 128 and sample.stride == 32
+    assert read_at == list(range(0, 3000, 32))
+
+
+def test_outside_the_sample_the_reply_is_empty_and_not_counted() -> None:
+    log = RequestLog(sample=ReplySample(expected=4, most=2))
+    model = PlanningModel("openai:m", planning_tokens("openai", "m", None), log)
+    requests = [GenerationRequest(key=f"q{i}", messages=MESSAGES, params=SamplingParams())
+                for i in range(4)]
+    results = asyncio.run(model.generate(requests))
+    assert [r.expected_completion_tokens is not None for r in log.requests] == [
+        True, False, True, False]
+    assert results[1].samples[0].text == "" and "## Answer:" in results[0].samples[0].text
+    assert all(r.prompt_tokens == log.requests[0].prompt_tokens for r in log.requests)
+
+
+def test_a_long_context_is_cut_into_runs_at_paragraph_breaks_the_same_way_each_time() -> None:
+    from clstream.models.planning import _paragraph_runs
+
+    chunks = [f"[chunk index {i}]\n" + " ".join(f"Mary went to room {i}-{j}." for j in range(30))
+              + "\n\n" for i in range(30)]
+    short, longer = "".join(chunks[:20]), "".join(chunks)
+    runs = _paragraph_runs(longer)
+    assert "".join(runs) == longer and len(runs) > 3
+    assert all(len(r) >= PARAGRAPH_RUN for r in runs[:-1])
+    assert all(r.startswith("\n\n") for r in runs[1:])
+    assert _paragraph_runs(short)[:-1] == runs[:len(_paragraph_runs(short)) - 1]
+    tokens = planning_tokens("openai", "m", None)
+    for context in (short, longer, short):  # the next interval's context, then back
+        for question in ("Q: where is Mary?", "Q: who?"):
+            messages = (MESSAGES[0], Message(role="user", content=context + question))
+            assert tokens.blocked(messages).blocks() == PrefixCacheSim(
+                1, BLOCK_SIZE).block_hashes(tokens(messages))
+            assert len(tokens.blocked(messages)) == len(tokens(messages))

@@ -96,7 +96,8 @@ def test_incomplete_run_keeps_its_row(summary: dict[str, Any]) -> None:
     row = next(r for r in re.findall(r"<tr>.*?</tr>", page, flags=re.S) if "rag+window" in r)
     cells = [visible_text(c).strip() for c in re.findall(r"<td[^>]*>.*?</td>", row, flags=re.S)]
     assert cells[0] == "rag+window:k=8,w=4 baseline incomplete"
-    assert cells[1:6] == ["\u2014"] * 5
+    assert cells[1] == "0"  # its seed
+    assert cells[2:7] == ["\u2014"] * 5
     assert "0 / 2,880" in cells
     assert "Not scored yet" in visible_text(page)
 
@@ -272,3 +273,23 @@ def test_dataset_named_by_setting_shows_its_spec_hash(summary: dict[str, Any]) -
     text = visible_text(render_html(summary))
     assert f"Dataset imprint news setting \u00b7 117 items \u00b7 1 instance sha256 {sha}" in text
     assert "Dataset ?" not in text and "sha256 ?" not in text
+
+
+def test_runs_that_differ_only_by_seed_show_it_in_a_seed_column(
+        summary: dict[str, Any]) -> None:
+    import copy
+
+    again = copy.deepcopy(summary["runs"][0])
+    again["run_id"], again["meta"]["seed"] = "9e8d7c6b5a403122", 7
+    again["meta"]["spec"]["seed"] = 7
+    summary["runs"].insert(1, again)
+    page = render_html(summary)
+    table = next(t for t in re.findall(r"<table.*?</table>", page, flags=re.S)
+                 if "Scores per system" in t)
+    header = [visible_text(h).strip() for h in re.findall(r"<th[^>]*>.*?</th>", table,
+                                                           flags=re.S)]
+    column = header.index("Seed")
+    rows = [[visible_text(c).strip() for c in re.findall(r"<td[^>]*>.*?</td>", row, flags=re.S)]
+            for row in re.findall(r"<tr>.*?</tr>", table, flags=re.S)]
+    seeds = [(cells[0].split()[0], cells[column]) for cells in rows if cells]
+    assert seeds[:3] == [("full", "0"), ("full", "7"), ("window:w=4", "0")]

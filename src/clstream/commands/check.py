@@ -16,7 +16,6 @@ command line is built, and so are asyncio and the sampling model (pydantic).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -250,6 +249,7 @@ def handler(args: argparse.Namespace) -> int:
     import httpx
 
     from clstream.core.errors import ClstreamError
+    from clstream.core.jsonio import dumps_finite
     from clstream.core.secrets import redacted_url
     from clstream.models.openai_compat import EndpointError, OpenAICompatModel
     from clstream.models.wire import MalformedResponse
@@ -284,10 +284,10 @@ def handler(args: argparse.Namespace) -> int:
         from clstream.core.outputs import write_output
 
         # The throughput of one replica: a plan divides the work by the server's own speed.
-        write_output(args.save, json.dumps(throughput_file(reports[0], speeds[0]), indent=2)
+        write_output(args.save, dumps_finite(throughput_file(reports[0], speeds[0]), indent=2)
                      + "\n")
     if args.json:
-        print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
+        print(dumps_finite(reports[0] if len(reports) == 1 else reports, indent=2))
     else:
         print("\n\n".join("\n".join(lines(found)) for found in reports))
     return 0

@@ -132,6 +132,11 @@ def _notes(args: argparse.Namespace, runs: list[DryRun], tokenizers: dict[str, A
         if run.max_tries > 1:
             notes.append(f"{run.system} may try a task up to {run.max_tries} times: counted "
                          "are the tries the builtin reader's answers took")
+        if run.replies_read is not None:
+            notes.append(f"{run.system}: its requests do not depend on the replies, so "
+                         f"expected completion tokens are the builtin reader's replies to "
+                         f"{run.replies_read:,} of its {len(run.requests):,} requests (evenly "
+                         "spread), scaled to all of them")
         if run.training_skipped:
             notes.append(f"{run.system} trains weights: training is not run in a plan; only "
                          "its answering requests are counted")

@@ -308,18 +308,12 @@ def run_spec(args: argparse.Namespace) -> int:
     if args.spec is None:
         raise SpecError(f"run: give a protocol ({', '.join(names('protocol'))}) or --spec FILE")
 
-    jobs: list[Any] = []
-    seen: set[str] = set()
-    for protocol, run_args in load_spec(args.spec, args.out):
-        request = command_request(run_args, protocol.name, protocol.run_command)
-        job = protocol.run_command.planned(request)
-        # Entries spelt differently may still name one run (``rag`` and ``rag:k=8``, a flag
-        # given at its default): each run is run once, by the first entry that names it.
-        job.runs = [run for run in job.runs if run.spec.run_id not in seen]
-        seen.update(run.spec.run_id for run in job.runs)
-        job.systems = [run.spec.system for run in job.runs]
-        if job.runs:
-            jobs.append(job)
+    from clstream.driver.plan import first_of_each_run
+
+    # Entries spelt differently may still name one run: each is run once, by the first entry.
+    jobs = first_of_each_run([
+        protocol.run_command.planned(command_request(run_args, protocol.name, protocol.run_command))
+        for protocol, run_args in load_spec(args.spec, args.out)])
     resume = ["clstream", "run", "--spec", str(args.spec)]
     if args.out is not None:
         resume += ["--out", str(args.out)]

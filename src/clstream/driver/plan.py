@@ -158,3 +158,19 @@ class RunResult:
     def complete(self) -> bool:
         """Every unit done and no stored error (a failed verdict leaves a done unit unscored)."""
         return self.stopped is None and self.done >= self.total and self.errors == 0
+
+
+def first_of_each_run(jobs: Sequence[RunJob]) -> list[RunJob]:
+    """``jobs`` with every run kept once, by the first job that names it (docs/design.md
+    §11.2): entries spelt differently may still name one run (``rag`` and ``rag:k=8``, a flag
+    given at its default, the same system twice), and its run id, the hash of its normal
+    form, says so. A job left with no run is dropped; ``systems`` follows ``runs``."""
+    seen: set[str] = set()
+    kept = []
+    for job in jobs:
+        job.runs = [run for run in job.runs if run.spec.run_id not in seen]
+        seen.update(run.spec.run_id for run in job.runs)
+        job.systems = [run.spec.system for run in job.runs]
+        if job.runs:
+            kept.append(job)
+    return kept

@@ -24,6 +24,7 @@ _BLOCK_ELEMENTS = 4_000_000
 # Exact numerators are split into limbs this wide: a resample draws n values, so its sum of
 # count * limb over the distinct values is below n * 2**24, within int64 for any n < 2**39.
 _LIMB_BITS = 24
+_EXACT = 2**53  # integers up to here are exact in float64
 
 
 def _limbs(numerators: Sequence[int]) -> np.ndarray:
@@ -76,6 +77,11 @@ def bootstrap_ci(
     numerators, denominator = scaled_integers(distinct.tolist())
     limbs = _limbs(numerators)
     per_block = max(1, _BLOCK_ELEMENTS // n)
+    # Where every resample's sum and the divisor are integers below 2**53, float64 holds them
+    # exactly and its division rounds once, as Python's int / int does: the same means, with
+    # no Python loop over the resamples (a 0/1 correctness column always qualifies).
+    vectorised = (limbs.shape[1] == 1 and max(map(abs, numerators), default=0) * n < _EXACT
+                  and denominator * n < _EXACT)
     means: list[float] = []
     for start in range(0, n_boot, per_block):
         rows = min(n_boot, start + per_block) - start
@@ -83,6 +89,10 @@ def bootstrap_ci(
         # Per resample, how often each distinct value was drawn (one bincount for the block).
         offsets = which.reshape(-1)[idx] + distinct.size * np.arange(rows)[:, None]
         counts = np.bincount(offsets.ravel(), minlength=rows * distinct.size)
+        if vectorised:
+            totals = counts.reshape(rows, distinct.size) @ limbs[:, 0]
+            means += (totals.astype(np.float64) / float(denominator * n)).tolist()
+            continue
         # Integer products and sums are exact in any order; the limbs are joined in Python.
         for row in (counts.reshape(rows, distinct.size) @ limbs).tolist():
             total = sum(part << (_LIMB_BITS * j) for j, part in enumerate(row))

@@ -12,7 +12,9 @@ PlannedRequest`), :func:`figures` totals them per run and for the whole plan:
   (distinct full blocks plus every prompt's partial tail); a run's share of ``lower_bound`` is
   the distinct blocks it adds;
 * ``completion_tokens``: ``max`` (each request's ``max_tokens`` x ``n``, a bound) and
-  ``expected`` (the builtin reader's replies, an estimate only).
+  ``expected`` (the builtin reader's replies, an estimate only; where only a sample of a run's
+  replies was read, :class:`~clstream.models.planning.ReplySample`, the sample's total scaled
+  to all the run's requests, and the plan's the sum of its runs').
 
 :func:`time_s` and :func:`cost_usd` turn those into seconds at given throughputs and dollars at
 given prices; both come as ``max`` (completions at their bound) and ``expected``.
@@ -47,6 +49,10 @@ def _totals(requests: Sequence[PlannedRequest], computed: int, lower_bound: int
     for request in requests:
         stages[request.stage] += 1
         stage_tokens[request.stage] += request.prompt_tokens
+    read = [r.expected_completion_tokens for r in requests
+            if r.expected_completion_tokens is not None]
+    expected = sum(read) if len(read) == len(requests) else (
+        round(sum(read) * len(requests) / len(read)) if read else 0)
     return {
         "requests": len(requests),
         "requests_by_stage": dict(sorted(stages.items())),
@@ -54,7 +60,7 @@ def _totals(requests: Sequence[PlannedRequest], computed: int, lower_bound: int
         "prompt_tokens_by_stage": dict(sorted(stage_tokens.items())),
         "prefill_tokens": {"computed": computed, "lower_bound": lower_bound},
         "completion_tokens": {"max": sum(r.max_completion_tokens for r in requests),
-                              "expected": sum(r.expected_completion_tokens for r in requests)},
+                              "expected": expected},
     }
 
 
@@ -71,7 +77,10 @@ def figures(runs: Sequence[Sequence[PlannedRequest]], cache_tokens: int | None =
         per_run.append(_totals(requests, computed, sim.stats().lower_bound_tokens - before))
     every = [r for requests in runs for r in requests]
     stats = sim.stats()
-    return per_run, _totals(every, stats.computed_tokens, stats.lower_bound_tokens)
+    total = _totals(every, stats.computed_tokens, stats.lower_bound_tokens)
+    total["completion_tokens"]["expected"] = sum(
+        run["completion_tokens"]["expected"] for run in per_run)
+    return per_run, total
 
 
 def time_s(totals: Mapping[str, Any], prefill_tps: float, decode_tps: float

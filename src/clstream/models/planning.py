@@ -14,16 +14,22 @@ it to the model (the order the OpenAI-compatible transport admits requests in), 
   template's role and delimiters; the builtin model counts message texts only, as it does;
 * the most completion tokens it may cost (``max_tokens`` x ``n``) and the completion tokens of
   the builtin reply (``n`` x its count), the figure a model answering like it would cost.
+
+Reading a prompt as the builtin reader does costs as much as the run's own model call, most of
+a plan's CPU. Where a run's requests do not depend on the replies (the dry run says so,
+:attr:`RequestLog.sample`), only an evenly spread, bounded sample of requests is read
+(:class:`ReplySample`); the others get an empty reply, and their completion tokens are the
+sample's mean (:func:`clstream.models.plan_costs.figures`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clstream.core.contracts import Tokenizer
-from clstream.core.types import GenerationRequest, GenerationResult, Message, Usage
+from clstream.core.types import GenerationRequest, GenerationResult, Message, Sample, Usage
 from clstream.models.builtin import BuiltinReader
 from clstream.models.prefix_cache_sim import BlockedPrompt, BlockHasher, approx_tokens
 from clstream.models.tokenizers import HFTokenizer, approx_tokenizer
@@ -35,6 +41,10 @@ APPROX_TOKENS_PER_MESSAGE = 3
 is not at hand: the usual figure for chat formats of the ChatML family."""
 
 
+_EMPTY = Sample(text="", finish_reason="stop")
+"""The reply to a request outside a run's sample of replies (:class:`ReplySample`)."""
+
+
 @dataclass(frozen=True)
 class PlannedRequest:
     """One request of a planned run, as the run would send it."""
@@ -43,18 +53,56 @@ class PlannedRequest:
     stage: str
     prompt: tuple[Hashable, ...] | BlockedPrompt
     max_completion_tokens: int
-    expected_completion_tokens: int
+    expected_completion_tokens: int | None
+    """The builtin reply's completion tokens; None where the reply was not read (a sampled
+    run's request outside the sample)."""
 
     @property
     def prompt_tokens(self) -> int:
         return len(self.prompt)
 
 
+class ReplySample:
+    """Which requests of a run get the builtin reader's reply: every ``stride``-th, the stride
+    set so that the ``expected`` requests of the run give at most ``most`` replies, and
+    doubling (the sample thinned to it) whenever more than ``most`` are held, so a run longer
+    than expected still keeps at most ``most`` replies spread evenly over it."""
+
+    def __init__(self, expected: int, most: int = 128):
+        if most < 2:
+            raise ValueError(f"a reply sample of at least 2, got {most}")
+        self.most = most
+        self.stride = max(1, -(-expected // most))
+        self.seen = 0
+        self.taken: list[int] = []  # log positions of the requests read
+
+    def take(self) -> bool:
+        """Whether the next request of the run is read."""
+        taken = self.seen % self.stride == 0
+        self.seen += 1
+        return taken
+
+    def keep(self, position: int, log: RequestLog) -> None:
+        """The request read was logged at ``position``; thin the sample when it overflows."""
+        self.taken.append(position)
+        if len(self.taken) <= self.most:
+            return
+        self.stride *= 2
+        kept = self.taken[::2]  # the requests at multiples of the new stride
+        for dropped in self.taken[1::2]:
+            log.requests[dropped] = replace(log.requests[dropped],
+                                            expected_completion_tokens=None)
+        self.taken = kept
+
+
 @dataclass
 class RequestLog:
-    """Every request of a plan, in send order, whichever planning model got it."""
+    """Every request of a plan, in send order, whichever planning model got it; ``sample``,
+    while set, says that the requests now sent do not depend on the replies, so only a sample
+    of them is read (:class:`ReplySample`)."""
 
     requests: list[PlannedRequest] = field(default_factory=list)
+    sample: ReplySample | None = None
 
 
 class ChatTokens:
@@ -65,6 +113,8 @@ class ChatTokens:
         self.overhead_per_message = overhead_per_message
         self.templated = isinstance(tokenizer, HFTokenizer) and tokenizer.has_chat_template
         self._hasher = BlockHasher(BLOCK_SIZE)
+        self._last_head: dict[int, tuple[tuple[int, tuple[Hashable, ...]], str, tuple[
+            tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]]] = {}
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.tokenizer.name, "exact": self.tokenizer.exact,
@@ -101,7 +151,7 @@ class ChatTokens:
         state: tuple[int, tuple[Hashable, ...]] = (0, ())
         pieces: list[tuple[int, ...]] = []
         count = 0
-        for message in messages:
+        for position, message in enumerate(messages):
             if self.overhead_per_message:
                 marker = [f"<|{message.role}|>",
                           *["<|sep|>"] * (self.overhead_per_message - 1)]
@@ -110,11 +160,59 @@ class ChatTokens:
                 count += len(marker)
             text = message.content
             cut = text.rfind("\n\n")
-            for part in (text[:cut], text[cut:]) if cut > 0 else (text,):
+            parts = (text[cut:],) if cut > 0 else (text,)
+            if cut > 0:
+                blocks, n, state = self._head(position, state, text, cut)
+                pieces.append(blocks)
+                count += n
+            for part in parts:
                 blocks, n, state = self._hasher.segment(state, part, approx_tokens)
                 pieces.append(blocks)
                 count += n
         return BlockedPrompt(tuple(p for p in pieces if p), count)
+
+    def _head(self, position: int, state: tuple[int, tuple[Hashable, ...]], text: str,
+              cut: int) -> tuple[tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]:
+        """The blocks of ``text[:cut]`` (message ``position``'s head) after ``state``. The
+        prompts of one memory state come one after another and share their context, so the
+        last head of each message position is kept and compared in place (a prefix
+        comparison), not cut out of each prompt and hashed for the memo: that copy and hash
+        grew with the context, for every question."""
+        last = self._last_head.get(position)
+        if last is not None and last[0] == state and len(last[1]) == cut \
+                and text.startswith(last[1]):
+            return last[2]
+        head = text[:cut]
+        blocks: list[int] = []
+        count, after = 0, state
+        for part in _paragraph_runs(head):
+            new, n, after = self._hasher.segment(after, part, approx_tokens)
+            blocks += new
+            count += n
+        found = (tuple(blocks), count, after)
+        self._last_head[position] = (state, head, found)
+        return found
+
+
+PARAGRAPH_RUN = 2048
+"""Characters a context is cut into runs of at least (at paragraph breaks), each hashed once
+per state it follows (:func:`_paragraph_runs`)."""
+
+
+def _paragraph_runs(text: str) -> list[str]:
+    """``text`` cut before paragraph breaks into runs of at least :data:`PARAGRAPH_RUN`
+    characters (the last may be shorter), from the start, so two contexts with the same
+    beginning are cut the same way there: the next interval's context (the same passages and
+    one more) is then looked up run by run, and only its new passage is tokenized and hashed.
+    Every cut falls on whitespace, so the runs' tokens are those of the whole text."""
+    runs, start = [], 0
+    while True:
+        cut = text.find("\n\n", start + PARAGRAPH_RUN)
+        if cut < 0:
+            runs.append(text[start:])
+            return runs
+        runs.append(text[start:cut])
+        start = cut
 
 
 class PlanningModel:
@@ -138,17 +236,31 @@ class PlanningModel:
         return ("lora", "full")
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        sample = self.log.sample
+        read = [sample is None or sample.take() for _ in requests]
         plain = [r.model_copy(update={"adapter": None}) if r.adapter is not None else r
-                 for r in requests]
-        answered = await self._reader.generate(plain)
+                 for r, wanted in zip(requests, read, strict=True) if wanted]
+        answered = iter(await self._reader.generate(plain))
         results = []
-        for request, result in zip(requests, answered, strict=True):
+        for request, wanted in zip(requests, read, strict=True):
             prompt = self.tokens.blocked(request.messages)
             n = request.params.n
-            text = result.samples[0].text if result.samples else ""
-            completion = n * self.tokenizer.count(text)
+            if wanted:
+                result = next(answered)
+                text = result.samples[0].text if result.samples else ""
+                completion = n * self.tokenizer.count(text)
+            else:  # not read: an empty answer, counted by the sample's mean
+                result = GenerationResult.model_construct(
+                    key=request.key, stage=request.stage, samples=[_EMPTY] * n,
+                    usage=Usage.model_construct(prompt_tokens=len(prompt)))
+                self.log.requests.append(PlannedRequest(
+                    self.name, request.stage, prompt, n * request.params.max_tokens, None))
+                results.append(result)
+                continue
             self.log.requests.append(PlannedRequest(
                 self.name, request.stage, prompt, n * request.params.max_tokens, completion))
+            if sample is not None:
+                sample.keep(len(self.log.requests) - 1, self.log)
             usage = Usage(prompt_tokens=len(prompt), completion_tokens=completion)
             results.append(result.model_copy(update={"usage": usage}))
         return results

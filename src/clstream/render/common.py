@@ -39,6 +39,16 @@ def system_cell(f: Fields, raw: dict[str, Any], label: str) -> Cell:
     return Cell(label, tags=tags)
 
 
+def seed_column() -> Column:
+    """The seed of each run, beside its system: runs that differ only by seed share a system
+    label, and the text tables (:func:`clstream.render.text_columns.seed_text`) show it too."""
+    return Column("Seed", True, "the seed the run's spec names")
+
+
+def seed_cell(f: Fields, raw: dict[str, Any]) -> Cell:
+    return Cell(fmt_int(f.integer(raw, "meta.seed")), True)
+
+
 def status_columns() -> list[Column]:
     return [Column("Probes", True, "done / total"), Column("Errors", True)]
 

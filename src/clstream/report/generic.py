@@ -12,6 +12,8 @@ from clstream.render.base import Cell, Column, Fields, Section, Table, run_field
 from clstream.render.common import (
     UsageColumns,
     details_table,
+    seed_cell,
+    seed_column,
     status_cells,
     status_columns,
     system_cell,
@@ -50,6 +52,7 @@ def render_generic_section(
     columns = (
         Column("System"),
         Column("Model"),
+        seed_column(),
         *(Column(k.replace("_", " "), True) for k in keys),
         *status_columns(),
         *usage.columns,
@@ -62,6 +65,7 @@ def render_generic_section(
             (
                 system_cell(f, raw, label),
                 Cell(f.text(raw, "model", MISSING)),
+                seed_cell(f, raw),
                 *scores,
                 *status_cells(f, raw),
                 *usage.cells(f, raw),

@@ -127,11 +127,11 @@ def test_tables_show_every_metric_of_every_method(summary: dict[str, Any]) -> No
         assert name in headers
     scores, horizons = (rows_of(t) for t in re.findall(r"<table.*?</table>", page,
                                                           flags=re.S)[:2])
-    assert scores["exp-rag"][:10] == ["baseline", "0.550", "0.020", "0.450", "0.062", "0.500", "0.310",
-                                     "0.275", "16", "/"]
+    assert scores["exp-rag"][:11] == ["baseline", "0", "0.550", "0.020", "0.450", "0.062",
+                                      "0.500", "0.310", "0.275", "16", "/"]
     assert horizons["exp-rag"] == ["baseline", "0.275", "0.183", "-0.050", "0.000",
                                    "0.000", "0.050", "0.138", "0.100"]
-    assert scores["g-memory"][:3] == ["baseline", "incomplete", "\u2014"]
+    assert scores["g-memory"][:4] == ["baseline", "incomplete", "0", "\u2014"]
     assert "0 / 16" in " ".join(scores["g-memory"])
     assert "Not scored yet" in text and "g-memory" in text
 
@@ -234,8 +234,8 @@ def test_intervals_in_the_summary_show_in_the_table_and_as_a_band(
     runs = summary["runs"]
     section = render_seqmem_section(runs, [r["system"] for r in runs], "s")
     cells = {row[0].text: row for row in section.tables[0].rows}
-    assert cells["exp-rag"][1].text == "0.550" and cells["exp-rag"][1].sub == "[0.450, 0.650]"
-    assert cells["dc-rs"][1].sub == ""
+    assert cells["exp-rag"][2].text == "0.550" and cells["exp-rag"][2].sub == "[0.450, 0.650]"
+    assert cells["dc-rs"][2].sub == ""
     online = next(f for f in section.figures if f.title.startswith("Online accuracy"))
     assert "Shaded" in online.caption and online.data is not None
     assert any("[" in row[2].text for row in online.data.rows)

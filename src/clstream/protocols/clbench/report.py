@@ -20,7 +20,7 @@ from clstream.protocols.clbench.metrics import pareto_systems
 from clstream.protocols.clbench.run_summary import builtin_policy_note
 from clstream.render import figures
 from clstream.render.base import Cell, Column, Figure, Section, Table
-from clstream.render.common import UsageColumns, details_table, system_cell
+from clstream.render.common import UsageColumns, details_table, seed_cell, seed_column, system_cell
 from clstream.render.fmt import MISSING, fmt_int
 from clstream.render.runs import RunView, read_runs, scored_runs
 
@@ -145,6 +145,7 @@ def _aggregate_table(runs: list[RunView]) -> Table:
     usage = UsageColumns([(r.f, r.raw) for r in runs])
     models = {r.f.text(r.raw, "model", MISSING) for r in runs}
     columns = [Column("System")] + ([Column("Model")] if len(models) > 1 else [])
+    columns.append(seed_column())
     columns += [Column("Normalized gain (\u00b1 95% CI half-width)", True,
                        "mean over tasks \u00b1 the half-width of its 95% interval"),
                 Column("Stability", True), Column("Plasticity", True),
@@ -157,6 +158,7 @@ def _aggregate_table(runs: list[RunView]) -> Table:
         row = [system_cell(r.f, r.raw, r.label)]
         if len(models) > 1:
             row.append(Cell(r.f.text(r.raw, "model", MISSING)))
+        row.append(seed_cell(r.f, r.raw))
         scored = len(r.f.get(r.raw, "coverage.tasks_scored") or [])
         cost = agg.get("cost")
         row += [Cell(_pm(agg.get("normalized_gain"), "ci95"), True),

@@ -21,7 +21,7 @@ from clstream.protocols.imprint.run_summary import run_label
 from clstream.protocols.imprint.schema import FAMILIES
 from clstream.render import figures
 from clstream.render.base import Cell, Column, Figure, Section, Table, display_labels
-from clstream.render.common import details_table
+from clstream.render.common import details_table, seed_cell, seed_column
 from clstream.render.fmt import MISSING, fmt_int, fmt_seconds
 from clstream.render.runs import RunView, read_runs, scored_runs
 
@@ -76,7 +76,8 @@ def _training_text(r: RunView) -> str:
 
 def _family_table(setting: str, runs: list[RunView]) -> Table:
     fams = _families(runs)
-    columns = [Column("System"), Column("Supervision"), Column("Tokens in context", True),
+    columns = [Column("System"), seed_column(), Column("Supervision"),
+               Column("Tokens in context", True),
                Column("Compression", True)]
     columns += [Column(f"{f} (\u00b1 SE of Pass@1)", True,
                        "Pass@1 / AllCorrect@n (%), then \u00b1 one standard error of Pass@1")
@@ -91,7 +92,7 @@ def _family_table(setting: str, runs: list[RunView]) -> Table:
         by = r.f.mapping(r.raw, "metrics.by_family")
         ctx = r.f.mapping(r.raw, "context")
         tokens, ratio = ctx.get("tokens_in_context"), ctx.get("compression_ratio")
-        row = [Cell(r.label), Cell(r.f.text(r.raw, "supervision", "C")),
+        row = [Cell(r.label), seed_cell(r.f, r.raw), Cell(r.f.text(r.raw, "supervision", "C")),
                Cell(f"{tokens:.0f}" if isinstance(tokens, int | float) else MISSING, True),
                Cell(f"{ratio:.1f}\u00d7" if isinstance(ratio, int | float) else MISSING,
                     True)]

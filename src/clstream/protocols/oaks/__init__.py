@@ -21,6 +21,11 @@ from clstream.core.protocol import MatrixData, PackagedProtocol
 class OaksProtocol(PackagedProtocol):
     """Declared by ``protocol.toml`` beside this module; its brief demonstration is code."""
 
+    answers_feed_back = False
+    """OAKS only asks (docs/oaks.md §2): no answer is shown to a system or shapes a later
+    event, so ``clstream plan`` needs the replies to a request-planning system's probes only
+    to count their tokens, and reads a sample of them (:mod:`clstream.driver.dry_run`)."""
+
     def demo(self, workdir: Path, results: Path) -> list[list[str]]:
         data = workdir / "oaks-babi.json"
         systems = ("full", "window:w=4", "rag:k=4", "rag+window:k=2,w=2", "memory-free")

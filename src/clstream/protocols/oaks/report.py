@@ -18,6 +18,8 @@ from clstream.render.base import Cell, Column, Figure, Section, Table
 from clstream.render.common import (
     UsageColumns,
     details_table,
+    seed_cell,
+    seed_column,
     status_cells,
     status_columns,
     system_cell,
@@ -119,6 +121,7 @@ def _metric_table(runs: list[RunView]) -> Table:
     usage = UsageColumns([(r.f, r.raw) for r in runs])
     models = {r.f.text(r.raw, "model", MISSING) for r in runs}
     columns = [Column("System")] + ([Column("Model")] if len(models) > 1 else [])
+    columns.append(seed_column())
     columns += [Column(h, numeric=True, title=_title(k)) for k, h in RATES]
     columns += [Column("Questions", True), *status_columns(), *usage.columns]
     rows: list[tuple[Cell, ...]] = []
@@ -126,6 +129,7 @@ def _metric_table(runs: list[RunView]) -> Table:
         row = [system_cell(r.f, r.raw, r.label)]
         if len(models) > 1:
             row.append(Cell(r.f.text(r.raw, "model", MISSING)))
+        row.append(seed_cell(r.f, r.raw))
         for key, _ in RATES:
             ci = fmt_ci(r.f.interval(r.raw, f"ci.{key}"))
             row.append(Cell(fmt_rate(_rate(r, key)), True, sub=ci if _rate(r, key) is not None else ""))

@@ -20,7 +20,7 @@ from typing import Any
 
 from clstream.render import figures
 from clstream.render.base import Cell, Column, Figure, Section, Table
-from clstream.render.common import UsageColumns, details_table, system_cell
+from clstream.render.common import UsageColumns, details_table, seed_cell, seed_column, system_cell
 from clstream.render.fmt import MISSING, fmt_ci, fmt_int, fmt_rate, fmt_seconds
 from clstream.render.runs import RunView, read_runs, scored_runs
 
@@ -111,6 +111,7 @@ def _score_table(runs: list[RunView]) -> Table:
     usage = UsageColumns([(r.f, r.raw) for r in runs])
     models = {r.f.text(r.raw, "model", MISSING) for r in runs}
     columns = [Column("System")] + ([Column("Model")] if len(models) > 1 else [])
+    columns.append(seed_column())
     columns += [Column(h, True, title) for _, h, title in SCORES]
     columns += [Column("Tasks", True, "online tasks done / in the stream"),
                 Column("Tokens / task", True, "sequential run: answers and memory updates"),
@@ -120,6 +121,7 @@ def _score_table(runs: list[RunView]) -> Table:
         row = [system_cell(r.f, r.raw, r.label)]
         if len(models) > 1:
             row.append(Cell(r.f.text(r.raw, "model", MISSING)))
+        row.append(seed_cell(r.f, r.raw))
         row += [_score_cell(r, k) for k, _, _ in SCORES]
         done, total = r.f.integer(r.raw, "status.online_done"), r.f.integer(r.raw,
                                                                             "status.online_total")
