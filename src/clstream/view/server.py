@@ -108,6 +108,12 @@ class ViewHandler(BaseHTTPRequestHandler):
         if name in ASSETS:
             self._send(200, self.server.assets[name], ASSETS[name])
             return
+        if name == "static.json":  # the page's question: a static copy? (static_site.py)
+            self._json(200, {"mode": "live"})
+            return
+        if name == "favicon.ico":
+            self._send(204, b"", "image/x-icon")
+            return
         raw = path.split("/")
         if len(raw) < 3 or raw[:2] != ["", "api"]:
             self._json(404, {"error": "not found"})
