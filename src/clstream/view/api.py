@@ -1,4 +1,4 @@
-"""The viewer's JSON API: each path of docs/viewer.md ("JSON API") as a function of a
+"""The viewer's JSON API: each path of docs/viewer.md §2 as a function of a
 :class:`~clstream.view.catalog.Catalog` and the query, so the server and the static writer
 build the same documents.
 

@@ -1,5 +1,5 @@
 """One item of a run in full: its stored record, every model call behind it, the memory state
-the system held at that step, and the same question over the stream (docs/viewer.md, "Item").
+the system held at that step, and the same question over the stream (docs/viewer.md §2.4).
 
 Calls are the run's transcripts (:mod:`clstream.store.transcripts`): the calls linked to the
 record itself, and to records whose key extends it by ``/`` (a CL-Bench instance's steps,

@@ -1,5 +1,5 @@
-"""The series the viewer's figures draw, taken from the summary as they are (docs/viewer.md,
-"Figures"), so a figure shows the numbers the report shows.
+"""The series the viewer's figures draw, taken from the summary as they are
+(docs/viewer.md §2.6), so a figure shows the numbers the report shows.
 
 Two kinds: ``bars``, one per column of the cross-protocol table (each method's headline value
 with its interval, :func:`clstream.report.cross_protocol.cross_protocol`), and ``lines``, one

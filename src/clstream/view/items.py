@@ -1,6 +1,6 @@
 """The items of a stored run as flat rows: one per OAKS probe, SeqMem task answer, CL-Bench
 instance or ImprintBench item, each with its family, interval or stage, gold, answer, verdict
-and cost (docs/viewer.md, "Items").
+and cost (docs/viewer.md §2.3).
 
 Verdicts are the protocols' own: OAKS answers are judged by
 :func:`clstream.protocols.oaks.metrics.judge_dataset` (the judge its metrics use), SeqMem's are

@@ -1,6 +1,6 @@
 """``clstream view``'s local web server: the packaged page and the JSON API, nothing else.
 
-Safe by construction (docs/viewer.md, "Safety"): it listens on 127.0.0.1 only; a request whose
+Safe by construction (docs/viewer.md §4): it listens on 127.0.0.1 only; a request whose
 ``Host`` is not this address or ``localhost`` with this port is refused (403), so a web page
 that points a name of its own at 127.0.0.1 (DNS rebinding) cannot read the results; no part
 of a URL is ever a file path: the three assets are read from the package once, by their fixed

@@ -1,5 +1,5 @@
 """``clstream view DIR --static OUT``: the viewer as static files, for a web server or an
-archive next to a paper (docs/viewer.md, "Static copy").
+archive next to a paper (docs/viewer.md §5).
 
 OUT holds the same three assets and, instead of the API, its documents as JSON files: the
 runs, the summary and the figures whole; each run's item rows in shards of a fixed number of
