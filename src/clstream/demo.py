@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,7 +33,7 @@ from clstream.cli import main as cli
 from clstream.cli import protocols
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser
 
 # The system Chromium (Debian's ``chromium``), headless, with nothing that reaches the network
 # on its own: playwright's own browser download is never used.
@@ -41,7 +42,10 @@ CHROMIUM_FLAGS = ("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
                   "--disable-sync")
 URL_LINE = re.compile(r"http://(?:127\.0\.0\.1|localhost):\d+/\S*")
 VIEWER_START_S = 120.0
-SCREENSHOT_SIZE = {"width": 1280, "height": 800}
+# Each page of the viewer and the element that is on screen once its data is drawn
+# (docs/viewer.md §3).
+READY = {"runs": "runs-table", "items": "item-row", "item": "call", "compare": "compare-row",
+         "figures": "figure-mark"}
 
 
 def chromium_path() -> str | None:
@@ -126,6 +130,56 @@ def get_json(url: str) -> Any:
         return json.loads(response.read())
 
 
+def testid(name: str) -> str:
+    """The CSS selector of the viewer's elements marked ``data-testid=name``."""
+    return f'[data-testid="{name}"]'
+
+
+def listed_runs(listing: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every run of an ``/api/runs`` answer, dataset after dataset (docs/viewer.md §2.1)."""
+    return [run for group in listing["datasets"] for run in group["runs"]]
+
+
+def segment(text: str) -> str:
+    """One path segment of a hash route or an API path, as the page encodes it."""
+    return urllib.parse.quote(text, safe="")
+
+
+def viewer_routes(base: str) -> dict[str, str]:
+    """The hash route of each page of :data:`READY` on the viewer at ``base``: the items and
+    item of the first run of the first dataset with two runs (an OAKS one where there is
+    one: its items read at a glance), compared with the second."""
+    groups = get_json(base + "api/runs")["datasets"]
+    groups = sorted(groups, key=lambda group: group["protocol"] != "oaks")
+    pair = next((g["runs"][:2] for g in groups if len(g["runs"]) >= 2), None)
+    if pair is None:
+        raise RuntimeError("no dataset with two runs to compare")
+    first, second = (segment(run["ref"]) for run in pair)
+    rows = get_json(base + f"api/runs/{first}/items?limit=1")["rows"]
+    return {"runs": "#/runs", "items": f"#/items/{first}",
+            "item": f"#/item/{first}/{segment(rows[0]['key'])}",
+            "compare": f"#/compare/{first}/{second}", "figures": "#/figures"}
+
+
+def screenshot_pages(results: Path, out: Path) -> list[Path]:
+    """A PNG of each page of the viewer serving ``results``, ``out/viewer-<page>.png``; the
+    figures page with the tooltip of its first mark shown."""
+    written = []
+    with serve_viewer(results) as base, launch_chromium() as browser:
+        for name, route in viewer_routes(base).items():
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.goto(base + route)
+            page.wait_for_selector(testid(READY[name]))
+            if name == "figures":
+                page.hover(testid("figure-mark"))
+                page.wait_for_selector(testid("figure-tooltip"))
+            path = out / f"viewer-{name}.png"
+            page.screenshot(path=str(path))
+            page.close()
+            written.append(path)
+    return written
+
+
 def run_demo(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results"
@@ -141,9 +195,15 @@ def run_demo(out: Path) -> int:
     if missing is not None:
         print(f"viewer screenshots skipped: {missing}", file=sys.stderr)
         return 0
-    from clstream.demo_pages import screenshot_pages
+    from playwright.sync_api import Error as BrowserError
 
-    for path in screenshot_pages(results, out):
+    try:
+        shots = screenshot_pages(results, out)
+    except (BrowserError, RuntimeError, OSError) as exc:
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        print(f"viewer screenshots not written: {first_line}", file=sys.stderr)
+        return 0
+    for path in shots:
         print(path)
     return 0
 
