@@ -130,7 +130,7 @@ def get_json(url: str) -> Any:
         return json.loads(response.read())
 
 
-def testid(name: str) -> str:
+def by_testid(name: str) -> str:
     """The CSS selector of the viewer's elements marked ``data-testid=name``."""
     return f'[data-testid="{name}"]'
 
@@ -169,10 +169,10 @@ def screenshot_pages(results: Path, out: Path) -> list[Path]:
         for name, route in viewer_routes(base).items():
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             page.goto(base + route)
-            page.wait_for_selector(testid(READY[name]))
+            page.wait_for_selector(by_testid(READY[name]))
             if name == "figures":
-                page.hover(testid("figure-mark"))
-                page.wait_for_selector(testid("figure-tooltip"))
+                page.hover(by_testid("figure-mark"))
+                page.wait_for_selector(by_testid("figure-tooltip"))
             path = out / f"viewer-{name}.png"
             page.screenshot(path=str(path))
             page.close()

@@ -24,9 +24,16 @@ MISSING = browser_missing()
 if MISSING is not None:
     pytest.skip(MISSING, allow_module_level=True)
 
-from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page  # noqa: E402
+from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, expect  # noqa: E402
 
-from clstream.demo import get_json, launch_chromium, serve_viewer  # noqa: E402
+from clstream.demo import (  # noqa: E402
+    by_testid,
+    get_json,
+    launch_chromium,
+    listed_runs,
+    segment,
+    serve_viewer,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "protocols"))
 from clbench_short_results import full_and_memory_free  # noqa: E402
@@ -60,7 +67,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(full_and_memory_free(tmp_path_factory), out)
     commands = [
         ["generate", "oaks-babi", "--seed", "3", "--docs", "1", "--chunks", "4",
-         "--chunk-tokens", "250", "--max-questions", "6", "--out", str(root / "babi.json")],
+         "--chunk-tokens", "250", "--out", str(root / "babi.json")],
         ["run", "oaks", str(root / "babi.json"), "--out", str(out), "--no-progress",
          "--system", "full", "--system", "rag:k=2"],
         ["generate", "seqmem-synthetic", "--seed", "2", "--tasks", "8", "--holdout", "3",
@@ -125,21 +132,128 @@ def watched(browser: Browser) -> Iterator[Watched]:
     assert page.dialogs == []
 
 
-def runs_of(viewer: str) -> list[dict[str, Any]]:
-    """Every run /api/runs lists, whatever its grouping by dataset."""
-    listed = get_json(viewer + "api/runs")
-    found: list[dict[str, Any]] = []
 
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if "protocol" in node and "system" in node and ("id" in node or "run" in node):
-                found.append(node)
-                return
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
 
-    walk(listed)
-    return found
+def runs(viewer: str, **query: str) -> list[dict[str, Any]]:
+    suffix = "?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else ""
+    return listed_runs(get_json(viewer + "api/runs" + suffix))
+
+
+def the_run(viewer: str, protocol: str, system: str, model: str = "builtin") -> dict[str, Any]:
+    (run,) = [r for r in runs(viewer) if (r["protocol"], r["system"], r["model"])
+              == (protocol, system, model)]
+    return run
+
+
+def open_page(watched: Watched, viewer: str, route: str, ready: str) -> Page:
+    page = watched.page
+    page.goto(viewer + route)
+    page.wait_for_selector(by_testid(ready))
+    return page
+
+
+def test_the_runs_page_lists_every_run_and_filters_by_protocol(viewer: str,
+                                                               watched: Watched) -> None:
+    listed = runs(viewer)
+    assert {r["protocol"] for r in listed} == {"oaks", "seqmem", "clbench", "imprint"}
+    page = open_page(watched, viewer, "#/runs", "runs-table")
+    expect(page.locator(by_testid("run-row"))).to_have_count(len(listed))
+    page.fill(by_testid("filter-protocol"), "seqmem")
+    page.click(by_testid("filter-apply"))
+    seqmem = {r["ref"] for r in listed if r["protocol"] == "seqmem"}
+    rows = page.locator(by_testid("run-row"))
+    expect(rows).to_have_count(len(seqmem))
+    assert {rows.nth(i).get_attribute("data-ref") for i in range(len(seqmem))} == seqmem
+    assert "protocol=seqmem" in page.url
+    page.fill(by_testid("filter-protocol"), "no-such-protocol")
+    page.click(by_testid("filter-apply"))
+    expect(page.locator(by_testid("runs-empty"))).to_be_visible()
+    expect(page.locator(by_testid("run-row"))).to_have_count(0)
+
+
+def test_an_item_shows_its_prompt_and_reply_as_stored(viewer: str, watched: Watched) -> None:
+    run = the_run(viewer, "oaks", "rag:k=2")
+    page = open_page(watched, viewer, "#/runs", "runs-table")
+    page.locator(f'{by_testid("run-row")}[data-ref="{run["ref"]}"] {by_testid("run-link")}').click()
+    page.wait_for_selector(by_testid("item-row"))
+    items = get_json(viewer + f"api/runs/{segment(run['ref'])}/items?limit=1000")
+    expect(page.locator(by_testid("item-row"))).to_have_count(min(50, items["total"]))
+    assert page.get_attribute(by_testid("items-total"), "data-total") == str(items["total"])
+    # Wrong answers only: the rows the API keeps, each marked wrong.
+    wrong = get_json(viewer + f"api/runs/{segment(run['ref'])}/items?correct=false&limit=1000")
+    assert 0 < wrong["total"] < items["total"]
+    page.select_option(by_testid("filter-correct"), "false")
+    expect(page.locator(by_testid("item-row"))).to_have_count(min(50, wrong["total"]))
+    shown = page.locator(by_testid("item-row"))
+    assert [shown.nth(i).get_attribute("data-key") for i in range(shown.count())] == \
+        [row["key"] for row in wrong["rows"][:50]]
+    assert all("wrong" in (shown.nth(i).get_attribute("class") or "")
+               for i in range(shown.count()))
+    key = wrong["rows"][0]["key"]
+    page.locator(f'{by_testid("item-row")}[data-key="{key}"] {by_testid("item-link")}').click()
+    page.wait_for_selector(by_testid("call"))
+    item = get_json(viewer + f"api/runs/{segment(run['ref'])}/items/{segment(key)}")
+    (call,) = item["calls"]
+    messages = page.locator(f'{by_testid("call")} {by_testid("call-message")} pre')
+    assert [messages.nth(i).inner_text() for i in range(messages.count())] == \
+        [m["content"] for m in call["messages"]]
+    assert any("Question:" in m["content"] for m in call["messages"])
+    reply = page.locator(f'{by_testid("call")} {by_testid("call-reply")} pre')
+    assert reply.first.inner_text() == call["samples"][0]["text"]
+    # The same question over the stream's intervals.
+    expect(page.locator(by_testid("timeline-row"))).to_have_count(len(item["timeline"]))
+    assert len(item["timeline"]) == 4
+
+
+def test_two_runs_compare_side_by_side(viewer: str, watched: Watched) -> None:
+    a, b = the_run(viewer, "oaks", "full"), the_run(viewer, "oaks", "rag:k=2")
+    compared = get_json(viewer + f"api/compare?a={segment(a['ref'])}&b={segment(b['ref'])}")
+    assert compared["total"] > 0 and compared["changed"] > 0
+    page = open_page(watched, viewer, f"#/compare/{segment(a['ref'])}/{segment(b['ref'])}",
+                     "compare-row")
+    expect(page.locator(by_testid("compare-row"))).to_have_count(min(50, compared["total"]))
+    counts = page.inner_text(by_testid("compare-counts"))
+    assert f"{compared['total']} shared items" in counts
+    assert f"{compared['changed']} changed" in counts
+    expect(page.locator(by_testid("paired-table"))).to_be_visible()
+    page.check(by_testid("compare-changed"))
+    expect(page.locator(by_testid("compare-row"))).to_have_count(min(50, compared["changed"]))
+
+
+def test_figures_show_a_value_on_hover_and_hide_a_series(viewer: str,
+                                                         watched: Watched) -> None:
+    figures = get_json(viewer + "api/figures")["figures"]
+    page = open_page(watched, viewer, "#/figures", "figure-mark")
+    expect(page.locator(by_testid("figure"))).to_have_count(len(figures))
+    first = figures[0]
+    figure = page.locator(f'{by_testid("figure")}[data-id="{first["id"]}"]')
+    mark = figure.locator(by_testid("figure-mark")).first
+    mark.hover()
+    tooltip = page.locator(by_testid("figure-tooltip"))
+    expect(tooltip).to_be_visible()
+    assert tooltip.inner_text() == mark.get_attribute("data-value")
+    assert first["series"][0]["label"] in tooltip.inner_text()
+    marks = figure.locator(by_testid("figure-mark")).count()
+    hidden = len(first["series"][0]["points"])
+    figure.locator(by_testid("series-toggle")).first.uncheck()
+    expect(figure.locator(by_testid("figure-mark"))).to_have_count(marks - hidden)
+
+
+def test_the_summary_page_draws_its_tables(viewer: str, watched: Watched) -> None:
+    page = open_page(watched, viewer, "#/summary", "cross-table")
+    assert page.locator(by_testid("cross-row")).count() > 0
+    expect(page.locator(by_testid("summary-row"))).to_have_count(len(runs(viewer)))
+
+
+def test_a_hostile_reply_is_shown_as_text(viewer: str, watched: Watched) -> None:
+    run = the_run(viewer, "oaks", "full", model=f"openai:{HOSTILE_MODEL}")
+    ref = segment(run["ref"])
+    key = get_json(viewer + f"api/runs/{ref}/items?limit=1")["rows"][0]["key"]
+    page = open_page(watched, viewer, f"#/items/{ref}", "item-row")
+    row = page.locator(f'{by_testid("item-row")}[data-key="{key}"]')
+    assert HOSTILE in row.inner_text()
+    page = open_page(watched, viewer, f"#/item/{ref}/{segment(key)}", "call-reply")
+    assert page.locator(f'{by_testid("call-reply")} pre').first.inner_text() == HOSTILE
+    main = page.locator(by_testid("main"))
+    assert main.locator("script, img, b").count() == 0
+    assert page.evaluate("window.__injected") is None
