@@ -191,10 +191,17 @@ def run_demo(out: Path) -> int:
         code = cli(step)
         if code:
             return code
+    write_screenshots(results, out)
+    return 0
+
+
+def write_screenshots(results: Path, out: Path) -> list[Path]:
+    """:func:`screenshot_pages`, or one line on stderr saying why there are none: the demo
+    succeeds without a browser (its report is its result)."""
     missing = browser_missing()
     if missing is not None:
         print(f"viewer screenshots skipped: {missing}", file=sys.stderr)
-        return 0
+        return []
     from playwright.sync_api import Error as BrowserError
 
     try:
@@ -202,10 +209,10 @@ def run_demo(out: Path) -> int:
     except (BrowserError, RuntimeError, OSError) as exc:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         print(f"viewer screenshots not written: {first_line}", file=sys.stderr)
-        return 0
+        return []
     for path in shots:
         print(path)
-    return 0
+    return shots
 
 
 def main() -> int:

@@ -10,6 +10,7 @@ Skips, saying what to install, without playwright (the ``test`` extra) or Chromi
 from __future__ import annotations
 
 import shutil
+import struct
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +34,7 @@ from clstream.demo import (  # noqa: E402
     listed_runs,
     segment,
     serve_viewer,
+    write_screenshots,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "protocols"))
@@ -257,3 +259,13 @@ def test_a_hostile_reply_is_shown_as_text(viewer: str, watched: Watched) -> None
     main = page.locator(by_testid("main"))
     assert main.locator("script, img, b").count() == 0
     assert page.evaluate("window.__injected") is None
+
+
+def test_the_demo_writes_a_screenshot_of_each_page(results: Path, tmp_path: Path) -> None:
+    shots = write_screenshots(results, tmp_path)
+    assert [p.name for p in shots] == [f"viewer-{page}.png" for page in
+                                       ("runs", "items", "item", "compare", "figures")]
+    for shot in shots:
+        head = shot.read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR"
+        assert struct.unpack(">II", head[16:24]) == (1280, 800)
