@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from conftest import HOSTILE, PROTOCOLS, SYSTEMS, fetch, get_json
+from served import HOSTILE, PROTOCOLS, SYSTEMS, fetch, get_json
 
 from clstream.report.cross_protocol import cross_protocol
 from clstream.report.store_summary import summarize

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import json
 import re
 from pathlib import Path
 
-from conftest import fetch, get_json, serve_in_thread
+import pytest
+from served import fetch, get_json, serve_in_thread
 
 from clstream.view.catalog import Catalog
 from clstream.view.server import HOST, ViewServer, load_assets
@@ -114,3 +114,15 @@ def test_browsing_every_page_changes_nothing_stored(matrix_dir: Path,
                 get_json(server, f"/api/runs/{run['ref']}/items/{quote(row['key'], safe='')}")
         get_json(server, f"/api/compare?a={runs[0]['ref']}&b={runs[1]['ref']}")
     assert _fingerprint(results) == before
+
+
+def test_no_browser_is_no_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    import webbrowser
+
+    from clstream.view import server as module
+
+    def broken(url: str) -> bool:
+        raise webbrowser.Error("could not locate runnable browser")
+
+    monkeypatch.setattr(webbrowser, "open", broken)
+    module._open("http://127.0.0.1:1/")  # returns; the server goes on
