@@ -1,7 +1,7 @@
 """``clstream view DIR --static OUT``: the viewer as static files, for a web server or an
 archive next to a paper (docs/viewer.md §5).
 
-OUT holds the same three assets and, instead of the API, its documents as JSON files: the
+OUT holds the same assets and, instead of the API, its documents as JSON files: the
 runs, the summary and the figures whole; each run's item rows in shards of a fixed number of
 rows (``data/items/RUN/N.json``, stored order) and the same rows' item documents
 (``data/detail/RUN/N.json``); and the comparison of every two runs of one protocol and
