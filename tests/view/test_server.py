@@ -126,3 +126,15 @@ def test_no_browser_is_no_failure(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(webbrowser, "open", broken)
     module._open("http://127.0.0.1:1/")  # returns; the server goes on
+
+
+def test_every_test_hook_of_the_page_is_documented() -> None:
+    """Browser tests find elements by ``data-testid``; docs/viewer.md §3 lists every one."""
+    assets = load_assets()
+    script, page = assets["app.js"].decode(), assets["index.html"].decode()
+    names = set(re.findall(r'data-testid="([\w-]+)"', page))
+    for found in re.findall(r"testid: ([^,}]+)", script):
+        names |= set(re.findall(r'"([\w-]+)"', found))
+    assert len(names) > 40
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "viewer.md").read_text()
+    assert sorted(n for n in names if f"`{n}`" not in docs) == []
