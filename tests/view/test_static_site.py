@@ -88,3 +88,9 @@ def test_static_output_never_lands_in_a_results_directory(
     (taken / "notes.txt").write_text("mine")
     assert main(["view", str(results), "--static", str(taken)]) == 2
     assert (taken / "notes.txt").read_text() == "mine"
+
+
+def test_a_static_copy_may_be_written_again(site: Path, results: Path) -> None:
+    marker = _load(site, "static.json")
+    assert main(["view", str(results), "--static", str(site), "--shard-rows", "64"]) == 0
+    assert _load(site, "static.json") == marker
