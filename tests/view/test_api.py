@@ -219,3 +219,28 @@ def test_a_hostile_reply_comes_back_as_json_text(server: ViewServer) -> None:
     status, headers, body = fetch(server, f"/api/runs/{ref}/items/{quote(row['key'], safe='')}")
     assert status == 200 and headers["Content-Type"].startswith("application/json")
     assert json.loads(body)["calls"][0]["samples"][0]["text"] == HOSTILE
+
+
+def test_a_run_whose_dataset_is_damaged_still_lists_its_records(matrix_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    import shutil
+    import sqlite3
+
+    from served import serve_in_thread
+
+    from clstream.view.catalog import Catalog
+
+    damaged = tmp_path / "results"
+    shutil.copytree(matrix_dir, damaged)
+    with sqlite3.connect(damaged / "results.sqlite") as conn:
+        conn.execute("UPDATE datasets SET content='{\"documents\": 3}' WHERE sha256 IN"
+                     " (SELECT dataset_sha256 FROM runs WHERE protocol='oaks')")
+    for server in serve_in_thread(Catalog([damaged])):
+        ref = _ref(server, "oaks", "rag:k=2")
+        summary = get_json(server, "/api/summary")["summaries"][0]
+        assert "broken" in next(r for r in summary["runs"] if r["ref"] == ref)
+        page = get_json(server, f"/api/runs/{ref}/items?limit=5")
+        assert page["total"] == 800 and all(r["correct"] is None for r in page["rows"])
+        key = quote(page["rows"][0]["key"], safe="")
+        assert get_json(server, f"/api/runs/{ref}/items/{key}")["calls"]
+        assert get_json(server, "/api/figures")["figures"]
