@@ -244,3 +244,22 @@ def test_a_run_whose_dataset_is_damaged_still_lists_its_records(matrix_dir: Path
         key = quote(page["rows"][0]["key"], safe="")
         assert get_json(server, f"/api/runs/{ref}/items/{key}")["calls"]
         assert get_json(server, "/api/figures")["figures"]
+
+
+def test_several_directories_are_told_apart_and_compared(matrix_dir: Path,
+                                                         results: Path) -> None:
+    from served import serve_in_thread
+
+    from clstream.view.catalog import Catalog
+
+    for server in serve_in_thread(Catalog([matrix_dir, results])):
+        runs = _runs(server)
+        assert len(runs) == 16 and len({r["ref"] for r in runs}) == 16
+        assert {r["ref"].split(":")[0] for r in runs} == {"0", "1"}
+        run_id = next(r["run_id"] for r in runs
+                      if (r["protocol"], r["system"]) == ("oaks", "memory-free"))
+        doc = get_json(server, f"/api/compare?a=0:{run_id}&b=1:{run_id}&changed=true")
+        (pair,) = doc["paired"]
+        assert pair["metric"] == "accuracy" and pair["confidence"] == 0.95
+        assert pair["items"] == 80 and doc["only_a"] == doc["only_b"] == 0
+        assert len(get_json(server, "/api/summary")["summaries"]) == 2
