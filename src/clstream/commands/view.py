@@ -23,9 +23,14 @@ def view(args: argparse.Namespace) -> int:
         raise SpecError(f"--shard-rows: expected a positive integer, got {args.shard_rows}")
     catalog = Catalog(list(args.dir))
     if args.static is not None:
-        from clstream.core.outputs import claim_directory, note_written
+        from clstream.core.outputs import OutputRefused, claim_directory, note_written
         from clstream.view.static_site import write_static
 
+        target = Path(args.static).resolve()
+        for d in catalog.dirs:  # the viewer writes nothing into what it shows
+            if d.resolve() in (target, *target.parents):
+                raise OutputRefused(args.static, f"is inside the results directory {d}; "
+                                                 "write the static viewer elsewhere")
         protected: list[str] = []
         for index in range(len(catalog.dirs)):
             with catalog.store(index) as store:

@@ -212,7 +212,7 @@ class ResultsStore:
     :meth:`calls` and :meth:`calls_count`, its transcripts (:mod:`clstream.store.transcripts`)."""
 
     def __init__(self, directory: str | Path, writer: bool = False,
-                 secrets: Iterable[str] = ()):
+                 secrets: Iterable[str] = (), *, untouched: bool = False):
         self.dir = Path(directory)
         # Secrets known when the store opens; ones registered later are added on each write.
         self._secrets = frozenset(secrets) | environment_secrets()
@@ -244,7 +244,9 @@ class ResultsStore:
                 raise StoreError(f"{self.dir}: no results database ({DB_NAME}) in this directory")
             # On a read-only file system SQLite cannot create the WAL index a reader needs.
             # With no WAL file no write is in progress, so the file is read as immutable.
-            frozen = (disk_cause(self.dir) == "read-only file system"
+            # ``untouched`` (a viewer): the same, so that reading creates no -wal or -shm
+            # file in the directory when no writer is at work in it.
+            frozen = ((untouched or disk_cause(self.dir) == "read-only file system")
                       and not self.path.with_name(DB_NAME + "-wal").exists())
             options = "mode=ro&immutable=1" if frozen else "mode=ro"
             # The path percent-encoded: a directory named with "#", "?" or "%" is a path, not

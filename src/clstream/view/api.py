@@ -119,7 +119,7 @@ def items(catalog: Catalog, ref: str, query: Query) -> dict[str, Any]:
 
 
 def item(catalog: Catalog, ref: str, key: str) -> dict[str, Any]:
-    from clstream.view.detail import item_detail
+    from clstream.view.detail import group_index, item_detail
 
     index, run = catalog.find(ref)
     rows = catalog.rows(ref)
@@ -127,7 +127,7 @@ def item(catalog: Catalog, ref: str, key: str) -> dict[str, Any]:
     if row is None:
         raise NotFound(f"run {ref}: no item {key!r}")
     with catalog.store(index) as store:
-        found = item_detail(store, run, rows, row)
+        found = item_detail(store, run, group_index(rows), row)
     return {"run": run_info(catalog, index, run), **found}
 
 

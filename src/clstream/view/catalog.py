@@ -3,7 +3,9 @@
 A run is named ``<dir index>:<run id>`` (``0:3fa9c1d2e4b5a601``): unique over several
 directories, and made of URL-safe characters only (a stored run id is hex). Every read opens
 the directory's store read-only (:class:`~clstream.store.db.ResultsStore` without
-``writer``: SQLite ``mode=ro``, no lock), for the one request that reads it, since a request
+``writer``: SQLite ``mode=ro``, no lock; ``untouched``: as an immutable file while no writer
+is at work, so that not even SQLite's -wal and -shm files appear), for the one request that
+reads it, since a request
 is served on its own thread and an SQLite connection belongs to the thread that opened it.
 What is costly to compute (a directory's summary, a run's item rows) is computed once and
 kept for the life of the viewer: a results directory being written while viewed shows what
@@ -45,13 +47,13 @@ class Catalog:
     def __init__(self, dirs: list[str | Path]) -> None:
         self.dirs = [Path(d) for d in dirs]
         for d in self.dirs:
-            ResultsStore(d).close()
+            ResultsStore(d, untouched=True).close()
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], Any] = {}
 
     @contextmanager
     def store(self, index: int) -> Iterator[ResultsStore]:
-        with ResultsStore(self.dirs[index]) as store:
+        with ResultsStore(self.dirs[index], untouched=True) as store:
             yield store
 
     def cached(self, kind: str, key: str, compute: Callable[[], T]) -> T:

@@ -95,19 +95,31 @@ def memory(store: ResultsStore, run: RunRow, record: dict[str, Any]) -> dict[str
             "state": found[1] if found is not None else None}
 
 
-def timeline(rows: list[Row], row: Row, protocol: str) -> list[Row] | None:
+def group_index(rows: list[Row]) -> dict[Any, list[Row]]:
+    """The rows of each question (``group``): a timeline is then found without reading every
+    row again (the static copy builds every item's)."""
+    groups: dict[Any, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r["group"], []).append(r)
+    return groups
+
+
+def timeline(groups: dict[Any, list[Row]], row: Row, protocol: str) -> list[Row] | None:
     """The item's question at every interval (OAKS) or task position (SeqMem), in stream
     order; None for a protocol that asks each question once."""
     if protocol not in TIMELINE_PROTOCOLS:
         return None
-    same = [r for r in rows if r["group"] == row["group"]]
+    same = list(groups.get(row["group"], [row]))
     same.sort(key=lambda r: (_KIND_ORDER.get(r["kind"], 9), r["interval"] or 0, r["key"]))
     fields = ("key", "kind", "interval", "stage", "gold", "answer", "correct", "verdict")
     return [{f: r[f] for f in fields} for r in same]
 
 
-def item_detail(store: ResultsStore, run: RunRow, rows: list[Row], row: Row) -> dict[str, Any]:
+def item_detail(store: ResultsStore, run: RunRow, groups: dict[Any, list[Row]],
+                row: Row) -> dict[str, Any]:
+    """The item document of docs/viewer.md §2.4 but its ``run``; ``groups`` is
+    :func:`group_index` of the run's rows."""
     record = _record(store, run, row["kind"], row["key"]) or {}
     return {"row": row, "record": record, "calls": calls(store, run, row["key"]),
             "memory": memory(store, run, record) if record else None,
-            "timeline": timeline(rows, row, run.protocol)}
+            "timeline": timeline(groups, row, run.protocol)}

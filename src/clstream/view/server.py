@@ -3,7 +3,7 @@
 Safe by construction (docs/viewer.md §4): it listens on 127.0.0.1 only; a request whose
 ``Host`` is not this address or ``localhost`` with this port is refused (403), so a web page
 that points a name of its own at 127.0.0.1 (DNS rebinding) cannot read the results; no part
-of a URL is ever a file path: the three assets are read from the package once, by their fixed
+of a URL is ever a file path: the packaged assets are read once, by their fixed
 names, and every other path is an API route or 404; only GET and HEAD are served. Every
 answer carries ``Content-Security-Policy: default-src 'self'`` (no inline script, nothing
 from elsewhere) and ``X-Content-Type-Options: nosniff``. The stores are opened read-only
@@ -29,7 +29,8 @@ from clstream.view.catalog import BadRequest, Catalog, NotFound
 HOST = "127.0.0.1"
 ASSETS = {"index.html": "text/html; charset=utf-8",
           "app.js": "text/javascript; charset=utf-8",
-          "app.css": "text/css; charset=utf-8"}
+          "app.css": "text/css; charset=utf-8",
+          "favicon.svg": "image/svg+xml"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'",
     "X-Content-Type-Options": "nosniff",
@@ -110,9 +111,6 @@ class ViewHandler(BaseHTTPRequestHandler):
             return
         if name == "static.json":  # the page's question: a static copy? (static_site.py)
             self._json(200, {"mode": "live"})
-            return
-        if name == "favicon.ico":
-            self._send(204, b"", "image/x-icon")
             return
         raw = path.split("/")
         if len(raw) < 3 or raw[:2] != ["", "api"]:

@@ -1,7 +1,7 @@
 """``clstream view DIR --static OUT``: the viewer as static files, for a web server or an
 archive next to a paper (docs/viewer.md §5).
 
-OUT holds the same three assets and, instead of the API, its documents as JSON files: the
+OUT holds the same assets and, instead of the API, its documents as JSON files: the
 runs, the summary and the figures whole; each run's item rows in shards of a fixed number of
 rows (``data/items/RUN/N.json``, stored order) and the same rows' item documents
 (``data/detail/RUN/N.json``); and the comparison of every two runs of one protocol and
@@ -21,6 +21,7 @@ from clstream.core.files import write_atomic
 from clstream.core.jsonio import dumps_finite
 from clstream.view import api
 from clstream.view.catalog import Catalog, run_ref
+from clstream.view.detail import group_index, item_detail
 from clstream.view.server import load_assets
 
 SHARD_ROWS = 200
@@ -53,11 +54,14 @@ def write_static(catalog: Catalog, out: Path, shard_rows: int = SHARD_ROWS) -> d
         ref = run_ref(index, run.run_id)
         rows = catalog.rows(ref)
         shards = max(1, -(-len(rows) // shard_rows))
-        for n in range(shards):
-            page = rows[n * shard_rows:(n + 1) * shard_rows]
-            _write(out, f"data/items/{file_ref(ref)}/{n}.json", {"rows": page})
-            _write(out, f"data/detail/{file_ref(ref)}/{n}.json",
-                   {r["key"]: api.item(catalog, ref, r["key"]) for r in page})
+        info, groups = api.run_info(catalog, index, run), group_index(rows)
+        with catalog.store(index) as store:  # one store for the run: each item as api.item
+            for n in range(shards):
+                page = rows[n * shard_rows:(n + 1) * shard_rows]
+                _write(out, f"data/items/{file_ref(ref)}/{n}.json", {"rows": page})
+                _write(out, f"data/detail/{file_ref(ref)}/{n}.json",
+                       {r["key"]: {"run": info, **item_detail(store, run, groups, r)}
+                        for r in page})
         marker["runs"][ref] = {"file": file_ref(ref), "total": len(rows), "shards": shards,
                                "families": sorted({str(r["family"]) for r in rows})}
     pairs = []

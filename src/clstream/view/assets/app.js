@@ -170,6 +170,12 @@ const api = {
     if (!STATIC) {
       return getJSON(`api/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}&${q}`);
     }
+    const stored = STATIC.compare.some(([x, y]) => x === a && y === b);
+    if (!stored && STATIC.compare.some(([x, y]) => x === b && y === a)) {
+      go(["compare", b, a], q);  // a static copy holds each pair in one order
+      return new Promise(() => {});
+    }
+    if (!stored) throw new Error(`this static copy compares runs of one protocol and dataset only`);
     const doc = await getJSON(`data/compare/${fileRef(a)}__${fileRef(b)}.json`);
     let rows = doc.rows;
     if (q.get("changed") === "true") {
@@ -237,8 +243,11 @@ async function pageRuns(query) {
       el("td", {class: "num", text: r.status.ok}), el("td", {class: "num", text: r.status.errors}),
       el("td", {class: "num", text: r.status.calls}), el("td", {class: "num", text: num(r.wall_s, 1)}),
       el("td", {text: r.dir})));
+    const pair = group.runs.length > 1
+      ? link(`#/compare/${encodeURIComponent(group.runs[0].ref)}/${encodeURIComponent(group.runs[1].ref)}`,
+             "compare the first two", "compare-link") : null;
     return el("section", {testid: "dataset-group"},
-      el("h3", {text: `${group.protocol} · dataset ${group.dataset_sha256.slice(0, 8)}`}),
+      el("h3", {text: `${group.protocol} · dataset ${group.dataset_sha256.slice(0, 8)} `}, pair),
       table("runs-table", ["run", "system", "model", "seed", "ok", "errors", "calls", "wall s",
                            "directory"], rows));
   });
@@ -268,7 +277,8 @@ async function pageSummary() {
           (h) => `${h.label} ${num(h.value)} ${interval(h.interval)}`).join("\n")})));
     }
   }
-  const paired = doc.summaries.flatMap((s) => (s.paired ? s.paired.pairs : []));
+  const paired = doc.summaries.flatMap((s, i) => (s.paired ? s.paired.pairs : [])
+    .map((p) => ({...p, ref_a: `${i}:${p.run_a}`, ref_b: `${i}:${p.run_b}`})));
   show(el("h2", {text: "Summary"}),
        el("h3", {text: "Across protocols: value [interval] #rank"}), cross,
        view.notes.map((n) => el("p", {class: "note", text: n})),
@@ -279,7 +289,9 @@ async function pageSummary() {
 
 function pairedTable(pairs) {
   return table("paired-table", ["protocol", "metric", "A", "B", "A − B", "interval", "p (Holm)", "items"],
-    pairs.map((p) => el("tr", {testid: "paired-row"}, el("td", {text: p.protocol}),
+    pairs.map((p) => el("tr", {testid: "paired-row"}, el("td", {},
+      p.ref_a ? link(`#/compare/${encodeURIComponent(p.ref_a)}/${encodeURIComponent(p.ref_b)}`, p.protocol, "paired-link")
+        : p.protocol),
       el("td", {text: p.label || p.metric}), el("td", {text: p.a}), el("td", {text: p.b}),
       el("td", {class: "num", text: num(p.difference)}), el("td", {text: interval(p.interval)}),
       el("td", {class: "num", text: num(p.p_holm ?? p.p_value, 4)}),
@@ -295,7 +307,8 @@ async function pageItems(ref, query) {
   if (!q.get("limit")) q.set("limit", "50");
   const doc = await api.items(ref, q);
   const runs = await api.runs(new URLSearchParams());
-  const others = runs.datasets.flatMap((g) => g.runs).filter((r) => r.ref !== ref);
+  const others = runs.datasets.flatMap((g) => g.runs)
+    .filter((r) => r.ref !== ref && r.protocol === doc.run.protocol);
   const update = (changes) => {
     const next = new URLSearchParams(q);
     for (const [k, v] of Object.entries(changes)) if (v === "" || v === null) next.delete(k); else next.set(k, v);
