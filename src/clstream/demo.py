@@ -25,7 +25,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -161,11 +161,15 @@ def viewer_routes(base: str) -> dict[str, str]:
             "compare": f"#/compare/{first}/{second}", "figures": "#/figures"}
 
 
-def screenshot_pages(results: Path, out: Path) -> list[Path]:
+def screenshot_pages(results: Path, out: Path, browser: Browser | None = None) -> list[Path]:
     """A PNG of each page of the viewer serving ``results``, ``out/viewer-<page>.png``; the
-    figures page with the tooltip of its first mark shown."""
+    figures page with the tooltip of its first mark shown. In ``browser`` where one is given
+    (playwright drives one browser process per thread), else in one launched here."""
     written = []
-    with serve_viewer(results) as base, launch_chromium() as browser:
+    with ExitStack() as stack:
+        base = stack.enter_context(serve_viewer(results))
+        if browser is None:
+            browser = stack.enter_context(launch_chromium())
         for name, route in viewer_routes(base).items():
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             page.goto(base + route)
@@ -195,7 +199,7 @@ def run_demo(out: Path) -> int:
     return 0
 
 
-def write_screenshots(results: Path, out: Path) -> list[Path]:
+def write_screenshots(results: Path, out: Path, browser: Browser | None = None) -> list[Path]:
     """:func:`screenshot_pages`, or one line on stderr saying why there are none: the demo
     succeeds without a browser (its report is its result)."""
     missing = browser_missing()
@@ -205,7 +209,7 @@ def write_screenshots(results: Path, out: Path) -> list[Path]:
     from playwright.sync_api import Error as BrowserError
 
     try:
-        shots = screenshot_pages(results, out)
+        shots = screenshot_pages(results, out, browser)
     except (BrowserError, RuntimeError, OSError) as exc:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         print(f"viewer screenshots not written: {first_line}", file=sys.stderr)
