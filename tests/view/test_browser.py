@@ -11,7 +11,9 @@ Skips, saying what to install, without playwright (the ``test`` extra) or Chromi
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +78,31 @@ def viewer(results: Path, hostile_results: Path) -> Iterator[str]:
     four protocols' directory (tests/view/conftest.py) and the hostile run's."""
     with serve_viewer(results, hostile_results) as url:
         yield url
+
+
+class _QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+@pytest.fixture(scope="session")
+def static_copy(results: Path, hostile_results: Path,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of ``clstream view --static`` of the same two directories, served as plain
+    files (docs/viewer.md §5), shards smaller than a page of items."""
+    site = tmp_path_factory.mktemp("static") / "site"
+    assert main(["view", str(results), str(hostile_results), "--static", str(site),
+                 "--shard-rows", "32"]) == 0
+    server = ThreadingHTTPServer(("127.0.0.1", 0),
+                                 lambda *args: _QuietFiles(*args, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 @pytest.fixture(scope="session")
@@ -251,3 +278,43 @@ def test_the_demo_writes_a_screenshot_of_each_page(results: Path, browser: Brows
         head = shot.read_bytes()[:24]
         assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR"
         assert struct.unpack(">II", head[16:24]) == (1280, 800)
+
+
+def test_a_static_copy_shows_what_the_server_shows(viewer: str, static_copy: str,
+                                                  watched: Watched) -> None:
+    listed = runs(viewer)
+    page = open_page(watched, static_copy, "#/runs", "runs-table")
+    assert page.inner_text(by_testid("mode")) == "static copy"
+    expect(page.locator(by_testid("run-row"))).to_have_count(len(listed))
+    run = the_run(viewer, "oaks", "rag:k=2")
+    ref = segment(run["ref"])
+    wrong = get_json(viewer + f"api/runs/{ref}/items?correct=false&sort=interval&limit=50")
+    page = open_page(watched, static_copy, f"#/items/{ref}?correct=false&sort=interval",
+                     "item-row")
+    shown = page.locator(by_testid("item-row"))
+    expect(shown).to_have_count(len(wrong["rows"]))
+    assert [shown.nth(i).get_attribute("data-key") for i in range(shown.count())] == \
+        [row["key"] for row in wrong["rows"]]
+    assert page.get_attribute(by_testid("items-total"), "data-total") == str(wrong["total"])
+    key = wrong["rows"][-1]["key"]
+    item = get_json(viewer + f"api/runs/{ref}/items/{segment(key)}")
+    page = open_page(watched, static_copy, f"#/item/{ref}/{segment(key)}", "call-reply")
+    assert page.locator(f'{by_testid("call-reply")} pre').first.inner_text() == \
+        item["calls"][0]["samples"][0]["text"]
+    other = segment(the_run(viewer, "oaks", "memory-free")["ref"])
+    compared = get_json(viewer + f"api/compare?a={other}&b={ref}")
+    page = open_page(watched, static_copy, f"#/compare/{other}/{ref}", "compare-row")
+    assert f"{compared['changed']} changed" in page.inner_text(by_testid("compare-counts"))
+    figures = get_json(viewer + "api/figures")["figures"]
+    page = open_page(watched, static_copy, "#/figures", "figure-mark")
+    expect(page.locator(by_testid("figure"))).to_have_count(len(figures))
+
+
+def test_a_static_copy_shows_a_hostile_reply_as_text(viewer: str, static_copy: str,
+                                                     watched: Watched) -> None:
+    ref = segment(the_run(viewer, "oaks", "full", model=f"openai:{HOSTILE_MODEL}")["ref"])
+    key = get_json(viewer + f"api/runs/{ref}/items?limit=1")["rows"][0]["key"]
+    page = open_page(watched, static_copy, f"#/item/{ref}/{segment(key)}", "call-reply")
+    assert page.locator(f'{by_testid("call-reply")} pre').first.inner_text() == HOSTILE_REPLY
+    assert page.locator(by_testid("main")).locator("script, img, b").count() == 0
+    assert page.evaluate("window.__injected") is None
