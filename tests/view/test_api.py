@@ -263,3 +263,15 @@ def test_several_directories_are_told_apart_and_compared(matrix_dir: Path,
         assert pair["metric"] == "accuracy" and pair["confidence"] == 0.95
         assert pair["items"] == 80 and doc["only_a"] == doc["only_b"] == 0
         assert len(get_json(server, "/api/summary")["summaries"]) == 2
+
+
+def test_each_protocol_table_is_the_one_summary_prints(
+        server: ViewServer, results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from clstream.cli import main
+
+    (tables,) = get_json(server, "/api/summary")["text"]
+    assert sorted(t["protocol"] for t in tables) == sorted(PROTOCOLS)
+    assert main(["summary", str(results)]) == 0
+    printed = capsys.readouterr().out
+    for table in tables:
+        assert "\n".join(table["lines"]) in printed

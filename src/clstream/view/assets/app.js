@@ -292,6 +292,10 @@ async function pageSummary(render) {
   render(el("h2", {text: "Summary"}),
        el("h3", {text: "Across protocols: value [interval] #rank"}), cross,
        view.notes.map((n) => el("p", {class: "note", text: n})),
+       el("h3", {text: "Each protocol, as clstream summary prints it"}),
+       doc.text.flatMap((tables, i) => tables.map((t) => el("section", {testid: "protocol-summary"},
+         el("div", {class: "note", text: `${t.protocol} · dataset ${t.dataset_sha256.slice(0, 8)} · ${doc.summaries[i].dir}`}),
+         el("pre", {text: t.lines.join("\n")})))),
        el("h3", {text: "Runs: headline metrics with intervals"}),
        table("summary-table", ["run", "protocol", "system", "model", "headlines"], runs),
        el("h3", {text: "Paired differences A − B on the same items"}), pairedTable(paired));
