@@ -263,3 +263,42 @@ def test_several_directories_are_told_apart_and_compared(matrix_dir: Path,
         assert pair["metric"] == "accuracy" and pair["confidence"] == 0.95
         assert pair["items"] == 80 and doc["only_a"] == doc["only_b"] == 0
         assert len(get_json(server, "/api/summary")["summaries"]) == 2
+
+
+def test_each_protocol_table_is_the_one_summary_prints(
+        server: ViewServer, results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from clstream.cli import main
+
+    (tables,) = get_json(server, "/api/summary")["text"]
+    assert sorted(t["protocol"] for t in tables) == sorted(PROTOCOLS)
+    assert main(["summary", str(results)]) == 0
+    printed = capsys.readouterr().out
+    for table in tables:
+        assert "\n".join(table["lines"]) in printed
+
+
+def test_an_item_judged_by_a_model_shows_the_judge_calls(matrix_dir: Path,
+                                                         tmp_path: Path) -> None:
+    from served import serve_in_thread
+
+    from clstream.cli import main
+    from clstream.view.catalog import Catalog
+
+    out = tmp_path / "judged"
+    data = matrix_dir / "data" / "imprint" / "news-small-seed0"
+    # The builtin reader as judge replies to the LLM judge's prompts without a verdict word:
+    # the items an LLM judges fail (exit 3) with the judge's reply stored.
+    assert main(["run", "imprint", str(data), "--system", "memory-free", "--model", "builtin",
+                 "--judge", "builtin", "--out", str(out), "--no-progress"]) in (0, 3)
+    for server in serve_in_thread(Catalog([out])):
+        (ref,) = [r["ref"] for r in _runs(server)]
+        rows = get_json(server, f"/api/runs/{ref}/items?limit=1000")["rows"]
+        failed = [r for r in rows if (r["error"] or "").startswith("judge: ")]
+        judged = [r for r in rows if r["verdict"]]  # by the deterministic judges
+        assert failed and judged and not {r["key"] for r in failed} & {r["key"] for r in judged}
+        doc = get_json(server, f"/api/runs/{ref}/items/{quote(failed[0]['key'], safe='')}")
+        judges = [c for c in doc["calls"] if c["judge"]]
+        answers = [c for c in doc["calls"] if not c["judge"]]
+        assert judges and answers and all(c["record_kind"] == "judgment" for c in judges)
+        assert all(c["samples"][0]["text"] for c in judges)
+        assert "verdict word" in failed[0]["error"]

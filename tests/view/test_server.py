@@ -138,3 +138,21 @@ def test_every_test_hook_of_the_page_is_documented() -> None:
     assert len(names) > 40
     docs = (Path(__file__).resolve().parents[2] / "docs" / "viewer.md").read_text()
     assert sorted(n for n in names if f"`{n}`" not in docs) == []
+
+
+def test_concurrent_first_requests_get_the_same_answers(matrix_dir: Path) -> None:
+    """Each request is served on its own thread with its own read-only store; what is read
+    once and kept is read once, whichever request comes first."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    for server in serve_in_thread(Catalog([matrix_dir])):
+        refs = [r["ref"] for g in get_json(server, "/api/runs")["datasets"] for r in g["runs"]]
+        paths = [f"/api/runs/{ref}/items?limit=5&sort=score" for ref in refs] * 3
+        paths += ["/api/summary", "/api/figures"] * 3
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(fetch, [server] * len(paths), paths))
+        assert all(status == 200 for status, _, _ in answers)
+        by_path: dict[str, set[bytes]] = {}
+        for path, (_, _, body) in zip(paths, answers, strict=True):
+            by_path.setdefault(path, set()).add(body)
+        assert all(len(bodies) == 1 for bodies in by_path.values())

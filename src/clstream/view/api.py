@@ -62,15 +62,32 @@ def runs(catalog: Catalog, query: Query) -> dict[str, Any]:
 
 
 def summary(catalog: Catalog) -> dict[str, Any]:
-    """Each directory's summary, the cross-protocol table over all of them, and each run's
-    headline metrics with their intervals (``headlines``, by ref)."""
+    """Each directory's summary, the cross-protocol table over all of them, each run's
+    headline metrics with their intervals (``headlines``, by ref) and each directory's
+    protocol tables as ``clstream summary`` prints them (``text``)."""
     from clstream.report.cross_protocol import cross_protocol, headlines
 
     summaries = catalog.summaries()
     every = [run for s in summaries for run in s["runs"]]
     return {"summaries": summaries, "cross_protocol": cross_protocol(every),
+            "text": [_text(s["runs"]) for s in summaries],
             "headlines": {run["ref"]: [dataclasses.asdict(h) for h in headlines(run)]
                           for run in every if "broken" not in run}}
+
+
+def _text(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each protocol's table as ``clstream summary`` prints it, per protocol and dataset."""
+    from clstream.core.registry import names, resolve
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for run in runs:
+        if "broken" not in run and run.get("protocol") in names("protocol"):
+            spec = (run.get("meta") or {}).get("spec") or {}
+            groups.setdefault((run["protocol"], str(spec.get("dataset_hash") or "")),
+                              []).append(run)
+    return [{"protocol": protocol, "dataset_sha256": sha,
+             "lines": resolve("protocol", protocol).summary_lines(found)}
+            for (protocol, sha), found in groups.items()]
 
 
 def _integer(query: Query, name: str, default: int, low: int, high: int) -> int:

@@ -49,6 +49,7 @@ class Catalog:
         for d in self.dirs:
             ResultsStore(d, untouched=True).close()
         self._lock = threading.Lock()
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._cache: dict[tuple[str, str], Any] = {}
 
     @contextmanager
@@ -57,8 +58,11 @@ class Catalog:
             yield store
 
     def cached(self, kind: str, key: str, compute: Callable[[], T]) -> T:
-        """``compute()`` once per (kind, key); concurrent requests wait for the first."""
+        """``compute()`` once per (kind, key); requests for the same one wait for the first,
+        requests for others do not."""
         with self._lock:
+            lock = self._locks.setdefault((kind, key), threading.Lock())
+        with lock:
             if (kind, key) not in self._cache:
                 self._cache[(kind, key)] = compute()
             found: T = self._cache[(kind, key)]

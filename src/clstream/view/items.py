@@ -134,6 +134,8 @@ def _imprint_rows(store: ResultsReader, run: RunRow) -> list[Row]:
     items = {i.item_id: i for i in stored_items(run_view(store, run))}
     samples, _ = answered(store, run)
     verdicts = verdicts_of(store, run, list(items.values()), samples)
+    judge_failed = {row["key"]: row["error"]
+                    for row in store.iter_records(run.run_id, "judgment", errors=True)}
     rows = []
     for row, payload in _records(store, run, ["item"]):
         out = _base(row, payload)
@@ -149,6 +151,8 @@ def _imprint_rows(store: ResultsReader, run: RunRow) -> list[Row]:
             out.update(score=right / len(judged), correct=right * 2 > len(judged),
                        verdict=f"{right}/{len(judged)} samples judged correct "
                                f"({', '.join(sorted({v.verdict for v in judged}))})")
+        elif row["key"] in judge_failed and out["error"] is None:
+            out["error"] = f"judge: {judge_failed[row['key']]}"
         rows.append(out)
     return rows
 

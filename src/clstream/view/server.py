@@ -176,7 +176,7 @@ def serve(catalog: Catalog, port: int = 0, open_browser: bool = True) -> int:
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
-        pass
+        print("clstream view: stopped", file=sys.stderr)
     finally:
         server.server_close()
     return 0

@@ -205,24 +205,34 @@ function go(parts, query) {
   location.hash = `#/${path}${text}`;
 }
 
+let ROUTE = 0;  // the latest navigation: a slower earlier page never replaces a later one
+
 async function route() {
+  const mine = ++ROUTE;
+  const render = (...nodes) => { if (mine === ROUTE) show(...nodes); };
   const {parts, query} = parseHash();
   const page = parts[0] || "runs";
+  const main = document.getElementById("main");
+  main.setAttribute("data-loading", "true");
   try {
-    if (page === "runs") await pageRuns(query);
-    else if (page === "summary") await pageSummary();
-    else if (page === "items" && parts[1]) await pageItems(parts[1], query);
-    else if (page === "item" && parts[2] !== undefined) await pageItem(parts[1], parts[2]);
-    else if (page === "compare") await pageCompare(parts[1], parts[2], query);
-    else if (page === "figures") await pageFigures();
-    else show(el("p", {class: "error", testid: "error", text: `no page ${page}`}));
+    if (page === "runs") await pageRuns(render, query);
+    else if (page === "summary") await pageSummary(render);
+    else if (page === "items" && parts[1]) await pageItems(render, parts[1], query);
+    else if (page === "item" && parts[2] !== undefined) await pageItem(render, parts[1], parts[2]);
+    else if (page === "compare") await pageCompare(render, parts[1], parts[2], query);
+    else if (page === "figures") await pageFigures(render);
+    else render(el("p", {class: "error", testid: "error", text: `no page ${page}`}));
   } catch (error) {
-    show(el("p", {class: "error", testid: "error", text: String(error.message || error)}));
+    render(el("p", {class: "error", testid: "error", text: String(error.message || error)}));
+  }
+  if (mine === ROUTE) {
+    main.setAttribute("data-page", page);
+    main.setAttribute("data-loading", "false");
   }
 }
 
 // -- pages ---------------------------------------------------------------------------------
-async function pageRuns(query) {
+async function pageRuns(render, query) {
   const doc = await api.runs(query);
   const filters = el("form", {class: "controls", testid: "runs-filters"});
   for (const name of ["protocol", "system", "model", "seed"]) {
@@ -251,7 +261,7 @@ async function pageRuns(query) {
       table("runs-table", ["run", "system", "model", "seed", "ok", "errors", "calls", "wall s",
                            "directory"], rows));
   });
-  show(el("h2", {text: `Runs (${doc.total})`}), filters,
+  render(el("h2", {text: `Runs (${doc.total})`}), filters,
        doc.total ? sections : el("p", {testid: "runs-empty", text: "No run matches."}));
 }
 
@@ -260,7 +270,7 @@ function cellText(cell) {
   return `${num(cell.value)} ${interval(cell.interval)}${cell.rank ? ` #${cell.rank}` : ""}`;
 }
 
-async function pageSummary() {
+async function pageSummary(render) {
   const doc = await api.summary();
   const view = doc.cross_protocol;
   const cross = table("cross-table", ["method", ...view.columns.map((c) => c.label)],
@@ -279,9 +289,13 @@ async function pageSummary() {
   }
   const paired = doc.summaries.flatMap((s, i) => (s.paired ? s.paired.pairs : [])
     .map((p) => ({...p, ref_a: `${i}:${p.run_a}`, ref_b: `${i}:${p.run_b}`})));
-  show(el("h2", {text: "Summary"}),
+  render(el("h2", {text: "Summary"}),
        el("h3", {text: "Across protocols: value [interval] #rank"}), cross,
        view.notes.map((n) => el("p", {class: "note", text: n})),
+       el("h3", {text: "Each protocol, as clstream summary prints it"}),
+       doc.text.flatMap((tables, i) => tables.map((t) => el("section", {testid: "protocol-summary"},
+         el("div", {class: "note", text: `${t.protocol} · dataset ${t.dataset_sha256.slice(0, 8)} · ${doc.summaries[i].dir}`}),
+         el("pre", {text: t.lines.join("\n")})))),
        el("h3", {text: "Runs: headline metrics with intervals"}),
        table("summary-table", ["run", "protocol", "system", "model", "headlines"], runs),
        el("h3", {text: "Paired differences A − B on the same items"}), pairedTable(paired));
@@ -302,7 +316,7 @@ function verdictClass(row) {
   return row.correct === true ? "right" : row.correct === false ? "wrong" : null;
 }
 
-async function pageItems(ref, query) {
+async function pageItems(render, ref, query) {
   const q = new URLSearchParams(query);
   if (!q.get("limit")) q.set("limit", "50");
   const doc = await api.items(ref, q);
@@ -348,7 +362,7 @@ async function pageItems(ref, query) {
     el("span", {testid: "page-info", text: `${doc.total ? doc.offset + 1 : 0}–${last} of ${doc.total}`}),
     el("button", {testid: "page-next", disabled: last >= doc.total,
                   onclick: () => update({offset: String(doc.offset + doc.limit)})}, "next ▶"));
-  show(el("h2", {testid: "items-title", text: `${doc.run.protocol} · ${doc.run.system} · ${doc.run.model} (${ref})`}),
+  render(el("h2", {testid: "items-title", text: `${doc.run.protocol} · ${doc.run.system} · ${doc.run.model} (${ref})`}),
        el("div", {class: "controls"}, family, correct, search, changed,
           el("span", {testid: "items-total", "data-total": doc.total, text: `${doc.total} items`})),
        pager,
@@ -374,7 +388,7 @@ function callView(call, n) {
     messages, replies);
 }
 
-async function pageItem(ref, key) {
+async function pageItem(render, ref, key) {
   const doc = await api.item(ref, key);
   const row = doc.row;
   const facts = table("item-facts", ["family", "interval", "stage", "gold", "answer", "verdict", "score"],
@@ -394,7 +408,7 @@ async function pageItem(ref, key) {
         text: `snapshot of stream ${doc.memory.stream} at step ${num(doc.memory.step)} (stored steps: ${doc.memory.steps.join(", ")})`}),
       el("pre", {testid: "memory-state", text: JSON.stringify(doc.memory.state, null, 2)}))
     : el("p", {class: "note", testid: "memory-none", text: "No memory snapshot stored for this item."});
-  show(el("h2", {testid: "item-title", text: `${row.key} · ${doc.run.system} (${ref})`}),
+  render(el("h2", {testid: "item-title", text: `${row.key} · ${doc.run.system} (${ref})`}),
        el("p", {}, link(`#/items/${encodeURIComponent(ref)}`, "← all items", "back-to-items")),
        facts,
        timeline ? [el("h3", {text: "The same question over the stream"}), timeline] : [],
@@ -405,14 +419,14 @@ async function pageItem(ref, key) {
        el("h3", {text: "Stored record"}), el("pre", {testid: "item-record", text: JSON.stringify(doc.record, null, 2)}));
 }
 
-async function pageCompare(a, b, query) {
+async function pageCompare(render, a, b, query) {
   const runs = (await api.runs(new URLSearchParams())).datasets.flatMap((g) => g.runs);
   const pick = (testid, value) => el("select", {testid, name: testid},
     runs.map((r) => el("option", {value: r.ref, text: `${r.ref} ${r.protocol} ${r.system}`, selected: r.ref === value})));
   const pickA = pick("compare-a", a), pickB = pick("compare-b", b || (runs[1] || {}).ref);
   const form = el("div", {class: "controls"}, "A ", pickA, " B ", pickB,
     el("button", {testid: "compare-go", text: "Compare", onclick: () => go(["compare", pickA.value, pickB.value])}));
-  if (!a || !b) { show(el("h2", {text: "Compare two runs"}), form); return; }
+  if (!a || !b) { render(el("h2", {text: "Compare two runs"}), form); return; }
   const q = new URLSearchParams(query);
   const doc = await api.compare(a, b, q);
   const update = (changes) => {
@@ -420,14 +434,19 @@ async function pageCompare(a, b, query) {
     for (const [k, v] of Object.entries(changes)) next.set(k, v);
     go(["compare", a, b], next);
   };
+  const verdict = (side) => el("td", {class: `verdict ${verdictClass(side) || ""}`,
+    text: side.correct === null ? num(side.score) : side.correct ? "right" : "wrong"});
+  const itemLink = (ref, key, text, testid) =>
+    link(`#/item/${encodeURIComponent(ref)}/${encodeURIComponent(key)}`, text, testid);
   const rows = doc.rows.map((r) => el("tr", {testid: "compare-row", "data-key": r.key},
-    el("td", {text: r.key}), el("td", {text: r.a.family}), el("td", {class: "text", text: r.a.gold ?? ""}),
-    el("td", {class: "text verdict", text: r.a.answer ?? ""}), el("td", {text: r.a.correct === null ? num(r.a.score) : r.a.correct ? "right" : "wrong"}),
-    el("td", {class: "text verdict", text: r.b.answer ?? ""}), el("td", {text: r.b.correct === null ? num(r.b.score) : r.b.correct ? "right" : "wrong"})));
+    el("td", {}, itemLink(a, r.key, r.key, "compare-item-a"), " ", itemLink(b, r.key, "(B)", "compare-item-b")),
+    el("td", {text: r.a.family}), el("td", {class: "text", text: r.a.gold ?? ""}),
+    el("td", {class: "text", text: r.a.answer ?? ""}), verdict(r.a),
+    el("td", {class: "text", text: r.b.answer ?? ""}), verdict(r.b)));
   const offset = doc.offset, last = Math.min(offset + doc.limit, doc.total);
-  show(el("h2", {text: `Compare ${doc.a.system} (A) and ${doc.b.system} (B)`}), form,
+  render(el("h2", {text: `Compare ${doc.a.system} (A) and ${doc.b.system} (B)`}), form,
        el("h3", {text: "Paired differences"}), pairedTable(doc.paired),
-       el("p", {testid: "compare-counts", text: `${doc.total} shared items shown · ${doc.changed} changed · ${doc.only_a} only in A · ${doc.only_b} only in B`}),
+       el("p", {testid: "compare-counts", text: `${doc.total} shared items${q.get("changed") === "true" ? " (changed only)" : ""} · ${doc.changed} changed · ${doc.only_a} only in A · ${doc.only_b} only in B`}),
        el("label", {}, el("input", {type: "checkbox", testid: "compare-changed", checked: q.get("changed") === "true",
                                     onchange: (e) => update({changed: e.target.checked ? "true" : "false", offset: "0"})}), " only changed"),
        el("div", {class: "pager"},
@@ -521,9 +540,9 @@ function figureBox(figure) {
   return box;
 }
 
-async function pageFigures() {
+async function pageFigures(render) {
   const doc = await api.figures();
-  show(el("h2", {text: "Figures"}),
+  render(el("h2", {text: "Figures"}),
        el("p", {class: "note", text: "Hover a mark for its value; untick a series to hide it."}),
        el("div", {testid: "figures"}, doc.figures.map(figureBox)));
 }
