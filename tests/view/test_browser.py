@@ -215,6 +215,44 @@ def test_an_item_shows_its_prompt_and_reply_as_stored(viewer: str, watched: Watc
     expect(page.locator(by_testid("timeline-row"))).to_have_count(len(item["timeline"]))
 
 
+def test_items_page_and_sort_as_the_api_does(viewer: str, watched: Watched) -> None:
+    ref = segment(the_run(viewer, "oaks", "rag:k=2")["ref"])
+    second = get_json(viewer + f"api/runs/{ref}/items?offset=50&limit=50")
+    assert second["total"] > 50
+    page = open_page(watched, viewer, f"#/items/{ref}", "item-row")
+    page.click(by_testid("page-next"))
+    expect(page.locator(by_testid("page-info"))).to_have_text(
+        f"51–{min(100, second['total'])} of {second['total']}")
+    assert page.locator(by_testid("item-row")).first.get_attribute("data-key") == \
+        second["rows"][0]["key"]
+    by_tokens = get_json(viewer + f"api/runs/{ref}/items?sort=tokens&order=asc&limit=50")
+    page.click(by_testid("sort-tokens"))
+    expect(page.locator(by_testid("page-info"))).to_have_text(
+        f"1–50 of {by_tokens['total']}")
+    shown = page.locator(by_testid("item-row"))
+    assert [shown.nth(i).get_attribute("data-key") for i in range(shown.count())] == \
+        [row["key"] for row in by_tokens["rows"]]
+
+
+@pytest.mark.parametrize("protocol", ["oaks", "seqmem", "clbench", "imprint"])
+def test_an_item_of_each_protocol_shows_every_call(viewer: str, watched: Watched,
+                                                   protocol: str) -> None:
+    ref = segment(the_run(viewer, protocol, "rag:k=2")["ref"])
+    key = get_json(viewer + f"api/runs/{ref}/items?limit=1")["rows"][0]["key"]
+    item = get_json(viewer + f"api/runs/{ref}/items/{segment(key)}")
+    assert item["calls"], key
+    page = open_page(watched, viewer, f"#/item/{ref}/{segment(key)}", "calls")
+    judged = sum(call["judge"] for call in item["calls"])
+    expect(page.locator(by_testid("call"))).to_have_count(len(item["calls"]) - judged)
+    expect(page.locator(by_testid("judge-call"))).to_have_count(judged)
+    replies = page.locator(f'{by_testid("call-reply")} pre')
+    assert replies.count() == sum(len(call["samples"]) for call in item["calls"])
+    assert replies.first.inner_text() == item["calls"][0]["samples"][0]["text"]
+    timeline = item["timeline"] or []
+    expect(page.locator(by_testid("timeline-row"))).to_have_count(len(timeline))
+    assert page.locator(f'{by_testid("memory")}, {by_testid("memory-none")}').count() == 1
+
+
 def test_two_runs_compare_side_by_side(viewer: str, watched: Watched) -> None:
     a, b = the_run(viewer, "oaks", "memory-free"), the_run(viewer, "oaks", "rag:k=2")
     compared = get_json(viewer + f"api/compare?a={segment(a['ref'])}&b={segment(b['ref'])}")
