@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -27,7 +28,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from clstream.cli import main as cli
 from clstream.cli import protocols
@@ -78,12 +79,13 @@ def launch_chromium() -> Iterator[Browser]:
 
 
 @contextmanager
-def serve_viewer(*directories: Path, extra: tuple[str, ...] = ()) -> Iterator[str]:
+def serve_viewer(*directories: Path) -> Iterator[str]:
     """``clstream view DIR... --no-browser`` as a child process; yields the URL it prints and
-    stops it with SIGINT (as a user's Ctrl-C) on the way out."""
-    argv = [sys.executable, "-m", "clstream", "view", *map(str, directories), "--no-browser",
-            *extra]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stops it with SIGINT (as a user's Ctrl-C) on the way out. Its stderr goes to a file, so
+    however much it says there it never waits on this process to read it."""
+    argv = [sys.executable, "-m", "clstream", "view", *map(str, directories), "--no-browser"]
+    errors = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True)
     lines: queue.Queue[str | None] = queue.Queue()
 
     def forward() -> None:
@@ -94,7 +96,7 @@ def serve_viewer(*directories: Path, extra: tuple[str, ...] = ()) -> Iterator[st
 
     threading.Thread(target=forward, daemon=True).start()
     try:
-        yield _printed_url(process, lines)
+        yield _printed_url(process, lines, errors)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -103,12 +105,13 @@ def serve_viewer(*directories: Path, extra: tuple[str, ...] = ()) -> Iterator[st
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        if process.stdout is not None:
+            process.stdout.close()
+        errors.close()
 
 
-def _printed_url(process: subprocess.Popen[str], lines: queue.Queue[str | None]) -> str:
+def _printed_url(process: subprocess.Popen[str], lines: queue.Queue[str | None],
+                 errors: IO[str]) -> str:
     deadline = time.monotonic() + VIEWER_START_S
     while (left := deadline - time.monotonic()) > 0:
         try:
@@ -116,10 +119,10 @@ def _printed_url(process: subprocess.Popen[str], lines: queue.Queue[str | None])
         except queue.Empty:
             break
         if line is None:
-            assert process.stderr is not None
             process.wait()
+            errors.seek(0)
             raise RuntimeError(f"clstream view exited with status {process.returncode}: "
-                               + process.stderr.read().strip())
+                               + errors.read().strip())
         if found := URL_LINE.search(line):
             return found.group(0).rstrip("/") + "/"
     raise RuntimeError(f"clstream view printed no URL within {VIEWER_START_S:.0f} s")
