@@ -44,6 +44,9 @@ from clstream.demo import (  # noqa: E402
 HOSTILE_REPLY = ('<script>alert(1)</script><img src=x onerror="window.__injected=1;alert(2)">'
                  "<b>bold</b>\n## Answer: <script>alert(3)</script>")
 HOSTILE_MODEL = "hostile"
+# A busy machine draws pages slowly: every wait allows 30 s (no test asserts a time).
+WAIT_MS = 30_000
+expect.set_options(timeout=WAIT_MS)
 
 
 class HostileServer(FakeOpenAIServer):
@@ -135,7 +138,7 @@ class Watched:
 def watched(browser: Browser) -> Iterator[Watched]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = Watched(context.new_page())
-    page.page.set_default_timeout(30_000)
+    page.page.set_default_timeout(WAIT_MS)
     yield page
     context.close()
     assert page.errors == []
