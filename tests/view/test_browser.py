@@ -235,6 +235,22 @@ def test_items_page_and_sort_as_the_api_does(viewer: str, watched: Watched) -> N
     shown = page.locator(by_testid("item-row"))
     assert [shown.nth(i).get_attribute("data-key") for i in range(shown.count())] == \
         [row["key"] for row in by_tokens["rows"]]
+    # A family and a text typed into the search box (Enter), kept with the sort.
+    family = by_tokens["families"][0]
+    word = by_tokens["rows"][0]["gold"].split()[0] if by_tokens["rows"][0]["gold"] else "a"
+    found = get_json(viewer + f"api/runs/{ref}/items?sort=tokens&order=asc&limit=50"
+                     f"&family={family}&q={segment(word)}")
+    assert found["total"] > 0
+    page.select_option(by_testid("filter-family"), family)
+    expect(page.locator(f'{by_testid("filter-family")} option[value="{family}"][selected]')
+           ).to_have_count(1)
+    page.fill(by_testid("filter-q"), word)
+    page.press(by_testid("filter-q"), "Enter")
+    expect(page.locator(by_testid("items-total"))).to_have_attribute(
+        "data-total", str(found["total"]))
+    shown = page.locator(by_testid("item-row"))
+    assert [shown.nth(i).get_attribute("data-key") for i in range(shown.count())] == \
+        [row["key"] for row in found["rows"]]
 
 
 @pytest.mark.parametrize("protocol", ["oaks", "seqmem", "clbench", "imprint"])
