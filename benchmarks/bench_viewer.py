@@ -3,7 +3,8 @@ transcript an item's page carries per probe, by method.
 
 - First page: ``clstream view DIR --no-browser`` started as a process, as a user starts it,
   timed from the start to the URL it prints, to the first ``/api/runs`` answer and to the runs
-  page rendered in headless Chromium (its runs table on screen), over ``--repeats`` starts.
+  page rendered in headless Chromium (its runs table on screen), over ``--repeats`` starts;
+  on the 100,000-probe store below and on the results ``make demo`` makes (every protocol).
 - Filtering: one OAKS run of 100,000 probes (10 documents x 250 chunks x 40 questions, the
   builtin model, ``--transcripts none``: a real run, so the store is what a user has), then
   the items API: its first page (the viewer reads and judges the run's rows on first use and
@@ -32,11 +33,13 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli_timing import machine, markdown_table, run_cli, write_section
 
+from clstream.cli import protocols
 from clstream.demo import (
     browser_missing,
     by_testid,
@@ -46,6 +49,7 @@ from clstream.demo import (
     segment,
     serve_viewer,
 )
+from clstream.store.db import ResultsStore
 from clstream.store.transcripts import stored_bytes
 
 if TYPE_CHECKING:
@@ -72,6 +76,11 @@ def generate_big(work: Path) -> Path:
     return out
 
 
+def runs_in(directory: Path) -> int:
+    with ResultsStore(directory) as store:
+        return len(store.runs())
+
+
 def items_path(base: str) -> str:
     """The items API path of the one run a viewer of a one-run directory lists."""
     (run,) = listed_runs(get_json(base + "api/runs"))
@@ -84,7 +93,17 @@ def seconds_of(url: str) -> tuple[float, Any]:
     return time.perf_counter() - start, answer
 
 
-def first_page(directory: Path, repeats: int, browser: Browser | None) -> list[object]:
+def generate_demo(work: Path) -> Path:
+    """The results directory ``make demo`` makes: every protocol's demo runs."""
+    out = work / "demo"
+    for protocol in protocols():
+        for step in protocol.demo(work, out):
+            run_cli(step)
+    return out
+
+
+def first_page(label: str, directory: Path, repeats: int, browser: Browser | None
+               ) -> list[object]:
     """Seconds from the start of ``clstream view`` to its URL, its runs JSON and its runs page
     rendered (medians of ``repeats`` starts)."""
     url_s, json_s, page_s = [], [], []
@@ -101,7 +120,7 @@ def first_page(directory: Path, repeats: int, browser: Browser | None) -> list[o
                 page_s.append(time.perf_counter() - start)
                 page.close()
     rendered = f"{statistics.median(page_s):.2f}" if page_s else "-"
-    return ["one OAKS run of 100,000 probes", f"{statistics.median(url_s):.2f}",
+    return [label, f"{statistics.median(url_s):.2f}",
             f"{statistics.median(json_s):.2f}", rendered]
 
 
@@ -198,18 +217,19 @@ def main() -> None:
         start = time.perf_counter()
         big = generate_big(work)
         print(f"100,000-probe store made in {time.perf_counter() - start:.0f} s", flush=True)
-        if missing is None:
-            with launch_chromium() as browser:
-                first = first_page(big, args.repeats, browser)
-                filtered = filtering(big, args.repeats, browser)
-        else:
-            first = first_page(big, args.repeats, None)
-            filtered = filtering(big, args.repeats, None)
-        print(first, *filtered, sep="\n", flush=True)
+        demo = generate_demo(work)
+        stores = {"one OAKS run of 100,000 probes": big,
+                  f"`make demo` ({runs_in(demo)} runs, 4 protocols)": demo}
+        with ExitStack() as stack:
+            browser = None if missing else stack.enter_context(launch_chromium())
+            first = [first_page(label, path, args.repeats, browser)
+                     for label, path in stores.items()]
+            filtered = filtering(big, args.repeats, browser)
+        print(*first, *filtered, sep="\n", flush=True)
         transcripts = transcript_bytes(work)
     tables = [
         markdown_table(["results directory", "to URL s", "to /api/runs s", "to runs page s"],
-                       [first]),
+                       first),
         markdown_table(["over 100,000 probes", "rows matched", "s"], filtered),
         markdown_table(["method", f"probes @{TRANSCRIPT_CHUNKS} chunks",
                         "stored transcript bytes/probe", "item JSON bytes/probe",
