@@ -145,11 +145,8 @@ def watched(browser: Browser) -> Iterator[Watched]:
     assert page.dialogs == []
 
 
-
-
-def runs(viewer: str, **query: str) -> list[dict[str, Any]]:
-    suffix = "?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else ""
-    return listed_runs(get_json(viewer + "api/runs" + suffix))
+def runs(viewer: str) -> list[dict[str, Any]]:
+    return listed_runs(get_json(viewer + "api/runs"))
 
 
 def the_run(viewer: str, protocol: str, system: str, model: str = "builtin") -> dict[str, Any]:
@@ -196,6 +193,8 @@ def test_an_item_shows_its_prompt_and_reply_as_stored(viewer: str, watched: Watc
     wrong = get_json(viewer + f"api/runs/{segment(run['ref'])}/items?correct=false&limit=1000")
     assert 0 < wrong["total"] < items["total"]
     page.select_option(by_testid("filter-correct"), "false")
+    expect(page.locator(by_testid("items-total"))).to_have_attribute(
+        "data-total", str(wrong["total"]))
     expect(page.locator(by_testid("item-row"))).to_have_count(min(50, wrong["total"]))
     shown = page.locator(by_testid("item-row"))
     assert [shown.nth(i).get_attribute("data-key") for i in range(shown.count())] == \
@@ -283,8 +282,15 @@ def test_two_runs_compare_side_by_side(viewer: str, watched: Watched) -> None:
     assert f"{compared['total']} shared items" in counts
     assert f"{compared['changed']} changed" in counts
     expect(page.locator(by_testid("paired-table"))).to_be_visible()
+    changed = get_json(viewer + f"api/compare?a={segment(a['ref'])}&b={segment(b['ref'])}"
+                       "&changed=true")
+    assert changed["total"] == compared["changed"]
     page.check(by_testid("compare-changed"))
-    expect(page.locator(by_testid("compare-row"))).to_have_count(min(50, compared["changed"]))
+    expect(page.locator(by_testid("page-info"))).to_have_text(
+        f"1–{min(50, changed['total'])} of {changed['total']}")
+    rows = page.locator(by_testid("compare-row"))
+    assert [rows.nth(i).get_attribute("data-key") for i in range(rows.count())] == \
+        [row["key"] for row in changed["rows"]]
 
 
 def test_figures_show_a_value_on_hover_and_hide_a_series(viewer: str,
