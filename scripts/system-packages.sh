@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The system packages the test suite uses, installed where this machine allows it (Debian,
 # root): bubblewrap, the sandbox model-written code runs in, and chromium, which renders the
-# HTML report in a test. Tests that need a missing one skip and say which package it is.
+# HTML report in a test and which playwright drives in the viewer's browser tests and the
+# demo's screenshots (playwright's own browser download is never used). Tests that need a
+# missing one skip and say which package it is.
 set -uo pipefail
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)

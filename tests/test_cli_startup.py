@@ -113,7 +113,7 @@ def test_verb_help_lists_every_protocol_without_its_code(verb: str) -> None:
 def test_top_level_help_lists_every_verb_without_protocol_code() -> None:
     out, modules = imported(["--help"])
     for verb in ("generate", "run", "score", "summary", "report", "export", "runs", "list",
-                 "check"):
+                 "check", "view"):
         assert verb in out
     assert heavy(modules) == []
     assert protocol_modules(modules) == []

@@ -2,8 +2,8 @@
 
 ``generate``, ``run`` and ``score`` get one sub-command per registered protocol (its
 :class:`~clstream.core.protocol.Command` entries); ``summary``, ``report``, ``export``, ``merge``,
-``runs``, ``list``, ``check`` (an OpenAI-compatible endpoint's readiness) and ``plan`` (a run's
-cost, counted before it runs) are shared by all. Adding a
+``runs``, ``list``, ``check`` (an OpenAI-compatible endpoint's readiness), ``plan`` (a run's
+cost, counted before it runs) and ``view`` (a local web viewer of results) are shared by all. Adding a
 protocol therefore adds its verbs here without an edit.
 
 Building the parser imports no protocol's code: a protocol's verbs are names, one line of help
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from clstream import __version__
-from clstream.commands import check, listing, merge, plan, results, runs, specfile
+from clstream.commands import check, listing, merge, plan, results, runs, specfile, view
 from clstream.core.errors import ClstreamError, Interrupted
 from clstream.core.outputs import replacing
 from clstream.core.protocol import Command, StreamProtocol
@@ -162,6 +162,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     listing.add_parser(sub)
     check.add_parser(sub)
     plan.add_parser(sub, loaded)
+    view.add_parser(sub)
     return parser
 
 

@@ -52,3 +52,15 @@ def test_usage_by_stream_stage_kind(tmp_path: Path) -> None:
     assert usage[("update", "update", "call")] == {
         "prompt": 8, "cached": 3, "completion": 0, "reasoning": 1, "records": 2}
     assert usage[("online", "generate", "online")]["completion"] == 2
+
+
+def test_an_untouched_reader_leaves_no_file_behind(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "res", writer=True) as store:
+        store.ensure_run("r1", "seqmem", "awm", "builtin", "sha", {}, {})
+    before = sorted(p.name for p in (tmp_path / "res").iterdir())
+    with ResultsStore(tmp_path / "res", untouched=True) as reader:
+        assert [r.run_id for r in reader.runs()] == ["r1"]
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == before
+    with ResultsStore(tmp_path / "res") as reader:  # a plain reader makes SQLite's WAL index
+        assert [r.run_id for r in reader.runs()] == ["r1"]
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) != before

@@ -70,11 +70,13 @@ def open_database(database: str, path: Path, uri: bool = False) -> StoreConnecti
     return conn
 
 
-def reader_uri(path: Path) -> str:
+def reader_uri(path: Path, untouched: bool = False) -> str:
     """The URI a reader opens the database at ``path`` with: read-only, and immutable where
     no write can be in progress on a read-only file system (SQLite cannot create the WAL index
-    a reader needs there; with no WAL file no write is in progress)."""
-    frozen = (disk_cause(path.parent) == "read-only file system"
+    a reader needs there; with no WAL file no write is in progress). ``untouched`` (a viewer):
+    immutable too when no write is in progress, so that reading creates no -wal or -shm file
+    in the directory."""
+    frozen = ((untouched or disk_cause(path.parent) == "read-only file system")
               and not path.with_name(path.name + "-wal").exists())
     options = "mode=ro&immutable=1" if frozen else "mode=ro"
     # The path percent-encoded: a directory named with "#", "?" or "%" is a path, not a URI's

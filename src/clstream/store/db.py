@@ -66,7 +66,7 @@ class ResultsStore(RecordReads):
     :meth:`calls` and :meth:`calls_count`, its transcripts (:mod:`clstream.store.transcripts`)."""
 
     def __init__(self, directory: str | Path, writer: bool = False,
-                 secrets: Iterable[str] = ()):
+                 secrets: Iterable[str] = (), *, untouched: bool = False):
         self.dir = Path(directory)
         # Secrets known when the store opens; ones registered later are added on each write.
         self._secrets = frozenset(secrets) | environment_secrets()
@@ -96,7 +96,7 @@ class ResultsStore(RecordReads):
         else:
             if not self.path.exists():
                 raise StoreError(f"{self.dir}: no results database ({DB_NAME}) in this directory")
-            self.conn = self._connect(reader_uri(self.path), uri=True)
+            self.conn = self._connect(reader_uri(self.path, untouched), uri=True)
             try:
                 self._prepare_reader()
             except sqlite3.DatabaseError as exc:
