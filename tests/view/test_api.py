@@ -15,6 +15,7 @@ from served import HOSTILE, PROTOCOLS, SYSTEMS, fetch, get_json
 from clstream.report.cross_protocol import cross_protocol
 from clstream.report.store_summary import summarize
 from clstream.store.db import ResultsStore
+from clstream.view.items import natural_key
 from clstream.view.server import ViewServer
 
 ITEM_KINDS = {"oaks": ("probe",), "seqmem": ("online", "retro", "holdout"),
@@ -82,7 +83,7 @@ def test_items_page_through_every_item_once_with_the_total(
             break
         offset += 37
     assert len(seen) == len(set(seen)) == len(stored) and set(seen) == stored
-    assert seen == sorted(seen)  # sorted by key by default
+    assert seen == sorted(seen, key=natural_key)  # sorted by key by default, numbers as numbers
 
 
 def test_oaks_verdicts_agree_with_the_accuracy_by_interval(server: ViewServer) -> None:

@@ -191,7 +191,19 @@ def _sort_value(row: Row, sort: str) -> tuple[int, Any]:
         return (1, "")
     if isinstance(value, bool):
         value = int(value)
-    return (0, (isinstance(value, str), value if isinstance(value, int | float) else str(value)))
+    if isinstance(value, int | float):
+        return (0, (False, value, ()))
+    return (0, (True, 0, natural_key(str(value))))
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """``text`` cut into runs of digits and the rest, the digits compared as numbers, so
+    ``q9`` sorts before ``q10`` and ``doc-2`` before ``doc-11``, as a reader counts them."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part)
+                 for part in _DIGITS.split(text) if part)
 
 
 def select(rows: list[Row], *, family: str | None = None, correct: bool | None = None,

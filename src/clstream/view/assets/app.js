@@ -94,10 +94,26 @@ function sortValue(row, sort) {
   return value;
 }
 
+// Text compared with its runs of digits as numbers (clstream/view/items.py natural_key).
+function naturalParts(text) {
+  return text.split(/(\d+)/).filter((p) => p !== "").map(
+    (p) => (/^\d+$/.test(p) ? [0, Number(p)] : [1, p]));
+}
+
+function compareText(a, b) {
+  const pa = naturalParts(a), pb = naturalParts(b);
+  for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
+    const [ka, va] = pa[i], [kb, vb] = pb[i];
+    if (ka !== kb) return ka - kb;
+    if (va !== vb) return va < vb ? -1 : 1;
+  }
+  return pa.length - pb.length;
+}
+
 function compareValues(a, b) {
   const sa = typeof a === "string", sb = typeof b === "string";
   if (sa !== sb) return sa ? 1 : -1;
-  if (sa) return a < b ? -1 : a > b ? 1 : 0;
+  if (sa) return compareText(a, b);
   return a - b;
 }
 
