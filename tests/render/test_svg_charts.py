@@ -75,3 +75,18 @@ def test_a_report_of_these_charts_imports_no_matplotlib() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_bar_labels_wider_than_their_slot_stand_upright_and_the_chart_grows_to_hold_them() -> None:
+    short = str(grouped_bars([Panel("", ["a", "b"], [[0.5, 0.5]])], ["s"], title="t",
+                             ylabel="y"))
+    names = [f"mem0:retriever=bm25,variant={i}" for i in range(8)]
+    long = str(grouped_bars([Panel("", names, [[0.5] * 8])], ["s"], title="t", ylabel="y"))
+    upright = r'text-anchor="end" transform="rotate\(-90 [^"]+\)"[^>]*>([^<]+)<'
+    assert not re.findall(upright, short)
+    assert re.findall(upright, long) == names
+
+    def height(svg: str) -> float:
+        return float(ET.fromstring(svg).get("viewBox", "").split()[3])
+
+    assert height(long) >= height(short) + len(names[0]) * 6

@@ -265,6 +265,12 @@ def grouped_bars(panels: Sequence[Panel], series_labels: Sequence[str], *, title
     top, bottom, gap = (26.0 if titled else 8.0), h - 22.0, 14.0
     ratios = [max(len(p.categories), 1) for p in panels]
     span = (w - 52.0 - 10.0 - gap * (len(panels) - 1)) / max(sum(ratios), 1)
+    widest = max((_text_width(c) for p in panels for c in p.categories), default=0.0)
+    # category labels wider than their slot are set upright, hanging under their bars (a
+    # slanted label would reach past the chart's left edge), and the chart grows downwards
+    # to hold them, so that no label runs into the next
+    tilted = widest > span * 0.95
+    h += widest if tilted else 0.0
     bar = 0.8 / n
     x0 = 52.0
     labels: list[str] = []
@@ -291,8 +297,10 @@ def grouped_bars(panels: Sequence[Panel], series_labels: Sequence[str], *, title
                                   colour))
         canvas.group("bars", bars)
         _spines(canvas, box)
-        labels += [canvas.text(px(c), bottom + 13, name) for c, name in
-                   enumerate(panel.categories)]
+        labels += [canvas.text(px(c) + 3.5, bottom + 6, name, anchor="end", rotate=True)
+                   if tilted else
+                   canvas.text(px(c), bottom + 13, name)
+                   for c, name in enumerate(panel.categories)]
         if panel.title:
             labels.append(canvas.text((box[0] + box[2]) / 2, top - 8, panel.title))
         x0 = box[2] + gap
