@@ -12,6 +12,7 @@ import pytest
 from served import get_json
 
 from clstream.cli import main
+from clstream.view.items import natural_key
 from clstream.view.server import ViewServer, load_assets
 
 
@@ -30,7 +31,7 @@ def test_the_assets_and_marker_are_written(site: Path) -> None:
     for name, data in load_assets().items():
         assert (site / name).read_bytes() == data
     marker = _load(site, "static.json")
-    assert marker["mode"] == "static" and marker["shard_rows"] == 64
+    assert marker["mode"] == "static" and marker["shard_rows"] == 64 and marker["calls"]
     assert len(marker["runs"]) == 8
 
 
@@ -58,7 +59,7 @@ def test_item_shards_hold_every_row_once_and_their_documents(site: Path,
             assert list(details) == [r["key"] for r in shard]
         live = get_json(server, f"/api/runs/{ref}/items?limit=1000")
         assert info["total"] == live["total"] == len(rows)
-        assert sorted(rows, key=lambda r: r["key"]) == live["rows"]
+        assert sorted(rows, key=lambda r: natural_key(r["key"])) == live["rows"]
         key = rows[-1]["key"]
         last = _load(site, f"data/detail/{info['file']}/{info['shards'] - 1}.json")[key]
         assert last == get_json(server, f"/api/runs/{ref}/items/{quote(key, safe='')}")
@@ -94,3 +95,32 @@ def test_a_static_copy_may_be_written_again(site: Path, results: Path) -> None:
     marker = _load(site, "static.json")
     assert main(["view", str(results), "--static", str(site), "--shard-rows", "64"]) == 0
     assert _load(site, "static.json") == marker
+
+
+def test_a_copy_without_calls_leaves_only_the_calls_out(site: Path, results: Path,
+                                                        tmp_path: Path) -> None:
+    lean = tmp_path / "lean"
+    assert main(["view", str(results), "--static", str(lean), "--shard-rows", "64",
+                 "--no-calls"]) == 0
+    marker, whole = _load(lean, "static.json"), _load(site, "static.json")
+    assert marker["calls"] is False and marker["runs"] == whole["runs"]
+    called = 0
+    for info in marker["runs"].values():
+        for n in range(info["shards"]):
+            name = f"data/detail/{info['file']}/{n}.json"
+            mine, theirs = _load(lean, name), _load(site, name)
+            assert list(mine) == list(theirs)
+            for key, document in mine.items():
+                called += bool(theirs[key]["calls"])
+                assert document["calls"] == []
+                assert {k: v for k, v in document.items() if k != "calls"} == \
+                    {k: v for k, v in theirs[key].items() if k != "calls"}
+    assert called  # the whole copy has calls to leave out
+    size = sum(f.stat().st_size for f in (lean / "data").rglob("*.json"))
+    assert size < sum(f.stat().st_size for f in (site / "data").rglob("*.json"))
+
+
+def test_no_calls_without_static_is_refused(results: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["view", str(results), "--no-calls", "--no-browser"]) == 2
+    assert "--no-calls" in capsys.readouterr().err

@@ -21,6 +21,9 @@ def view(args: argparse.Namespace) -> int:
         raise SpecError(f"--port: expected 0..65535, got {args.port}")
     if args.shard_rows < 1:
         raise SpecError(f"--shard-rows: expected a positive integer, got {args.shard_rows}")
+    if args.no_calls and args.static is None:
+        raise SpecError("--no-calls: only with --static OUT (the local viewer reads calls "
+                        "as they are asked for)")
     catalog = Catalog(list(args.dir))
     if args.static is not None:
         from clstream.core.outputs import OutputRefused, claim_directory, note_written
@@ -36,7 +39,7 @@ def view(args: argparse.Namespace) -> int:
             with catalog.store(index) as store:
                 protected += store.dataset_paths()
         out = claim_directory(args.static, protected=protected)
-        marker = write_static(catalog, out, args.shard_rows)
+        marker = write_static(catalog, out, args.shard_rows, with_calls=not args.no_calls)
         note_written(args.static)
         print(f"wrote the viewer of {len(marker['runs'])} runs to {args.static} (serve it "
               f"with any web server, e.g. python -m http.server -d {args.static})",
@@ -60,5 +63,7 @@ def add_parser(sub: Any) -> None:
                    help="write the viewer as static files into folder OUT instead of serving")
     p.add_argument("--shard-rows", type=int, default=200, metavar="N",
                    help="with --static: item rows per shard file (default: 200)")
+    p.add_argument("--no-calls", action="store_true",
+                   help="with --static: leave the model calls out (most of a copy's bytes)")
     add_force_flag(p)
     p.set_defaults(handler=view)

@@ -116,10 +116,12 @@ def timeline(groups: dict[Any, list[Row]], row: Row, protocol: str) -> list[Row]
 
 
 def item_detail(store: ResultsStore, run: RunRow, groups: dict[Any, list[Row]],
-                row: Row) -> dict[str, Any]:
+                row: Row, with_calls: bool = True) -> dict[str, Any]:
     """The item document of docs/viewer.md §2.4 but its ``run``; ``groups`` is
-    :func:`group_index` of the run's rows."""
+    :func:`group_index` of the run's rows; without ``with_calls``, no call is read and
+    ``calls`` is empty (a static copy that leaves them out, §5)."""
     record = _record(store, run, row["kind"], row["key"]) or {}
-    return {"row": row, "record": record, "calls": calls(store, run, row["key"]),
+    return {"row": row, "record": record,
+            "calls": calls(store, run, row["key"]) if with_calls else [],
             "memory": memory(store, run, record) if record else None,
             "timeline": timeline(groups, row, run.protocol)}

@@ -38,17 +38,21 @@ def _write(out: Path, relative: str, document: Any) -> None:
     write_atomic(path, dumps_finite(document, ensure_ascii=False, separators=(",", ":")))
 
 
-def write_static(catalog: Catalog, out: Path, shard_rows: int = SHARD_ROWS) -> dict[str, Any]:
+def write_static(catalog: Catalog, out: Path, shard_rows: int = SHARD_ROWS,
+                 with_calls: bool = True) -> dict[str, Any]:
     """Write the static viewer into ``out`` (already claimed as an output directory);
     returns the marker written last, so a copy killed midway has none and is not read as
-    whole."""
+    whole. Without ``with_calls`` the item documents hold no model call: the calls'
+    messages are most of a copy's bytes, and a copy for a paper's readers may not need
+    them."""
     out.mkdir(parents=True, exist_ok=True)
     for name, data in load_assets().items():
         (out / name).write_bytes(data)
     _write(out, "data/runs.json", api.runs(catalog, {}))
     _write(out, "data/summary.json", api.summary(catalog))
     _write(out, "data/figures.json", api.figure_data(catalog))
-    marker: dict[str, Any] = {"mode": "static", "shard_rows": shard_rows, "runs": {}}
+    marker: dict[str, Any] = {"mode": "static", "shard_rows": shard_rows, "calls": with_calls,
+                              "runs": {}}
     every = catalog.all_runs()
     for index, run in every:
         ref = run_ref(index, run.run_id)
@@ -60,7 +64,8 @@ def write_static(catalog: Catalog, out: Path, shard_rows: int = SHARD_ROWS) -> d
                 page = rows[n * shard_rows:(n + 1) * shard_rows]
                 _write(out, f"data/items/{file_ref(ref)}/{n}.json", {"rows": page})
                 _write(out, f"data/detail/{file_ref(ref)}/{n}.json",
-                       {r["key"]: {"run": info, **item_detail(store, run, groups, r)}
+                       {r["key"]: {"run": info,
+                                   **item_detail(store, run, groups, r, with_calls)}
                         for r in page})
         marker["runs"][ref] = {"file": file_ref(ref), "total": len(rows), "shards": shards,
                                "families": sorted({str(r["family"]) for r in rows})}

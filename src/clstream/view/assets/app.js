@@ -430,7 +430,9 @@ async function pageItem(render, ref, key) {
        timeline ? [el("h3", {text: "The same question over the stream"}), timeline] : [],
        el("h3", {text: `Model calls (${doc.calls.length})`}),
        el("div", {testid: "calls"}, doc.calls.length ? doc.calls.map(callView)
-         : el("p", {class: "note", text: "No stored call (a run with --transcripts none, or none made)."})),
+         : el("p", {class: "note", testid: "calls-none", text: STATIC && STATIC.calls === false
+           ? "Calls are left out of this static copy (written with --no-calls)."
+           : "No stored call (a run with --transcripts none, or none made)."})),
        el("h3", {text: "Memory state"}), memory,
        el("h3", {text: "Stored record"}), el("pre", {testid: "item-record", text: JSON.stringify(doc.record, null, 2)}));
 }
