@@ -152,11 +152,12 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
         # them, each beside its method (a :class:`BuiltinReplier`), by method. The model asks
         # each in name order; each claims only its own method's requests.
         "builtin_reply": {
+            "ace": "clstream.systems.ace:builtin_replier",
             "amem": "clstream.systems.amem.builtin_replies:replier",
-            # notepad, mem0 and ace: the note-keeping methods share one conversation base
-            "conversation": "clstream.systems.conversation.builtin_replies:replier",
             "hipporag": "clstream.systems.hipporag.builtin_replies:replier",
+            "mem0": "clstream.systems.mem0:builtin_replier",
             "memagent": "clstream.systems.memagent.builtin_replies:replier",
+            "notepad": "clstream.systems.notepad:builtin_replier",
         },
     }
     return {kind: {name: Entry(kind, name, target) for name, target in entries.items()}
