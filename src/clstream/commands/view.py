@@ -10,18 +10,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clstream.commands.results import add_selection
 from clstream.core.errors import SpecError
 from clstream.core.outputs import add_force_flag
 
 
 def view(args: argparse.Namespace) -> int:
-    from clstream.view.catalog import Catalog
+    from clstream.view.catalog import Catalog, Selection
 
     if not 0 <= args.port <= 65535:
         raise SpecError(f"--port: expected 0..65535, got {args.port}")
     if args.shard_rows < 1:
         raise SpecError(f"--shard-rows: expected a positive integer, got {args.shard_rows}")
-    catalog = Catalog(list(args.dir))
+    catalog = Catalog(list(args.dir), Selection(args.protocol, args.dataset, args.system))
     if args.static is not None:
         from clstream.core.outputs import OutputRefused, claim_directory, note_written
         from clstream.view.static_site import write_static
@@ -61,4 +62,5 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--shard-rows", type=int, default=200, metavar="N",
                    help="with --static: item rows per shard file (default: 200)")
     add_force_flag(p)
+    add_selection(p)
     p.set_defaults(handler=view)
