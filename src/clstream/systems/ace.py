@@ -46,7 +46,7 @@ lesson not held word for word added to the ``clues`` section. The task is read f
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -56,8 +56,7 @@ from clstream.core.environment import Turn as Step
 from clstream.core.events import Chunk, Document, Feedback, Observation
 from clstream.core.params import Param
 from clstream.core.registry import BuiltinReply, PolicyLookup
-from clstream.core.types import GenerationResult, Message, Query, Sample
-from clstream.models.builtin import shown_turns
+from clstream.core.types import GenerationResult, Query, Sample
 from clstream.retrieval.hybrid import make_index
 from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.conversation import (
@@ -71,13 +70,13 @@ from clstream.systems.conversation import (
 from clstream.systems.conversation.builtin_replies import (
     RESULT_HEAD,
     NoteReplies,
+    UpdateHandler,
     action_json,
     between,
     feedback_of,
     prefix,
-    system_and_body,
 )
-from clstream.systems.conversation.prompts import MEMORY_SYSTEM, text_section
+from clstream.systems.conversation.prompts import text_section
 from clstream.systems.passages import PassageStore
 
 # --- prompts ---------------------------------------------------------------------------------
@@ -442,25 +441,15 @@ class AceReplies(NoteReplies):
     """The builtin model's replies to ace's prompts (module docstring); None for every other
     request."""
 
-    def reply(self, messages: Sequence[Message]) -> str | None:
-        system, body = system_and_body(messages)
-        if system == MEMORY_SYSTEM:
-            if body.startswith(prefix(REFLECT_PROMPT, "bullets")):
-                return self._reflect(body)
-            if body.startswith(prefix(CURATE_PROMPT, "budget")):
-                return self._curate(body)
-            return None
-        if PLAYBOOK_RULES not in system:
-            return None
-        memory, block = layout.split_prompt(body)
-        asked = self.asked(block)
-        if asked is None:
-            return None
-        _, policy, observation = asked
-        return self._generate(policy, body, shown_turns(memory, messages), observation)
+    def update_handlers(self) -> dict[str, UpdateHandler]:
+        return {prefix(REFLECT_PROMPT, "bullets"): self._reflect,
+                prefix(CURATE_PROMPT, "budget"): self._curate}
 
-    @staticmethod
-    def _generate(policy: NoteTaker, body: str, turns: list[Step], observation: str) -> str:
+    def claims_action(self, system: str, memory: str) -> bool:
+        return PLAYBOOK_RULES in system
+
+    def act(self, policy: NoteTaker, body: str, memory: str, turns: list[Step],
+            observation: str) -> str:
         bullets = sorted((int(m.group(2)), m.group(1), m.group(3))
                          for m in _BULLET_LINE.finditer(body))
         action = policy.act_from_notes([text for _, _, text in bullets], turns, observation)

@@ -51,17 +51,15 @@ from __future__ import annotations
 import importlib.util
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from clstream.core import layout
-from clstream.core.environment import Turn, note_key
+from clstream.core.environment import NoteTaker, Turn, note_key
 from clstream.core.events import Chunk, Document, Event, Feedback, Observation
 from clstream.core.params import Param
 from clstream.core.registry import BuiltinReply, PolicyLookup
-from clstream.core.types import GenerationResult, Message, Query
-from clstream.models.builtin import shown_turns
+from clstream.core.types import GenerationResult, Query
 from clstream.retrieval.dense import packaged_minilm_path
 from clstream.retrieval.hybrid import RETRIEVERS, Retriever, make_index
 from clstream.systems.base import reply_text, snapshot_error
@@ -79,14 +77,14 @@ from clstream.systems.conversation import (
 from clstream.systems.conversation.builtin_replies import (
     RESULT_HEAD,
     NoteReplies,
+    UpdateHandler,
     action_json,
     between,
     feedback_of,
     lines_after,
     prefix,
-    system_and_body,
 )
-from clstream.systems.conversation.prompts import MEMORY_SYSTEM, NO_REPLY, NO_REQUEST, section
+from clstream.systems.conversation.prompts import NO_REPLY, NO_REQUEST, section
 
 # --- prompts ---------------------------------------------------------------------------------
 
@@ -400,20 +398,15 @@ class Mem0Replies(NoteReplies):
         super().__init__(policy_of)
         self._fact_tasks: OrderedDict[str, str] = OrderedDict()
 
-    def reply(self, messages: Sequence[Message]) -> str | None:
-        system, body = system_and_body(messages)
-        if system == MEMORY_SYSTEM:
-            if body.startswith(prefix(EXTRACT_PROMPT, "step")):
-                return self._extract(body)
-            if body.startswith(prefix(MEMORY_UPDATE_PROMPT, "memories")):
-                return self._decide(body)
-            return None
-        memory, block = layout.split_prompt(body)
-        asked = self.asked(block) if MEMORIES_HEADER in memory else None
-        if asked is None:
-            return None
-        _, policy, observation = asked
-        turns = shown_turns(memory, messages)
+    def update_handlers(self) -> dict[str, UpdateHandler]:
+        return {prefix(EXTRACT_PROMPT, "step"): self._extract,
+                prefix(MEMORY_UPDATE_PROMPT, "memories"): self._decide}
+
+    def claims_action(self, system: str, memory: str) -> bool:
+        return MEMORIES_HEADER in memory
+
+    def act(self, policy: NoteTaker, body: str, memory: str, turns: list[Turn],
+            observation: str) -> str:
         notes = [line[2:] for line in lines_after(memory, MEMORIES_HEADER)
                  if line.startswith("- ")]
         if turns and MEMORIES_HEADER in turns[-1].feedback:

@@ -37,15 +37,13 @@ own). Idempotent, so it is written at every step.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from clstream.core import layout
 from clstream.core.environment import NoteTaker, Turn, merge_notes
 from clstream.core.events import Feedback, Observation
 from clstream.core.registry import BuiltinReply, PolicyLookup
-from clstream.core.types import GenerationResult, Message, Sample
-from clstream.models.builtin import shown_turns
+from clstream.core.types import GenerationResult, Sample
 from clstream.systems.conversation import (
     BUDGET_PARAMS,
     Asked,
@@ -57,7 +55,6 @@ from clstream.systems.conversation.builtin_replies import (
     NoteReplies,
     action_json,
     lines_after,
-    system_and_body,
 )
 from clstream.systems.conversation.prompts import text_section
 
@@ -182,20 +179,11 @@ class NotepadReplies(NoteReplies):
     """The builtin model's reply to a notepad action prompt whose task's policy keeps notes;
     None for every other request."""
 
-    def reply(self, messages: Sequence[Message]) -> str | None:
-        system, body = system_and_body(messages)
-        if NOTEPAD_RULES not in system:
-            return None
-        memory, block = layout.split_prompt(body)
-        asked = self.asked(block)
-        if asked is None:
-            return None
-        _, policy, observation = asked
-        return self._act_and_write(policy, body, shown_turns(memory, messages), observation)
+    def claims_action(self, system: str, memory: str) -> bool:
+        return NOTEPAD_RULES in system
 
-    @staticmethod
-    def _act_and_write(policy: NoteTaker, body: str, turns: list[Turn], observation: str
-                       ) -> str:
+    def act(self, policy: NoteTaker, body: str, memory: str, turns: list[Turn],
+            observation: str) -> str:
         old = lines_after(body, NOTEPAD_HEADER)
         action = action_json(policy.act_from_notes(old, turns, observation))
         step = Turn(observation, action, "")

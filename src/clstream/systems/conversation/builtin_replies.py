@@ -18,12 +18,13 @@ None there and the reader's usual reply.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from clstream.core import layout
-from clstream.core.environment import NoteTaker
+from clstream.core.environment import NoteTaker, Turn
 from clstream.core.registry import PolicyLookup
 from clstream.core.types import Message
+from clstream.models.builtin import shown_turns
 from clstream.systems.conversation import prompts as formats
 
 RESULT_HEAD = formats.RESULT_TEMPLATE.partition("{text}")[0]
@@ -75,12 +76,47 @@ def system_and_body(messages: Sequence[Message]) -> tuple[str, str]:
             "\n\n".join(m.content for m in messages if m.role != "system"))
 
 
+UpdateHandler = Callable[[str], "str | None"]
+"""A method's reply to the body of one of its update calls (None: not a request it reads)."""
+
+
 class NoteReplies:
-    """The policy lookup a method's replies share: ``policy_of`` gives a task's builtin
+    """A method's replies, asked with every request the builtin model gets: an update call
+    (the shared update system message) goes to the handler whose prompt it opens with
+    (:meth:`update_handlers`); an action prompt the method claims (:meth:`claims_action`)
+    whose task's policy keeps notes, to :meth:`act`. ``policy_of`` gives a task's builtin
     policy (None: the task has none)."""
 
     def __init__(self, policy_of: PolicyLookup) -> None:
         self._policy_of = policy_of
+
+    def update_handlers(self) -> dict[str, UpdateHandler]:
+        """The fixed start of each of the method's update prompts -> its handler."""
+        return {}
+
+    def claims_action(self, system: str, memory: str) -> bool:
+        """Whether an action prompt of this system message and memory is the method's."""
+        return False
+
+    def act(self, policy: NoteTaker, body: str, memory: str, turns: list[Turn],
+            observation: str) -> str:
+        """The reply to a claimed action prompt: its body, its memory, the steps it shows."""
+        raise NotImplementedError
+
+    def reply(self, messages: Sequence[Message]) -> str | None:
+        """The method's reply to ``messages``, or None when the request is not its own."""
+        system, body = system_and_body(messages)
+        if system == formats.MEMORY_SYSTEM:
+            for start, handler in self.update_handlers().items():
+                if body.startswith(start):
+                    return handler(body)
+            return None
+        memory, block = layout.split_prompt(body)
+        asked = self.asked(block) if self.claims_action(system, memory) else None
+        if asked is None:
+            return None
+        _, policy, observation = asked
+        return self.act(policy, body, memory, shown_turns(memory, messages), observation)
 
     def taker(self, task: str) -> NoteTaker | None:
         """The task's policy when it keeps notes, else None."""
