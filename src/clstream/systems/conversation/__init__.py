@@ -250,7 +250,7 @@ class ConversationMethod(MemorySystem):
         self._load(memory)
 
     def _described(self) -> dict[str, Any]:
-        return {"prompt_template_hash": conversation_prompts.template_fingerprint(self.templates)}
+        return {"prompt_template_hash": conversation_prompts.template_fingerprint(self.templates.items())}
 
     # --- the scratch -----------------------------------------------------------------------
 

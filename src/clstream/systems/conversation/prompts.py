@@ -12,7 +12,7 @@ its ``describe()`` fingerprints these shared templates together with its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from clstream.core import layout
 from clstream.core.types import Message
@@ -41,11 +41,11 @@ _TEMPLATE_NAMES = (
 )
 
 
-def template_fingerprint(own: Mapping[str, object] = {}) -> str:  # noqa: B006 (read only)
-    """sha256 of these templates, a method's ``own`` (name -> template) and the shared
+def template_fingerprint(own: Iterable[tuple[str, object]] = ()) -> str:
+    """sha256 of these templates, a method's ``own`` ((name, template) pairs) and the shared
     layout's; methods report it in ``describe()``."""
     return layout.fingerprint([*(f"{name}={globals()[name]}" for name in _TEMPLATE_NAMES),
-                               *(f"{name}={value}" for name, value in own.items())])
+                               *(f"{name}={value}" for name, value in own)])
 
 
 def update_messages(prompt: str) -> tuple[Message, ...]:
