@@ -1,3 +1,4 @@
+import re
 import subprocess
 import sys
 import types
@@ -39,26 +40,37 @@ def test_builtin_names_registered() -> None:
             "database_exploration"} <= set(names("policy"))
 
 
-def test_policies_come_from_the_protocols_that_declare_them(
+def test_policies_and_replies_come_from_the_protocols_that_declare_them(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    def toy_replier(policy_of: object) -> object:
+        return lambda messages: None
+
     module = types.ModuleType("declaring_protocol")
     module.PROTOCOL = types.SimpleNamespace(  # type: ignore[attr-defined]
-        policies={"toy-task": "declaring_protocol:ToyPolicy"})
+        policies={"toy-task": "declaring_protocol:ToyPolicy"},
+        builtin_replies={"toy-format": "declaring_protocol:toy_replier"})
     module.ToyPolicy = object  # type: ignore[attr-defined]
+    module.toy_replier = toy_replier  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "declaring_protocol", module)
     register("protocol", "declaring", "declaring_protocol:PROTOCOL")
     try:
         assert "toy-task" in names("policy")
         assert resolve("policy", "toy-task") is object
+        assert "toy-format" in names("builtin_reply")
+        assert resolve("builtin_reply", "toy-format") is toy_replier
     finally:
         unregister("protocol", "declaring")
         unregister("policy", "toy-task")
+        unregister("builtin_reply", "toy-format")
 
 
-def test_models_name_no_protocol() -> None:
-    """The builtin model finds policies through the registry, never by a protocol's module."""
-    models = Path(registry.__file__).parents[1] / "models"
-    naming = [p.name for p in sorted(models.rglob("*.py")) if "clstream.protocols" in p.read_text()]
+def test_models_and_core_import_no_protocol() -> None:
+    """The builtin model finds policies and a protocol's replies through the registry, never
+    by a protocol's module; no format of a protocol lies in the core."""
+    src = Path(registry.__file__).parents[1]
+    files = [*sorted((src / "models").rglob("*.py")), *sorted((src / "core").rglob("*.py"))]
+    naming = [str(p.relative_to(src)) for p in files
+              if re.search(r"^\s*(from|import) clstream\.protocols", p.read_text(), re.MULTILINE)]
     assert naming == []
 
 
@@ -73,7 +85,8 @@ def test_models_and_core_name_no_method_but_in_the_registry_table() -> None:
 
 
 def test_every_builtin_reply_entry_resolves_to_a_replier() -> None:
-    assert {"amem", "conversation", "hipporag", "memagent"} <= set(names("builtin_reply"))
+    assert {"ace", "amem", "hipporag", "imprint-writing", "mem0", "memagent",
+            "notepad"} <= set(names("builtin_reply"))
     for name in names("builtin_reply"):
         handler = resolve("builtin_reply", name)(lambda task: None)
         assert callable(handler)

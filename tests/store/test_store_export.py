@@ -1,4 +1,5 @@
-"""Choosing a run by the system as it was given to ``run`` (store/export.py :func:`select_run`)."""
+"""Choosing runs by the system as it was given to ``run`` (store/export.py :func:`select_run`,
+:func:`select_runs`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from clstream.core.errors import StoreError
 from clstream.core.records import Record
 from clstream.core.specs import ComponentSpec, RunSpec, parse_model_spec
 from clstream.store.db import ResultsStore
-from clstream.store.export import select_run
+from clstream.store.export import select_run, select_runs
 
 
 def _store_run(store: ResultsStore, label: str, args: dict[str, object]) -> str:
@@ -37,5 +38,25 @@ def test_the_name_given_to_run_finds_the_run_it_resolved_to(tmp_path: Path) -> N
                                                                   "top_k": 5})
     with ResultsStore(tmp_path) as store:
         assert select_run(store, "mem0:top_k=5").run_id == five
-        with pytest.raises(StoreError, match="has several runs"):
+        both = ("system 'mem0' ran as mem0:retriever=dense and mem0:retriever=dense,top_k=5; "
+                "give one of them")
+        with pytest.raises(StoreError, match=both):
             select_run(store, "mem0")
+
+
+def test_runs_are_selected_by_label_run_id_or_the_spec_given_to_run(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path, writer=True) as store:
+        dense = _store_run(store, "mem0:retriever=dense", {"retriever": "dense", "top_k": 10})
+    with ResultsStore(tmp_path) as store:
+        for typed in ("mem0", "mem0:retriever=dense", "mem0:top_k=10", dense):
+            assert [r.run_id for r in select_runs(store, system=typed)] == [dense], typed
+        assert select_runs(store, system="mem0:retriever=bm25") == []
+        assert select_runs(store, protocol="seqmem", system="mem0") == []
+    with ResultsStore(tmp_path, writer=True) as store:
+        five = _store_run(store, "mem0:retriever=dense,top_k=5", {"retriever": "dense",
+                                                                  "top_k": 5})
+    with ResultsStore(tmp_path) as store:
+        assert [r.run_id for r in select_runs(store, system="mem0:top_k=5")] == [five]
+        assert [r.run_id for r in select_runs(store, system="mem0:retriever=dense")] == [dense]
+        with pytest.raises(StoreError, match="^there: system 'mem0' ran as "):
+            select_runs(store, system="mem0", where="there")

@@ -28,8 +28,8 @@ from clstream.core.types import GenerationRequest, Query
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.oaks import prompts as oaks_prompts
 from clstream.protocols.seqmem import prompts as seqmem_prompts
+from clstream.systems import ace
 from clstream.systems.ace import Ace, Bullet, near_duplicate
-from clstream.systems.conversation import prompts as conversation_prompts
 
 
 def scripted(reflect: str = "", curate: str = "", answer: str = '{"action": "wait"}'
@@ -114,7 +114,7 @@ def test_feedback_ends_an_instance_and_shows_the_verdict() -> None:
     calls = run(system.observe(verdict(q, "## Answer: 12", False)))
     assert [c.key for c in calls] == ["online/1/reflect", "online/1/curate"]
     reflect = model.of_stage("update")[0].messages[1].content
-    assert conversation_prompts.OUTCOME_TEMPLATE.format(outcome="wrong") in reflect
+    assert ace.OUTCOME_TEMPLATE.format(outcome="wrong") in reflect
     assert bullets(system) == [("b1", "Codes: 4 digits.", 0, 0)]
 
 
@@ -127,9 +127,9 @@ def test_the_whole_playbook_is_shown_by_section_most_helpful_first() -> None:
     assert [b.id for b in system.ranked()] == ["b2", "b4", "b5", "b3", "b1"]
     run(system.respond(step_query("i1", 1)))
     system_msg, user = (m.content for m in model.requests[-1].messages)
-    assert system_msg == INSTRUCTIONS + "\n\n" + conversation_prompts.PLAYBOOK_RULES
+    assert system_msg == INSTRUCTIONS + "\n\n" + ace.PLAYBOOK_RULES
     by_id = {b.id: b.line() for b in system.bullets}
-    playbook = "\n".join([conversation_prompts.PLAYBOOK_HEADER,
+    playbook = "\n".join([ace.PLAYBOOK_HEADER,
                           "## Mistakes to avoid (mistakes)", by_id["b5"], by_id["b3"],
                           "## Other (other)", by_id["b2"], by_id["b4"], by_id["b1"]])
     assert user == playbook + "\n\n" + layout.prompt_of(step_query("i1", 1))
@@ -151,7 +151,7 @@ def test_the_curator_is_told_the_budget_and_keeps_the_playbook_within_it() -> No
 
 
 def test_split_bullets_used() -> None:
-    split = conversation_prompts.split_bullets_used
+    split = ace.split_bullets_used
     assert split('{"a": 1}\nBullets used: b1, [b4], b1') == ('{"a": 1}', ["b1", "b4"])
     assert split("x\n- bullets used: none") == ("x", [])
     assert split("no field") == ("no field", [])

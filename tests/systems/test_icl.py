@@ -29,13 +29,32 @@ from clstream.core.types import Query
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.oaks import prompts as oaks_prompts
 from clstream.protocols.seqmem import prompts as seqmem_prompts
+from clstream.systems import notepad
+from clstream.systems.ace import Ace
 from clstream.systems.conversation import ConversationMethod, Turn
 from clstream.systems.conversation import prompts as conversation_prompts
 from clstream.systems.icl import Icl
+from clstream.systems.mem0 import Mem0
+from clstream.systems.notepad import Notepad
 
 
 def texts(system: Icl) -> list[tuple[str, str]]:
     return [(t["role"], t["text"]) for t in system.snapshot()["memory"]["turns"]]
+
+
+def test_each_method_fingerprints_the_shared_templates_and_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prompt_template_hash`` of a conversation method covers the shared wording and the
+    prompts in the method's own module, so a change to either tells prompt versions apart."""
+    hashes = {cls.name: cls(Scripted()).describe()["prompt_template_hash"]
+              for cls in (Icl, Notepad, Mem0, Ace)}
+    assert len(set(hashes.values())) == 4
+    assert hashes["notepad"] == conversation_prompts.template_fingerprint(
+        [("NOTEPAD_RULES", notepad.NOTEPAD_RULES), ("NOTEPAD_HEADER", notepad.NOTEPAD_HEADER),
+         ("CARRY_HEADER", notepad.CARRY_HEADER)])
+    monkeypatch.setitem(Notepad.templates, "NOTEPAD_HEADER", "Notes:")
+    assert Notepad(Scripted()).describe()["prompt_template_hash"] != hashes["notepad"]
+    assert Icl(Scripted()).describe()["prompt_template_hash"] == hashes["icl"]
 
 
 def test_declared_arguments() -> None:

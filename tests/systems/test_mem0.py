@@ -24,7 +24,7 @@ from clstream.core.errors import DataError, SpecError
 from clstream.core.events import Chunk, Document
 from clstream.core.types import GenerationRequest, Query
 from clstream.protocols.oaks import prompts as oaks_prompts
-from clstream.systems.conversation import prompts as conversation_prompts
+from clstream.systems import mem0
 from clstream.systems.mem0 import Mem0
 
 SEEDED = ["The red door opens with the brass key.", "The vault code of Tirovan is 4721.",
@@ -102,7 +102,7 @@ def test_one_decision_call_lists_every_candidate_and_applies_each_line() -> None
 
 
 def test_parse_memory_ops_ignores_malformed_lines() -> None:
-    ops = conversation_prompts.parse_memory_ops(
+    ops = mem0.parse_memory_ops(
         "FACT 1: ADD\nFACT 2: UPDATE 5: x\nFACT 3: DELETE 1\nFACT 3: NONE\nFACT 4: NONE\n"
         "FACT x: ADD\nFACT 2 ADD\nUPDATE 1: y", facts=4, shown=2)
     assert {n: (op.op, op.number) for n, op in ops.items()} == {1: ("ADD", None),
@@ -147,7 +147,7 @@ def test_an_empty_store_still_asks_for_a_decision() -> None:
     system = Mem0(model)
     calls = run(system.observe(Chunk("doc", 0, "Owls.")))
     assert [c.key for c in calls] == ["doc/chunk0/extract", "doc/chunk0/update"]
-    assert "Stored memories:\n" + conversation_prompts.NO_MEMORIES in \
+    assert "Stored memories:\n" + mem0.NO_MEMORIES in \
         model.requests[-1].messages[1].content
     assert facts(system) == ["Owls hunt at night."]
 
@@ -190,7 +190,7 @@ def test_answers_show_the_top_k_most_similar_facts() -> None:
     run(system.respond(oaks_prompts.ask(Query("q@1", "Which key opens the red door?"))))
     user = model.requests[-1].messages[-1].content
     section = user.split("\n\n")[0].splitlines()
-    assert section[0] == conversation_prompts.MEMORIES_HEADER
+    assert section[0] == mem0.MEMORIES_HEADER
     assert section[1:] == ["- The red door opens with the brass key.",
                            "- The red door is painted."]
     assert user.endswith(oaks_prompts.question_text(Query("q", "Which key opens the red door?")))
@@ -201,7 +201,7 @@ def test_the_search_key_is_the_query_and_the_previous_step() -> None:
     system = seeded(model, top_k=1, retriever="bm25")
     query = oaks_prompts.ask(Query("q@1", "What now?"))
     run(system.respond(query))
-    assert conversation_prompts.MEMORIES_HEADER not in model.requests[-1].messages[-1].content
+    assert mem0.MEMORIES_HEADER not in model.requests[-1].messages[-1].content
     run(play_step(system, "i1", 1, "Mara lights the lantern in the cellar."))
     assert system.last_step.endswith("Mara lights the lantern in the cellar.")
     run(system.respond(query))  # nothing in the query matches; the previous step does
@@ -271,7 +271,7 @@ def test_the_retriever_is_resolved_when_built_and_recorded(
     ("ADDITIONAL thoughts", None),
 ])
 def test_parse_memory_op(text: str, op: tuple[str, int | None, str] | None) -> None:
-    parsed = conversation_prompts.parse_memory_op(text, 2)
+    parsed = mem0.parse_memory_op(text, 2)
     if op is None:
         assert parsed is None
     else:

@@ -28,7 +28,7 @@ from clstream.core.types import Query
 from clstream.models.builtin import BuiltinReader
 from clstream.protocols.oaks import prompts as oaks_prompts
 from clstream.protocols.seqmem import prompts as seqmem_prompts
-from clstream.systems.conversation import prompts as conversation_prompts
+from clstream.systems import notepad
 from clstream.systems.notepad import Notepad
 
 ACT = '{"action": "push"}'
@@ -53,7 +53,7 @@ def reply(notes: str | None, action: str = ACT) -> str:
     ("no block at all", "no block at all", None),
 ])
 def test_split_notepad(text: str, answer: str, notes: str | None) -> None:
-    assert conversation_prompts.split_notepad(text) == (answer, notes)
+    assert notepad.split_notepad(text) == (answer, notes)
 
 
 def test_the_block_replaces_the_notepad_when_the_outcome_arrives() -> None:
@@ -85,10 +85,10 @@ def test_messages_are_cleared_at_each_boundary_and_notes_shown_at_the_next() -> 
     run(system.respond(step_query("i2", 1)))
     request = model.requests[-1]
     assert [m.role for m in request.messages] == ["system", "user"]  # nothing of i1
-    assert request.messages[0].content == INSTRUCTIONS + "\n\n" + conversation_prompts.NOTEPAD_RULES
+    assert request.messages[0].content == INSTRUCTIONS + "\n\n" + notepad.NOTEPAD_RULES
     assert request.messages[1].content == (
-        f"{conversation_prompts.CARRY_HEADER}\nThe door opens. Score 0.7.\n\n"
-        f"{conversation_prompts.NOTEPAD_HEADER}\nkey opens door 1\n\n"
+        f"{notepad.CARRY_HEADER}\nThe door opens. Score 0.7.\n\n"
+        f"{notepad.NOTEPAD_HEADER}\nkey opens door 1\n\n"
         + layout.prompt_of(step_query("i2", 1)))
     # an observation of another instance also starts afresh
     run(system.observe(obs("i2", 1, "A hall.")))
@@ -186,8 +186,8 @@ def test_notes_open_the_conversation_so_each_outcome_reads_on_its_own() -> None:
     run(system.respond(step_query("i2", 2)))
     roles_and_texts = [(m.role, m.content) for m in model.requests[-1].messages]
     assert [r for r, _ in roles_and_texts] == ["system", "user", "assistant", "user"]
-    assert roles_and_texts[1][1] == (f"{conversation_prompts.CARRY_HEADER}\nClosed.\n\n"
-                                     f"{conversation_prompts.NOTEPAD_HEADER}\nnote A\n\n"
+    assert roles_and_texts[1][1] == (f"{notepad.CARRY_HEADER}\nClosed.\n\n"
+                                     f"{notepad.NOTEPAD_HEADER}\nnote A\n\n"
                                      + layout.prompt_of(step_query("i2", 1)))
     assert roles_and_texts[3][1] == ("Result of your last action:\nA hall.\n\n"
                                      + layout.prompt_of(step_query("i2", 2)))

@@ -30,7 +30,7 @@ def _prices(path: str | None) -> dict[str, dict[str, float]] | None:
 
 def _summarize(args: argparse.Namespace) -> dict[str, Any]:
     """The summary of every run in ``args.dir`` (one directory or several read as one) of
-    ``--protocol`` over ``--dataset`` (what ``summary --json`` prints).
+    ``--protocol`` over ``--dataset`` of ``--system`` (what ``summary --json`` prints).
 
     Several directories are read as the directory ``clstream merge`` would make of them
     (docs/design.md §11.6), built in a temporary folder: the same runs, the same refusal of a
@@ -49,7 +49,14 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
             build_merged(Path(where), [Path(d) for d in dirs], artifacts=False)
         with ResultsStore(where) as store:
             result = summarize(store, _prices(args.prices), protocol=args.protocol,
-                               dataset=args.dataset)
+                               dataset=args.dataset, system=args.system,
+                               where=", ".join(dirs))
+            if not result["runs"] and args.system is not None:
+                from clstream.store.export import no_run_error, select_runs
+
+                raise no_run_error(store, select_runs(store, args.protocol, args.dataset),
+                                   args.system, args.protocol, args.dataset,
+                                   where=", ".join(dirs))
     if len(dirs) > 1:
         result["dir"] = ", ".join(dirs)
     if not result["runs"] and (args.protocol or args.dataset):
@@ -244,7 +251,13 @@ def report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_selection(p: argparse.ArgumentParser) -> None:
+def add_selection(p: argparse.ArgumentParser, *, system: bool = True) -> None:
+    """``--protocol``, ``--dataset`` and (unless the verb has its own) ``--system``: which
+    runs a reading verb shows (:func:`clstream.store.export.select_runs`)."""
+    if system:
+        p.add_argument("--system", default=None, metavar="SPEC|LABEL|RUN_ID",
+                       help="only runs of this system: as given to run (mem0), as labelled "
+                            "(mem0:retriever=bm25), or a run id")
     p.add_argument("--protocol", default=None, help="only runs of this protocol")
     p.add_argument("--dataset", default=None, metavar="PATH|SHA256",
                    help="only runs over this dataset: the path it was read from, its file "
@@ -256,14 +269,16 @@ def add_parsers(sub: Any) -> None:
     """``export``, ``summary`` and ``report`` on the top-level sub-parsers."""
     exp = sub.add_parser("export", help="write a run's predictions or records file (docs/formats.md §3)")
     exp.add_argument("dir")
-    exp.add_argument("--system", required=True, help="system label or run id")
+    exp.add_argument("--system", required=True, metavar="SPEC|LABEL|RUN_ID",
+                     help="the run's system: as given to run (mem0), as labelled "
+                          "(mem0:retriever=bm25), or a run id")
     exp.add_argument("--model", default=None, help="model label, when a system ran with several")
     exp.add_argument("--out", required=True)
     exp.add_argument("--transcripts", action="store_true",
                      help="write the run's model calls (messages, parameters, replies, tokens) "
                           "as JSON Lines instead of its predictions")
     add_force_flag(exp)
-    _add_selection(exp)
+    add_selection(exp, system=False)
     exp.set_defaults(handler=export)
 
     summ = sub.add_parser("summary", help="metrics, counts, tokens and time per run")
@@ -274,7 +289,7 @@ def add_parsers(sub: Any) -> None:
                       help="also write the cross-protocol table (methods x headline metrics, "
                            "with intervals, ranks and cost) as CSV")
     add_force_flag(summ)
-    _add_selection(summ)
+    add_selection(summ)
     summ.set_defaults(handler=summary)
 
     rep = sub.add_parser("report", help="write a self-contained HTML report")
@@ -286,5 +301,5 @@ def add_parsers(sub: Any) -> None:
                           "Markdown) of the report into folder OUT, listed in OUT/index.md")
     rep.add_argument("--prices", default=None)
     add_force_flag(rep)
-    _add_selection(rep)
+    add_selection(rep)
     rep.set_defaults(handler=report)

@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clstream.commands.results import add_selection
 from clstream.core.errors import SpecError
 from clstream.core.outputs import add_force_flag
 
 
 def view(args: argparse.Namespace) -> int:
-    from clstream.view.catalog import Catalog
+    from clstream.view.catalog import Catalog, Selection
 
     if not 0 <= args.port <= 65535:
         raise SpecError(f"--port: expected 0..65535, got {args.port}")
@@ -24,7 +25,7 @@ def view(args: argparse.Namespace) -> int:
     if args.no_calls and args.static is None:
         raise SpecError("--no-calls: only with --static OUT (the local viewer reads calls "
                         "as they are asked for)")
-    catalog = Catalog(list(args.dir))
+    catalog = Catalog(list(args.dir), Selection(args.protocol, args.dataset, args.system))
     if args.static is not None:
         from clstream.core.outputs import OutputRefused, claim_directory, note_written
         from clstream.view.static_site import write_static
@@ -66,4 +67,5 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-calls", action="store_true",
                    help="with --static: leave the model calls out (most of a copy's bytes)")
     add_force_flag(p)
+    add_selection(p)
     p.set_defaults(handler=view)

@@ -208,7 +208,9 @@ class PackagedProtocol:
 
     The manifest gives ``name``, ``title``, ``summary``, ``run_help`` and ``score_help``, a
     ``[generators]`` table (generator name -> help), a ``[parts]`` table (the targets of
-    :class:`ProtocolPackage`, relative to the package) and, optionally, ``[policies]``. The
+    :class:`ProtocolPackage`, relative to the package) and, optionally, ``[policies]`` (task ->
+    its environment's builtin policy) and ``[builtin_replies]`` (name -> the builtin model's
+    replies to requests of the protocol's own formats), each target relative to the package. The
     verbs follow the package's layout: flags in ``arguments`` (``add_run_NAME_arguments``,
     ``add_score_arguments``, ``add_generate_arguments``), handlers and the run plan in
     ``commands`` (``run``, ``plan_run``, ``score``, ``generate``); the ``run`` verb's own flags as
@@ -224,6 +226,7 @@ class PackagedProtocol:
     generators: tuple[Command, ...]
     parts: ProtocolPackage
     policies: dict[str, str]
+    builtin_replies: dict[str, str]
 
     @classmethod
     def declared(cls, package: str) -> Self:
@@ -254,6 +257,8 @@ class PackagedProtocol:
                                         for part, target in manifest["parts"].items()})
         self.policies = {task: f"{package}.{target}"
                          for task, target in manifest.get("policies", {}).items()}
+        self.builtin_replies = {name: f"{package}.{target}"
+                                for name, target in manifest.get("builtin_replies", {}).items()}
         return self
 
     def summarize_run(self, store: ResultsReader, run: RunRow) -> dict[str, Any]:

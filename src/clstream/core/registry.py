@@ -149,14 +149,16 @@ def _builtin_entries() -> dict[Kind, dict[str, Entry]]:
         # environments (:func:`_take_declared_policies`); none is written here.
         "policy": {},
         # The builtin model's replies to the update calls of the memory methods that make
-        # them, each beside its method (a :class:`BuiltinReplier`), by method. The model asks
-        # each in name order; each claims only its own method's requests.
+        # them, each beside its method (a :class:`BuiltinReplier`), by method; protocols add
+        # the replies to their own formats (:func:`_take_declared`). The model asks each in
+        # name order; each claims only its own requests.
         "builtin_reply": {
+            "ace": "clstream.systems.ace:builtin_replier",
             "amem": "clstream.systems.amem.builtin_replies:replier",
-            # notepad, mem0 and ace: the note-keeping methods share one conversation base
-            "conversation": "clstream.systems.conversation.builtin_replies:replier",
             "hipporag": "clstream.systems.hipporag.builtin_replies:replier",
+            "mem0": "clstream.systems.mem0:builtin_replier",
             "memagent": "clstream.systems.memagent.builtin_replies:replier",
+            "notepad": "clstream.systems.notepad:builtin_replier",
         },
     }
     return {kind: {name: Entry(kind, name, target) for name, target in entries.items()}
@@ -211,32 +213,39 @@ def unregister(kind: str, name: str) -> None:
     _REGISTRY[_kind(kind)].pop(name, None)
 
 
-# Protocol entries whose declared policies are already in the table.
-_CONSULTED: set[Entry] = set()
+# What a protocol object may declare, by kind: the attribute naming its entries.
+_DECLARED_BY_PROTOCOLS: dict[Kind, str] = {"policy": "policies",
+                                           "builtin_reply": "builtin_replies"}
+# Protocol entries whose declared entries of a kind are already in the table.
+_CONSULTED: dict[Kind, set[Entry]] = {kind: set() for kind in _DECLARED_BY_PROTOCOLS}
 
 
-def _take_declared_policies() -> None:
-    """Fill kind ``"policy"`` from the protocols: a protocol object may declare ``policies``,
-    ``{task: "module:object"}``, the builtin policy of each environment it plays.
+def _take_declared(kind: Kind) -> None:
+    """Fill ``kind`` from the protocols: a protocol object may declare ``policies``, ``{task:
+    "module:object"}``, the builtin policy of each environment it plays, and
+    ``builtin_replies``, ``{name: "module:object"}``, the builtin model's replies to requests
+    in the protocol's own formats (a :class:`BuiltinReplier`).
 
-    The builtin model asks this registry for the policy of the task an action prompt names;
-    the protocol says which policies exist. So the model names no protocol and this module no
-    policy (docs/design.md §2.1: each layer imports only from the layers below it). Protocols
-    are consulted once each, the first time the kind is read after they were registered.
+    The builtin model asks this registry for the policy of the task an action prompt names and
+    for every replier; the protocol says which exist. So the model names no protocol and this
+    module no policy (docs/design.md §2.1: each layer imports only from the layers below it).
+    Protocols are consulted once each per kind, the first time the kind is read after they
+    were registered.
     """
+    attribute = _DECLARED_BY_PROTOCOLS[kind]
     for e in list(_REGISTRY["protocol"].values()):
-        if e in _CONSULTED:
+        if e in _CONSULTED[kind]:
             continue
-        declared = getattr(_load(e), "policies", {})
-        for task, target in declared.items():
-            register("policy", task, target)
-        _CONSULTED.add(e)
+        declared = getattr(_load(e), attribute, {})
+        for name, target in declared.items():
+            register(kind, name, target)
+        _CONSULTED[kind].add(e)
 
 
 def _table(kind: str) -> dict[str, Entry]:
     k = _kind(kind)
-    if k == "policy":
-        _take_declared_policies()
+    if k in _DECLARED_BY_PROTOCOLS:
+        _take_declared(k)
     return _REGISTRY[k]
 
 

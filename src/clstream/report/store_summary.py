@@ -76,16 +76,19 @@ def _entry(store: ResultsReader, run: RunRow, prices: dict[str, dict[str, float]
 
 def summarize(
     store: ResultsReader, prices: dict[str, dict[str, float]] | None = None, *,
-    protocol: str | None = None, dataset: str | None = None,
+    protocol: str | None = None, dataset: str | None = None, system: str | None = None,
+    where: str | None = None,
 ) -> dict[str, Any]:
-    """Every run of ``store`` (of ``protocol``, over ``dataset``, when given), summarized.
+    """Every run of ``store`` (of ``protocol``, over ``dataset``, of ``system`` as typed,
+    when given: :func:`clstream.store.export.select_runs`, whose refusals ``where`` opens),
+    summarized.
 
     A run whose records cannot be summarized (damaged, or written by a clstream that stored
     them differently) is listed with ``broken``, the one-line reason, and nothing else it
     could not read: one broken run never hides the others."""
     runs_out = []
     known = names("protocol")
-    for run in select_runs(store, protocol, dataset):
+    for run in select_runs(store, protocol, dataset, system, where=where):
         try:
             runs_out.append(_entry(store, run, prices, known))
         except Exception as error:  # any failure of one run's summary, told as its reason

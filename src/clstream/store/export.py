@@ -1,4 +1,6 @@
-"""Choosing the run an ``export`` means; each protocol writes its own format (docs/formats.md §3)."""
+"""Choosing the runs a reading verb means (``export``, ``summary``, ``report``, ``view``) by
+protocol, dataset and system as typed; each protocol writes its own export format
+(docs/formats.md §3)."""
 
 from __future__ import annotations
 
@@ -96,13 +98,49 @@ def dataset_matches(store: ResultsReader, run: RunRow, dataset: str,
         return text in candidates
 
 
+def runs_of_system(store: ResultsReader, runs: list[RunRow], system: str, *,
+                   where: str | None = None) -> list[RunRow]:
+    """The runs of ``runs`` that ``system``, as the user typed it, means: the run whose id it
+    is, or those labelled as it, typed or canonically (``rag:k=8`` finds the run labelled
+    ``rag`` when 8 is the declared default; a run stored under a pre-canonical label is found
+    by either). Failing that, the runs the system as given to ``run`` resolved to
+    (:func:`_as_typed`: ``mem0`` finds ``mem0:retriever=bm25``); when those are runs of two
+    resolved systems, the one-line refusal names both (``where``, default the store's
+    directory, opens it)."""
+    systems = _typed_labels("system", system)
+    found = [r for r in runs if r.run_id == system
+             or systems & _stored_labels("system", r.system, r.spec.get("system"))]
+    if found:
+        return found
+    found = [r for r in runs if _as_typed("system", system, r.spec.get("system"))]
+    resolved = sorted({r.system for r in found})
+    if len(resolved) > 1:
+        raise StoreError(f"{where or store.dir}: system {system!r} ran as "
+                         f"{' and '.join(resolved)}; give one of them")
+    return found
+
+
+def no_run_error(store: ResultsReader, candidates: list[RunRow], system: str,
+                 protocol: str | None = None, dataset: str | None = None, *,
+                 where: str | None = None) -> StoreError:
+    """The one line saying no run of ``candidates`` (the runs of ``protocol`` over
+    ``dataset``) is of ``system``, listing the systems there are."""
+    known = ", ".join(sorted({r.system for r in candidates})) or "none"
+    scope = "".join([f" of {protocol}" if protocol else "", f" over {dataset}" if dataset else ""])
+    return StoreError(f"{where or store.dir}: no run{scope} of system {system!r} (runs here: "
+                      f"{known})")
+
+
 def select_runs(store: ResultsReader, protocol: str | None = None,
-                dataset: str | None = None) -> list[RunRow]:
-    """The runs of ``store`` of ``protocol`` over ``dataset`` (either may be None: any)."""
+                dataset: str | None = None, system: str | None = None, *,
+                where: str | None = None) -> list[RunRow]:
+    """The runs of ``store`` of ``protocol`` over ``dataset`` of ``system`` (as typed:
+    :func:`runs_of_system`, whose refusal ``where`` opens); any may be None: any."""
     file_sha256 = dataset_file_sha256(dataset) if dataset is not None else None
-    return [r for r in store.runs()
+    runs = [r for r in store.runs()
             if (protocol is None or r.protocol == protocol)
             and (dataset is None or dataset_matches(store, r, dataset, file_sha256))]
+    return runs if system is None else runs_of_system(store, runs, system, where=where)
 
 
 def _describe(store: ResultsReader, run: RunRow) -> str:
@@ -116,29 +154,16 @@ def _describe(store: ResultsReader, run: RunRow) -> str:
 
 def select_run(store: ResultsReader, system: str, model: str | None = None, *,
                protocol: str | None = None, dataset: str | None = None) -> RunRow:
-    """The one run whose system label (or run id) is ``system``, optionally for ``model``,
-    ``protocol`` and ``dataset`` (:func:`dataset_matches`).
-
-    Labels match as typed or canonically: ``rag:k=8`` finds the run labelled ``rag`` when 8 is
-    the declared default, and a run stored under a pre-canonical label is found by either.
-    Failing that, the system as it was given to ``run`` finds the run it resolved to
-    (:func:`_as_typed`); two such runs are the usual one-line refusal naming both."""
-    systems = _typed_labels("system", system)
+    """The one run ``system`` (as typed: :func:`runs_of_system`) means, optionally for
+    ``model``, ``protocol`` and ``dataset`` (:func:`dataset_matches`); two such runs are the
+    usual one-line refusal naming both."""
     models = None if model is None else _typed_labels("model", model)
     candidates = select_runs(store, protocol, dataset)
-    runs = [r for r in candidates
-            if r.run_id == system
-            or systems & _stored_labels("system", r.system, r.spec.get("system"))]
-    if not runs:  # the system as given to `run`, before its parameters were resolved
-        runs = [r for r in candidates if _as_typed("system", system, r.spec.get("system"))]
+    runs = runs_of_system(store, candidates, system)
     if models is not None:
         runs = [r for r in runs if models & _stored_labels("model", r.model, r.spec.get("model"))]
     if not runs:
-        known = ", ".join(sorted({r.system for r in candidates})) or "none"
-        scope = "".join([f" of {protocol}" if protocol else "",
-                         f" over {dataset}" if dataset else ""])
-        raise StoreError(f"{store.dir}: no run{scope} of system {system!r} (runs here: "
-                         f"{known})")
+        raise no_run_error(store, candidates, system, protocol, dataset)
     if len(runs) > 1:
         ids = ", ".join(_describe(store, r) for r in runs)
         wanted = [flag for flag, value, values in (

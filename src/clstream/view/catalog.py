@@ -17,10 +17,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from clstream.core.errors import ClstreamError
+from clstream.core.errors import ClstreamError, StoreError
 from clstream.core.records import RunRow
 from clstream.store.db import ResultsStore
 from clstream.view.items import Row, item_rows
@@ -40,17 +41,47 @@ def run_ref(index: int, run_id: str) -> str:
     return f"{index}:{run_id}"
 
 
-class Catalog:
-    """The directories given to ``clstream view``, in order. Opening checks each is a
-    results directory (a one-line :class:`~clstream.core.errors.StoreError` otherwise)."""
+@dataclass(frozen=True)
+class Selection:
+    """Which runs the viewer shows (``--protocol``, ``--dataset``, ``--system`` as typed:
+    :func:`clstream.store.export.select_runs`); None: any."""
 
-    def __init__(self, dirs: list[str | Path]) -> None:
+    protocol: str | None = None
+    dataset: str | None = None
+    system: str | None = None
+
+
+class Catalog:
+    """The directories given to ``clstream view``, in order, and the runs of ``selection``
+    in them. Opening checks each is a results directory, and that a selection finds some
+    run (a one-line :class:`~clstream.core.errors.StoreError` otherwise)."""
+
+    def __init__(self, dirs: list[str | Path], selection: Selection = Selection()) -> None:
         self.dirs = [Path(d) for d in dirs]
+        self.selection = selection
         for d in self.dirs:
             ResultsStore(d, untouched=True).close()
         self._lock = threading.Lock()
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._cache: dict[tuple[str, str], Any] = {}
+        if selection != Selection() and not self.all_runs():
+            self._refuse_empty()
+
+    def _refuse_empty(self) -> None:
+        from clstream.store.export import no_run_error, select_runs
+
+        where = ", ".join(map(str, self.dirs))
+        chosen = self.selection
+        if chosen.system is None:
+            scope = " ".join(x for x in (chosen.protocol, chosen.dataset) if x)
+            raise StoreError(f"{where}: no run matches {scope}")
+        candidates: list[RunRow] = []
+        for index in range(len(self.dirs)):
+            with self.store(index) as store:
+                candidates += select_runs(store, chosen.protocol, chosen.dataset)
+        with self.store(0) as store:
+            raise no_run_error(store, candidates, chosen.system, chosen.protocol,
+                               chosen.dataset, where=where)
 
     @contextmanager
     def store(self, index: int) -> Iterator[ResultsStore]:
@@ -71,9 +102,14 @@ class Catalog:
     def all_runs(self) -> list[tuple[int, RunRow]]:
         def read() -> list[tuple[int, RunRow]]:
             found = []
+            from clstream.store.export import select_runs
+
+            chosen = self.selection
             for index in range(len(self.dirs)):
                 with self.store(index) as store:
-                    found += [(index, run) for run in store.runs()]
+                    found += [(index, run) for run in select_runs(
+                        store, chosen.protocol, chosen.dataset, chosen.system,
+                        where=str(self.dirs[index]))]
             return found
 
         return self.cached("runs", "", read)
@@ -103,8 +139,11 @@ class Catalog:
         def read() -> list[dict[str, Any]]:
             out = []
             for index in range(len(self.dirs)):
+                chosen = self.selection
                 with self.store(index) as store:
-                    summary = summarize(store)
+                    summary = summarize(store, protocol=chosen.protocol,
+                                        dataset=chosen.dataset, system=chosen.system,
+                                        where=str(self.dirs[index]))
                 for run in summary["runs"]:
                     run["ref"] = run_ref(index, str(run["run_id"]))
                 out.append(summary)

@@ -26,7 +26,7 @@ from clstream.protocols.clbench.envs import (
 from clstream.protocols.clbench.envs.base import EnvironmentBase
 from clstream.protocols.clbench.envs.codebase.shell import SUBMIT
 from clstream.protocols.clbench.envs.cohort.scoring import COHORTS
-from clstream.protocols.clbench.envs.spectrum import BAND
+from clstream.protocols.clbench.envs.spectrum.environment import BAND
 from clstream.protocols.clbench.policies import POLICIES, play_stateful, play_stateless
 
 Scripted = Callable[[EnvironmentBase, random.Random], dict[str, Any]]

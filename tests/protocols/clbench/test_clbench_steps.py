@@ -13,7 +13,7 @@ from clstream.core.events import Observation
 from clstream.core.types import GenerationRequest, Message, Query
 from clstream.models.builtin import BuiltinReader, shown_turns
 from clstream.protocols.clbench.envs import SpectrumEnv
-from clstream.protocols.clbench.policies import SpectrumRegistry
+from clstream.protocols.clbench.envs.spectrum.policy import SpectrumRegistry
 from clstream.protocols.clbench.runner import repair_query
 from clstream.systems.context import FullContext
 from clstream.systems.passages import observation_text

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from clstream.cli import main
-from clstream.core import imprint_writing as fmt
 from clstream.core.types import Message
 from clstream.protocols.imprint.schema import Dataset, load_dataset
+from clstream.protocols.imprint.settings import writing as fmt
 from clstream.protocols.imprint.settings.code.paraphrase import shares_content
 from clstream.protocols.imprint.settings.code.synthetic import CodeWorldConfig, write_library_wheels
 from clstream.protocols.imprint.settings.persona.option_audit import solved_by

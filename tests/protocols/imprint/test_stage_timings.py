@@ -5,19 +5,26 @@ per stage beside a card that stays byte-identical."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 from clstream.cli import main
+from clstream.protocols.imprint import stage_timings
 from clstream.protocols.imprint.stage_timings import TIMINGS_NAME, recording, timed
 
 
-def _spin(seconds: float) -> None:
-    end = time.process_time() + seconds
-    while time.process_time() < end:
-        pass
+class _Clock:
+    """A process clock that moves only when told to, so the accounting is checked exactly."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def process_time(self) -> float:
+        return self.now
+
+    def perf_counter(self) -> float:
+        return self.now
 
 
 def test_nothing_is_recorded_outside_a_recording() -> None:
@@ -28,21 +35,26 @@ def test_nothing_is_recorded_outside_a_recording() -> None:
     assert timings.rows == []
 
 
-def test_inner_stages_are_left_out_of_the_outer_one_and_grouped_by_name() -> None:
+def test_inner_stages_are_left_out_of_the_outer_one_and_grouped_by_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(stage_timings, "time", clock)
     with recording() as timings:
         with timed("template_build", 0):
+            clock.now += 1.0
             with timed("writer", 4) as writer:
-                _spin(0.05)
+                clock.now += 4.0
                 writer.kept = 3
         with timed("golden_subset", 5, group=True):
             with timed("filter_answers", 5):
-                _spin(0.05)
+                clock.now += 2.0
     rows = {r.stage: r for r in timings.rows}
     assert list(rows) == ["template_build", "writer", "golden_subset",
                           "golden_subset/filter_answers"]
-    assert rows["writer"].cpu_s >= 0.05 and rows["writer"].kept == 3
-    assert rows["template_build"].cpu_s < rows["writer"].cpu_s
-    assert rows["golden_subset"].cpu_s < rows["golden_subset/filter_answers"].cpu_s
+    assert {stage: (r.cpu_s, r.wall_s) for stage, r in rows.items()} == {
+        "template_build": (1.0, 1.0), "writer": (4.0, 4.0), "golden_subset": (0.0, 0.0),
+        "golden_subset/filter_answers": (2.0, 2.0)}
+    assert rows["writer"].kept == 3
 
 
 def _generate(out: Path, setting: str) -> int:

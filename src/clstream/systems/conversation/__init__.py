@@ -202,6 +202,9 @@ class ConversationMethod(MemorySystem):
     # already in each request: an environment runner need not show its steps again
     # (docs/clbench.md §2.4).
     keeps_instance_steps: ClassVar[bool] = True
+    # The method's own prompt templates (name -> text), fingerprinted with the shared ones in
+    # ``describe()`` so a change to either tells prompt versions apart.
+    templates: ClassVar[dict[str, object]] = {}
 
     def _empty(self) -> None:
         self._asked: dict[str, Asked] = {}
@@ -247,7 +250,7 @@ class ConversationMethod(MemorySystem):
         self._load(memory)
 
     def _described(self) -> dict[str, Any]:
-        return {"prompt_template_hash": conversation_prompts.template_fingerprint()}
+        return {"prompt_template_hash": conversation_prompts.template_fingerprint(self.templates.items())}
 
     # --- the scratch -----------------------------------------------------------------------
 

@@ -46,6 +46,18 @@ def make(name: str, seed: int = 0, schedule: str = "short") -> Environment:
     return env
 
 
+def test_each_builtin_policy_lies_beside_its_environment() -> None:
+    """The registry's policy of every task is the one the driver plays, from the task's own
+    folder (docs/clbench.md §4: a folder per task, its policy in ``policy.py``)."""
+    from clstream.core import registry
+
+    registry.names("policy")  # the protocols fill the registry on first use
+    for task, policy in POLICIES.items():
+        assert registry.resolve("policy", task) is policy
+        env_module = ENVIRONMENTS[task].__module__.rsplit(".", 1)[0]
+        assert policy.__module__ == f"{env_module}.policy", task
+
+
 def test_contracts_are_satisfied() -> None:
     for name in USABLE:
         env = make(name)

@@ -1,7 +1,7 @@
 """Model calls of the dataset stages that ``generate imprint --model`` runs, with their replies
 cached in the dataset directory (docs/imprint.md §4.7).
 
-The writer and the audits (:mod:`clstream.core.imprint_writing`) send one request per item
+The writer and the audits (:mod:`clstream.protocols.imprint.settings.writing`) send one request per item
 and stage. Replies are kept in a JSON file keyed by a hash of (model name, messages, decoding
 parameters), so generating the same dataset again -- or resuming one that was interrupted --
 makes no call already answered; a failed request is left out and counted, never a crash.
@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clstream.core import imprint_writing
 from clstream.core.contracts import Model
 from clstream.core.errors import DataError
 from clstream.core.files import write_atomic
 from clstream.core.jsonio import load_json_file
 from clstream.core.types import GenerationRequest, Message, SamplingParams
+from clstream.protocols.imprint.settings import writing
 
 CACHE_VERSION = "imprint-stage-cache-v1"
 CACHE_NAME = "stage_cache.json"
@@ -109,7 +109,7 @@ def json_object(text: str) -> dict[str, Any] | None:
 
 @dataclass
 class StageCalls(CachedCalls):
-    """The procedural worlds' writer and audits (:mod:`clstream.core.imprint_writing`)."""
+    """The procedural worlds' writer and audits (:mod:`clstream.protocols.imprint.settings.writing`)."""
 
     def request(self, key: str, stage: str, payload: dict[str, Any]) -> GenerationRequest:
-        return self.greedy(key, f"imprint-{stage}", imprint_writing.messages(stage, payload))
+        return self.greedy(key, f"imprint-{stage}", writing.messages(stage, payload))

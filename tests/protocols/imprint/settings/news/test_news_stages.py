@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from clstream.core import imprint_writing as fmt
 from clstream.core.types import GenerationRequest, GenerationResult, Sample
 from clstream.models.tokenizers import approx_tokenizer
+from clstream.protocols.imprint.settings import writing as fmt
 from clstream.protocols.imprint.settings.news.generate import NewsConfig, generate_news
 from clstream.protocols.imprint.settings.news.stages import anchors, news_stages
 

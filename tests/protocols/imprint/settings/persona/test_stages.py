@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from clstream.core import imprint_writing as fmt
 from clstream.core.types import GenerationRequest, GenerationResult, Sample
 from clstream.models.tokenizers import approx_tokenizer
 from clstream.protocols.imprint.schema import Dataset, Item
+from clstream.protocols.imprint.settings import writing as fmt
 from clstream.protocols.imprint.settings.persona.stages import persona_stages
 from clstream.protocols.imprint.settings.persona.synthetic import PersonaConfig, generate_persona
 

@@ -5,7 +5,7 @@ their one-element falsehoods, of the TempUpd axes and of the CompRel sub-familie
 ``generate imprint --setting news --model M`` hands every DirAcq, TempUpd and CompRel item to
 the model with its ledger frame (the claim, the change or the chain of facts, and for a false
 claim the one element that was swapped, already checked false against the ledger) and the
-template draft (:mod:`clstream.core.imprint_writing`). The gold stays the ledger's: the writer
+template draft (:mod:`clstream.protocols.imprint.settings.writing`). The gold stays the ledger's: the writer
 only words the question. A written question is kept when it ends in "?", keeps every name,
 date, period and number of the draft (so a true claim stays true and a falsehood keeps its
 single changed element), names no open answer the draft did not name, and is neither a
@@ -22,9 +22,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from clstream.core import imprint_writing as fmt
 from clstream.core.contracts import Model
 from clstream.protocols.imprint.schema import Dataset, Item, Manifest, question_key
+from clstream.protocols.imprint.settings import writing as fmt
 from clstream.protocols.imprint.settings.model_calls import CACHE_NAME, StageCalls
 from clstream.protocols.imprint.stage_timings import timed
 

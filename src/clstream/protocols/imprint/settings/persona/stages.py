@@ -5,7 +5,7 @@ besides the blind and with-context filters (ImprintBench App. D.3 items 6-8; doc
 ``generate imprint --setting persona --model M`` runs, in this order:
 
 1. **writer** -- TempUpd, RefRes and ImpRel items are written by the model from their fact
-   frame and the template draft (:mod:`clstream.core.imprint_writing`). A written item is
+   frame and the template draft (:mod:`clstream.protocols.imprint.settings.writing`). A written item is
    kept only when it still does its job: a question ending in "?", no value of the attribute
    named; a RefRes question sharing no word with the sentence that stated the fact (it must
    paraphrase); a TempUpd question sharing a word with the sentence that stated the stale
@@ -36,9 +36,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clstream.core import imprint_writing as fmt
 from clstream.core.contracts import Model
 from clstream.protocols.imprint.schema import Dataset, Item, Manifest, question_key
+from clstream.protocols.imprint.settings import writing as fmt
 from clstream.protocols.imprint.settings.model_calls import CACHE_NAME, StageCalls
 from clstream.protocols.imprint.settings.persona.catalogue import (
     CATALOGUE,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clstream.protocols.clbench.envs.spectrum import (
+from clstream.protocols.clbench.envs.spectrum.environment import (
     BAND,
     SpectrumEnv,
     available_iou,

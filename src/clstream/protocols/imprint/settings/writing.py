@@ -5,8 +5,8 @@ The paper writes and audits its items with a model (ImprintBench App. D.1, D.3):
 each fact frame into a question, and audits drop items a model solves without the person's
 history (forced commit, options only) or cannot solve from the facts alone (fact-list oracle),
 and ImpRel items whose answer would suit anyone (universality). ``generate imprint --model M``
-runs these stages over the procedural worlds; the protocol sends the requests, this module
-says what they look like, so the builtin model can read them without importing the protocol.
+runs these stages over the procedural worlds; the protocol sends the requests and this module
+says what they look like.
 
 Every request is a system message naming the stage and a user message holding the stage's
 instruction, then a JSON payload between :data:`PAYLOAD_OPEN` and :data:`PAYLOAD_CLOSE`. The
@@ -15,8 +15,10 @@ the item in its own words, keeping every name, date and number; it replies with 
 object. The audits reply with one labelled line (``GUESS:``, ``ANSWER:``, ``PICK:``,
 ``UNIVERSAL:``).
 
-The builtin model's replies (:func:`builtin_reply`) are deterministic and read only the
-payload: as a writer it keeps the draft; forced to guess without the history it declines
+The builtin model's replies (:func:`builtin_reply`) are declared in the protocol's manifest
+(``[builtin_replies]``, registry kind ``"builtin_reply"``, entry ``imprint-writing``:
+:func:`replier`), so the model reaches them through the registry and imports no protocol
+(docs/design.md §2.1). They are deterministic and read only the payload: as a writer it keeps the draft; forced to guess without the history it declines
 (it has no knowledge of the person); shown the options alone it picks none; given the fact
 list it picks the option that carries what the facts imply (the frame's decision levers);
 asked whether an answer suits anyone it says no. Every prompt here is written for this
@@ -30,6 +32,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from clstream.core.registry import BuiltinReply, PolicyLookup
 from clstream.core.types import Message
 
 PAYLOAD_OPEN = "<payload>"
@@ -151,3 +154,10 @@ def builtin_reply(request: Sequence[Message]) -> str | None:
         return "The facts do not settle it.\nANSWER: none"
     values = [str(f.get("value", "")) for f in payload.get("facts", []) if isinstance(f, dict)]
     return f"From the facts.\nANSWER: {values[-1] if values else 'none'}"
+
+
+def replier(policy_of: PolicyLookup) -> BuiltinReply:
+    """The registered replier: :func:`builtin_reply`, which needs no policy and keeps no
+    state."""
+    del policy_of
+    return builtin_reply

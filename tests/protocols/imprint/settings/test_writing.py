@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from clstream.core import imprint_writing as fmt
 from clstream.core.types import GenerationRequest, Message
 from clstream.models.builtin import BuiltinReader
+from clstream.protocols.imprint.settings import writing as fmt
 
 
 def test_requests_read_back_and_other_prompts_are_not_theirs() -> None:
