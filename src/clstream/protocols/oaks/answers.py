@@ -30,8 +30,9 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from itertools import repeat
 
-from clstream.protocols.oaks.data import OaksQuestion
+from clstream.protocols.oaks.data import OaksQuestion, equal_runs
 
 # The word "answer", optional quotes/asterisks/hashes, a colon. Quotes, asterisks or hashes
 # before the word need no pattern: only where the marker ends matters.
@@ -168,22 +169,16 @@ def canonical_answer(output: str, mc: bool, question_type: str | None = None) ->
 
 def canonical_golds(question: OaksQuestion) -> tuple[str, ...]:
     """Per-interval canonical gold: MC the option letter, open-ended the first accepted gold."""
-    # A gold usually holds for many intervals in a row: each distinct one is read once.
-    seen: dict[tuple[str, ...], str] = {}
+    # A gold usually holds for many intervals in a row: each run of one gold is read once.
     out: list[str] = []
-    if question.is_mc:
-        for t, golds in enumerate(question.golds, 1):
-            gold = seen.get(golds)
-            if gold is None:
-                gold = seen[golds] = canonical(question.gold_letter(t), True)
-            out.append(gold)
-        return tuple(out)
-    qtype = question.question_type
-    for golds in question.golds:
-        gold = seen.get(golds)
-        if gold is None:
-            gold = seen[golds] = canonical(golds[0], False, qtype) if golds else ""
-        out.append(gold)
+    mc, qtype = question.is_mc, question.question_type
+    for start, end in equal_runs(question.golds):
+        golds = question.golds[start]
+        if mc:
+            gold = canonical(question.gold_letter(start + 1), True)
+        else:
+            gold = canonical(golds[0], False, qtype) if golds else ""
+        out += repeat(gold, end - start)
     return tuple(out)
 
 
@@ -192,25 +187,27 @@ def accepted_answers(question: OaksQuestion) -> tuple[frozenset[str], ...]:
 
     Interval t is *before* the counted event (counting) or the evidence (comparison) while
     every accepted gold at every interval <= t is "0"/"Unknown" (counting) or "Unknown"/"Same"
-    (comparison); there both answers of that pair are correct.
+    (comparison); there both answers of that pair are correct. Intervals that share a gold
+    share one set (each run of one gold is read once: the golds hold for many intervals).
     """
+    out: list[frozenset[str]] = []
     if question.is_mc:
-        return tuple(frozenset({gold}) for gold in canonical_golds(question))
+        for start, end in equal_runs(question.golds):
+            out += repeat(frozenset({canonical(question.gold_letter(start + 1), True)}),
+                          end - start)
+        return tuple(out)
     qtype = (question.question_type or "").strip().lower()
     early = _EARLY_EQUIVALENTS.get(qtype, frozenset())
     before_evidence = bool(early)
-    accepted_per_t: list[frozenset[str]] = []
-    seen: dict[tuple[str, ...], frozenset[str]] = {}  # each distinct gold set read once
-    for golds in question.golds:
-        read = seen.get(golds)
-        if read is None:
-            read = seen[golds] = frozenset(canonical(g, False, qtype) for g in golds)
-        accepted = set(read)
+    for start, end in equal_runs(question.golds):
+        accepted = frozenset(canonical(g, False, question.question_type)
+                             for g in question.golds[start])
+        # The same gold for the whole run: "before" holds for all of it or none of it.
         before_evidence = before_evidence and bool(accepted) and accepted <= early
         if before_evidence:
             accepted |= early
-        accepted_per_t.append(frozenset(accepted))
-    return tuple(accepted_per_t)
+        out += repeat(accepted, end - start)
+    return tuple(out)
 
 
 def is_correct(output: str, question: OaksQuestion, t: int) -> bool:
