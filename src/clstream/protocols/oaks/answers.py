@@ -169,17 +169,7 @@ def canonical_answer(output: str, mc: bool, question_type: str | None = None) ->
 
 def canonical_golds(question: OaksQuestion) -> tuple[str, ...]:
     """Per-interval canonical gold: MC the option letter, open-ended the first accepted gold."""
-    # A gold usually holds for many intervals in a row: each run of one gold is read once.
-    out: list[str] = []
-    mc, qtype = question.is_mc, question.question_type
-    for start, end in equal_runs(question.golds):
-        golds = question.golds[start]
-        if mc:
-            gold = canonical(question.gold_letter(start + 1), True)
-        else:
-            gold = canonical(golds[0], False, qtype) if golds else ""
-        out += repeat(gold, end - start)
-    return tuple(out)
+    return golds_by_interval(question)[0]
 
 
 def accepted_answers(question: OaksQuestion) -> tuple[frozenset[str], ...]:
@@ -187,27 +177,38 @@ def accepted_answers(question: OaksQuestion) -> tuple[frozenset[str], ...]:
 
     Interval t is *before* the counted event (counting) or the evidence (comparison) while
     every accepted gold at every interval <= t is "0"/"Unknown" (counting) or "Unknown"/"Same"
-    (comparison); there both answers of that pair are correct. Intervals that share a gold
-    share one set (each run of one gold is read once: the golds hold for many intervals).
+    (comparison); there both answers of that pair are correct.
     """
-    out: list[frozenset[str]] = []
-    if question.is_mc:
-        for start, end in equal_runs(question.golds):
-            out += repeat(frozenset({canonical(question.gold_letter(start + 1), True)}),
-                          end - start)
-        return tuple(out)
-    qtype = (question.question_type or "").strip().lower()
-    early = _EARLY_EQUIVALENTS.get(qtype, frozenset())
+    return golds_by_interval(question)[1]
+
+
+def golds_by_interval(question: OaksQuestion
+                      ) -> tuple[tuple[str, ...], tuple[frozenset[str], ...]]:
+    """:func:`canonical_golds` and :func:`accepted_answers` of one question together.
+
+    A gold usually holds for many intervals in a row, so each run of one gold is read once
+    and its intervals share one accepted set; "before the evidence" holds for all of a run or
+    none of it (its golds are the same throughout)."""
+    golds: list[str] = []
+    accepted: list[frozenset[str]] = []
+    mc, qtype = question.is_mc, question.question_type
+    early = frozenset() if mc else _EARLY_EQUIVALENTS.get((qtype or "").strip().lower(),
+                                                          frozenset())
     before_evidence = bool(early)
     for start, end in equal_runs(question.golds):
-        accepted = frozenset(canonical(g, False, question.question_type)
-                             for g in question.golds[start])
-        # The same gold for the whole run: "before" holds for all of it or none of it.
-        before_evidence = before_evidence and bool(accepted) and accepted <= early
-        if before_evidence:
-            accepted |= early
-        out += repeat(accepted, end - start)
-    return tuple(out)
+        given = question.golds[start]
+        if mc:
+            gold = canonical(question.gold_letter(start + 1), True)
+            ok = frozenset({gold})
+        else:
+            gold = canonical(given[0], False, qtype) if given else ""
+            ok = frozenset(canonical(g, False, qtype) for g in given)
+            before_evidence = before_evidence and bool(ok) and ok <= early
+            if before_evidence:
+                ok |= early
+        golds += repeat(gold, end - start)
+        accepted += repeat(ok, end - start)
+    return tuple(golds), tuple(accepted)
 
 
 def is_correct(output: str, question: OaksQuestion, t: int) -> bool:

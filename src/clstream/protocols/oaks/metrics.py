@@ -36,7 +36,7 @@ from typing import Any
 from clstream.core.errors import DataError, SpecError
 from clstream.core.jsonio import flat_json_lines
 from clstream.metrics.exact import exact_mean
-from clstream.protocols.oaks.answers import accepted_answers, canonical_answer, canonical_golds
+from clstream.protocols.oaks.answers import canonical_answer, golds_by_interval
 from clstream.protocols.oaks.data import OaksDataset, OaksQuestion, equal_runs
 
 INTRA_PHASE_KEYS = ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss")
@@ -121,7 +121,7 @@ def question_fractions(correct: Iterable[Any], golds: Sequence[str]) -> dict[str
 
 def n_changes(golds: Sequence[str]) -> int:
     """Number of t in 2..C with gold_t != gold_{t-1} (the first Unknown -> X counts)."""
-    return sum(1 for a, b in zip(golds, golds[1:], strict=False) if a != b)
+    return sum(map(ne, golds[1:], golds[:-1]))
 
 
 def n_phases(golds: Sequence[str]) -> int:
@@ -161,16 +161,23 @@ def transition_counts(
     Row j gives question j's canonical golds, canonical model answers and correctness per
     interval; GT change = gold_t != gold_{t-1}, model change = answer_t != answer_{t-1}.
     """
-    def cells() -> Iterator[tuple[bool, bool, bool]]:
-        for gold, answer, hits in zip(golds, answers, correct, strict=True):
-            g, a, c = tuple(gold), tuple(answer), correctness(hits)
-            if not len(g) == len(a) == len(c):
-                raise ValueError("golds, answers and correctness differ in length")
-            yield from zip(map(ne, g[1:], g[:-1]), map(ne, a[1:], a[:-1]), map(bool, c[1:]),
-                           strict=True)
-
-    counts = Counter(cells())
-    return {name: counts[cell] for cell, name in TRANSITIONS.items()}
+    # Each interval t >= 2 is coded 4 * GT change + 2 * model change + correct, one byte
+    # each, by adding three 0/1 byte strings as numbers (no byte carries: each is 0 or 1);
+    # then each behaviour is one count of its code, in C.
+    by_code = [0] * 8
+    for gold, answer, hits in zip(golds, answers, correct, strict=True):
+        g, a, c = tuple(gold), tuple(answer), correctness(hits)
+        if not len(g) == len(a) == len(c):
+            raise ValueError("golds, answers and correctness differ in length")
+        if len(c) < 2:
+            continue  # no interval t >= 2
+        gt_change = int.from_bytes(bytes(map(ne, g[1:], g[:-1])))
+        model_change = int.from_bytes(bytes(map(ne, a[1:], a[:-1])))
+        codes = (gt_change << 2 | model_change << 1 | int.from_bytes(c[1:])).to_bytes(len(c) - 1)
+        for code in range(8):
+            by_code[code] += codes.count(code)
+    return {name: by_code[4 * gt + 2 * model + right]
+            for (gt, model, right), name in TRANSITIONS.items()}
 
 
 def transition_rates(counts: Mapping[str, int]) -> dict[str, float]:
@@ -302,7 +309,7 @@ def judge_dataset(
             for output in set(outputs).difference(memo):
                 if output is not None:
                     memo[output] = canonical_answer(output, mc, qtype)
-            accepted = accepted_answers(q)
+            golds, accepted = golds_by_interval(q)
             if None in outputs:
                 if not allow_missing:
                     t = outputs.index(None) + 1
@@ -317,7 +324,7 @@ def judge_dataset(
             else:
                 answers = list(map(memo.__getitem__, outputs))
                 hits = bytes(map(frozenset.__contains__, accepted, answers))
-            judged.append(JudgedQuestion(doc.bid, q, canonical_golds(q), tuple(answers), hits))
+            judged.append(JudgedQuestion(doc.bid, q, golds, tuple(answers), hits))
     return judged, missing
 
 
