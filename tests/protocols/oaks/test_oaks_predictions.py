@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from clstream.core.errors import DataError
+from clstream.protocols.oaks import metrics
 from clstream.protocols.oaks.data import OaksDataset, OaksDocument, OaksQuestion
 from clstream.protocols.oaks.metrics import (
     PredictionCells,
@@ -168,3 +169,20 @@ def test_cells_judge_as_the_mapping_does(tmp_path: Path, blank_line: bool) -> No
         judge_dataset(data, cells)
     with pytest.raises(ValueError, match="another dataset"):
         judge_dataset(two_documents(), cells, True)
+
+
+def test_cells_read_in_batches_name_a_line_of_any_batch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Parsed two lines at a time: a duplicate of a line in an earlier batch, or a bad line
+    # in a later one, is named as when the file is read whole.
+    monkeypatch.setattr(metrics, "PREDICTION_BATCH", 2)
+    data = two_documents()
+    lines = [rec("b1_q0", 1), rec("b1_q0", 2), rec("b1_q0", 3), rec("b1_q1", 1),
+             rec("b1_q1", 2)]
+    path = write(tmp_path, lines)
+    assert judge_dataset(data, load_prediction_cells(path, data), True) == \
+        judge_dataset(data, load_predictions(path, data), True)
+    with pytest.raises(DataError, match=r"line 6.*duplicate.*b1_q0 t 2.*first on line 2"):
+        load_prediction_cells(write(tmp_path, [*lines, rec("b1_q0", 2)]), data)
+    with pytest.raises(DataError, match=r"line 6.*t.*beyond the document's 2 chunks"):
+        load_prediction_cells(write(tmp_path, [*lines, rec("b2_q0", 3)]), data)

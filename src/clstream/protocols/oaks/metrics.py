@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import DataError, SpecError
-from clstream.core.jsonio import flat_json_lines
+from clstream.core.jsonio import JsonLinesFile, flat_json_lines
 from clstream.metrics.exact import exact_mean
 from clstream.protocols.oaks.answers import canonical_answer, golds_by_interval
 from clstream.protocols.oaks.data import OaksDataset, OaksQuestion, equal_runs
@@ -504,25 +504,25 @@ def _checked_in_bulk(values: list[dict[str, Any]], chunks: Mapping[str, int] | N
     return predictions if len(predictions) == len(values) else None  # else a duplicate
 
 
-def _cells_in_bulk(values: list[dict[str, Any]], layout: CellLayout) -> list[str | None] | None:
-    """:func:`_checked_in_bulk` laid out by ``layout``: each output put in its cell, no key
-    made per line; None where a line fails a check."""
+def _put_in_cells(values: list[dict[str, Any]], layout: CellLayout,
+                  outputs_by_cell: list[str | None]) -> bool:
+    """Put each output of a batch of flat objects in its cell when every line passes
+    :func:`_columns_in_bulk`, no key made per line; False (nothing put) when one fails.
+    Two lines for one cell leave one filled cell fewer than lines: the caller counts."""
     columns = _columns_in_bulk(values, layout.size)
     if columns is None:
-        return None
+        return False
     qids, ts, outputs = columns
-    cells = list(map(add, map(layout.base.__getitem__, qids), ts))
-    outputs_by_cell: list[str | None] = [None] * layout.total
+    cells = map(add, map(layout.base.__getitem__, qids), ts)
     deque(map(outputs_by_cell.__setitem__, cells, outputs), maxlen=0)  # in C, keeps nothing
-    if outputs_by_cell.count(None) != layout.total - len(values):
-        return None  # two lines in one cell: a duplicate
-    return outputs_by_cell
+    return True
 
 
 def _read_line_by_line(name: str, read: list[dict[str, Any]] | Iterator[tuple[int, Any]],
                        chunks: Mapping[str, int] | None) -> dict[tuple[str, int], str]:
-    """The predictions of :func:`flat_json_lines`'s ``read``, each line checked on its own:
-    the first bad line raises, naming its line and field."""
+    """The predictions of ``read`` (:func:`flat_json_lines`'s list or pairs of line number
+    and value), each line checked on its own: the first bad line raises, naming its line and
+    field."""
     lines = enumerate(read, start=1) if isinstance(read, list) else read
     predictions: dict[tuple[str, int], str] = {}
     first_line: dict[tuple[str, int], int] = {}
@@ -572,16 +572,25 @@ def load_predictions(
     return _read_line_by_line(name, read, chunks)
 
 
+PREDICTION_BATCH = 16_384
+"""Lines parsed at a time by :func:`load_prediction_cells` (:class:`JsonLinesFile`)."""
+
+
 def load_prediction_cells(path: str | Path, dataset: OaksDataset) -> PredictionCells:
     """:func:`load_predictions` of ``dataset``'s predictions, laid out in its cells for
-    :func:`judge_dataset`: the same checks and the same errors, and in the usual file (every
-    line a flat object) neither a key nor a dictionary entry made per line."""
+    :func:`judge_dataset`: the same checks and the same errors. The usual file (every line a
+    flat object) is parsed a batch at a time and each batch's outputs put in their cells,
+    with neither a key nor a dictionary entry made per line; any other file, or a batch with
+    a line that fails a check, is read again line by line, which names the line."""
     name = str(path)
     layout = CellLayout(dataset)
-    read = flat_json_lines(name)
-    if isinstance(read, list):
-        outputs = _cells_in_bulk(read, layout)
-        if outputs is not None:
-            return PredictionCells(layout, outputs)
-    return PredictionCells(layout, _cells_of(layout, _read_line_by_line(name, read, layout.size),
-                                             name))
+    source = JsonLinesFile(name)
+    outputs_by_cell: list[str | None] = [None] * layout.total
+    for values in source.flat_batches(PREDICTION_BATCH):
+        if values is None or not _put_in_cells(values, layout, outputs_by_cell):
+            break
+    else:
+        if outputs_by_cell.count(None) == layout.total - len(source.lines):  # no duplicate
+            return PredictionCells(layout, outputs_by_cell)
+    by_line = _read_line_by_line(name, source.one_by_one(), layout.size)
+    return PredictionCells(layout, _cells_of(layout, by_line, name))
