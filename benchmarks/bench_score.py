@@ -8,9 +8,10 @@ command, its start-up, the floor and the bare interpreter one after another, so 
 the machine's speed between rounds moves both sides of a ratio alike. Each ratio is the median
 of the rounds' ratios; each time, the median of the rounds' times:
 
-- "whole process": CPU of ``clstream score ... --json`` over CPU of the floor process;
+- "whole process": CPU of ``clstream score ... --json`` over CPU of the floor process
+  (target: 1.5x);
 - "after start-up": the same with each side's start-up taken off (the command line's
-  ``clstream --version``, the floor's bare interpreter), the work itself (target: 2x).
+  ``clstream --version``, the floor's bare interpreter), the work itself.
 
 Inputs are generated: an OAKS-BABI stream with short chunks (the predictions dominate), and
 one prediction per (question, interval) whose output ends in an answer marker, the gold 60%
@@ -48,7 +49,7 @@ from cli_timing import (
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
 
-TARGET = 2.0
+TARGET = 1.5
 QUESTIONS_PER_DOC = 40
 CHUNKS = 250
 
@@ -147,12 +148,13 @@ def main() -> None:
                           for r, c, b, p in rounds)
             rows.append([name, size, f"{run.cpu_s:.2f}", f"{base:.2f}", f"{whole:.2f}",
                          f"{cli_start:.2f}", f"{work:.2f}",
-                         "met" if work <= TARGET else "NOT met", f"{run.wall_s:.2f}",
+                         "met" if whole <= TARGET else "NOT met", f"{run.wall_s:.2f}",
                          f"{run.peak_mib:.0f}"])
             print("  ".join(str(c) for c in rows[-1]), flush=True)
     table = markdown_table(
         ["command", "input", "CPU s", "json floor CPU s", "x floor (whole process)",
-         "start-up CPU s", "x floor (after start-up)", f"<= {TARGET:g}", "wall s", "peak MiB"],
+         "start-up CPU s", "x floor (after start-up)", f"whole <= {TARGET:g}", "wall s",
+         "peak MiB"],
         rows, "llrrrrrlrr")
     print(table)
     if args.readme:
