@@ -8,9 +8,10 @@ command, its start-up, the floor and the bare interpreter one after another, so 
 the machine's speed between rounds moves both sides of a ratio alike. Each ratio is the median
 of the rounds' ratios; each time, the median of the rounds' times:
 
-- "whole process": CPU of ``clstream score ... --json`` over CPU of the floor process;
+- "whole process": CPU of ``clstream score ... --json`` over CPU of the floor process
+  (target: 1.5x);
 - "after start-up": the same with each side's start-up taken off (the command line's
-  ``clstream --version``, the floor's bare interpreter), the work itself (target: 2x).
+  ``clstream --version``, the floor's bare interpreter), the work itself.
 
 Inputs are generated: an OAKS-BABI stream with short chunks (the predictions dominate), and
 one prediction per (question, interval) whose output ends in an answer marker, the gold 60%
@@ -27,11 +28,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import random
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from statistics import median
+from typing import TypeVar
 
 from cli_timing import (
     ProcessTime,
@@ -48,7 +52,8 @@ from cli_timing import (
 from clstream.protocols.oaks.babi import write_oaks_babi
 from clstream.protocols.oaks.loader import load_oaks
 
-TARGET = 2.0
+TARGET = 1.5
+T = TypeVar("T")
 QUESTIONS_PER_DOC = 40
 CHUNKS = 250
 
@@ -112,6 +117,14 @@ def seqmem_inputs(root: Path, tasks: int) -> tuple[Path, int]:
     return path, lines
 
 
+def in_fresh_process(function: Callable[..., T], *args: object) -> T:
+    """``function(*args)`` in a fresh interpreter. Generating the inputs grows a process to
+    some hundred MiB, and a command started from it reports that as its own peak memory (the
+    parent's pages count for the child until it replaces itself with the command)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(function, args)
+
+
 def floor(files: tuple[str, str]) -> ProcessTime:
     return run_process([sys.executable, "-c", FLOOR, *files])
 
@@ -127,8 +140,8 @@ def main() -> None:
     rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        data, preds, n_preds = oaks_inputs(root, args.predictions)
-        records, n_records = seqmem_inputs(root, args.tasks)
+        data, preds, n_preds = in_fresh_process(oaks_inputs, root, args.predictions)
+        records, n_records = in_fresh_process(seqmem_inputs, root, args.tasks)
         cases = [
             ("score oaks", f"{n_preds:,} predictions",
              ["score", "oaks", str(data), str(preds), "--json"], (str(data), str(preds))),
@@ -147,12 +160,13 @@ def main() -> None:
                           for r, c, b, p in rounds)
             rows.append([name, size, f"{run.cpu_s:.2f}", f"{base:.2f}", f"{whole:.2f}",
                          f"{cli_start:.2f}", f"{work:.2f}",
-                         "met" if work <= TARGET else "NOT met", f"{run.wall_s:.2f}",
+                         "met" if whole <= TARGET else "NOT met", f"{run.wall_s:.2f}",
                          f"{run.peak_mib:.0f}"])
             print("  ".join(str(c) for c in rows[-1]), flush=True)
     table = markdown_table(
         ["command", "input", "CPU s", "json floor CPU s", "x floor (whole process)",
-         "start-up CPU s", "x floor (after start-up)", f"<= {TARGET:g}", "wall s", "peak MiB"],
+         "start-up CPU s", "x floor (after start-up)", f"whole <= {TARGET:g}", "wall s",
+         "peak MiB"],
         rows, "llrrrrrlrr")
     print(table)
     if args.readme:

@@ -12,6 +12,7 @@ import pytest
 from clstream.core.errors import DataError
 from clstream.core.jsonio import (
     MAX_DEPTH,
+    JsonLinesFile,
     gc_paused,
     iter_json_lines,
     iter_json_lines_fast,
@@ -60,6 +61,27 @@ def test_fast_reader_matches_the_strict_reader(tmp_path: Path, case: str) -> Non
     rejected = ("nan", "syntax", "not utf-8", "too deep", "infinity", "two values",
                 "bom on line 2")
     assert (fast[0] == "error") == (case in rejected)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_line_by_line_from_the_split_file_matches_the_strict_reader(tmp_path: Path,
+                                                                    case: str) -> None:
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(CASES[case])
+    assert outcome(lambda p: JsonLinesFile(p).one_by_one(), path) == \
+        outcome(iter_json_lines, path)
+
+
+def test_flat_batches_hand_out_each_batch_or_none(tmp_path: Path) -> None:
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"b": "x"}\n{"c": null}\n{"d": [1]}\n{"e": 2}\n{oops\n'
+                     b'{"g": true}')
+    batches = list(JsonLinesFile(path).flat_batches(2))
+    # A nested value or a line that is not JSON: its batch is None, the others as parsed.
+    assert batches == [[{"a": 1}, {"b": "x"}], None, None, [{"g": True}]]
+    assert list(JsonLinesFile(tmp_path / "lines.jsonl").flat_batches(10)) == [None]
+    path.write_bytes(b"")
+    assert list(JsonLinesFile(path).flat_batches(2)) == []
 
 
 def test_values_keep_their_types(tmp_path: Path) -> None:

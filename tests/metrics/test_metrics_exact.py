@@ -132,3 +132,14 @@ def test_bootstrap_handles_wide_and_negative_values_exactly() -> None:
     # Over one common denominator these numerators span several 24-bit limbs.
     values = np.array([-0.5, 1e-12, 3.0, -2.75, 1e-12, 1 / 3])
     assert bootstrap_ci(values, n_boot=100, seed=1) == _reference_ci(values, 100, 0.05, 1)
+
+
+def test_exact_mean_of_whole_numbers_is_their_sum_over_their_count() -> None:
+    # Whole numbers a double holds take the short path: the same value as the exact ratio.
+    rng = random.Random(3)
+    for _ in range(200):
+        values = [rng.choice([-1, 0, 1, True, False, rng.randint(-10**15, 10**15)])
+                  for _ in range(rng.randint(1, 50))]
+        assert exact_mean(values) == float(Fraction(sum(values), len(values)))
+    # Beyond 2**53 an integer is read as the double it rounds to, as every value always was.
+    assert exact_mean([2**53 + 1, 0]) == exact_mean([float(2**53 + 1), 0.0]) == 2.0**52

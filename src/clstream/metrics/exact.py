@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
+from typing import cast
 
 __all__ = ["exact_mean", "exact_sum", "exact_variance", "least_squares_slope",
            "standard_error", "scaled_integers"]
@@ -41,6 +42,11 @@ def scaled_integers(values: Iterable[float]) -> tuple[list[int], int]:
     return [n * (denominator // d) for n, d in ratios], denominator
 
 
+_WHOLE = frozenset({int, bool})
+_EXACT_INT = 2**53
+"""Integers up to this size are doubles exactly: :func:`exact_mean` of them needs no scaling."""
+
+
 def exact_sum(values: Iterable[float]) -> float:
     """The correctly rounded sum (``math.fsum``): the same for every order of the terms."""
     data = [float(v) for v in values]
@@ -60,6 +66,11 @@ def exact_mean(values: Iterable[float | Fraction]) -> float:
     data = list(values)
     if not data:
         raise ValueError("cannot average no values")
+    if set(map(type, data)) <= _WHOLE and -_EXACT_INT <= min(data) and max(data) <= _EXACT_INT:
+        # Whole numbers a double holds exactly (0/1 scores, their differences): the sum is
+        # exact as it is, and int / int rounds once, as the general path below would.
+        whole = cast(list[int], data)  # ints and bools, checked above
+        return sum(whole) / len(whole)
     if any(isinstance(v, Fraction) for v in data):
         return float(sum((Fraction(v) for v in data), Fraction(0)) / len(data))
     numerators, denominator = scaled_integers([float(v) for v in data])

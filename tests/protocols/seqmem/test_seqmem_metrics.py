@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from clstream.core.errors import DataError
+from clstream.core.jsonio import iter_json_lines
 from clstream.protocols.seqmem.metrics import (
     bwt,
     forgetting,
+    forgetting_by_horizon,
     holdout_acc,
     holdout_curve,
     iv,
@@ -22,6 +24,7 @@ from clstream.protocols.seqmem.metrics import (
     online_curve,
     ped,
     r_min,
+    records_from_rows,
     score_seqmem,
     trend_ho,
 )
@@ -38,7 +41,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 def test_online_curve_and_trajectory_metrics_by_hand() -> None:
     a = [1, 0, 0, 1, 1]
     # Abar: 1, 1/2, 1/3, 2/4, 3/5
-    assert online_curve(a).tolist() == pytest.approx([1.0, 0.5, 1 / 3, 0.5, 0.6])
+    assert online_curve(a) == pytest.approx([1.0, 0.5, 1 / 3, 0.5, 0.6])
     assert online_acc(a) == pytest.approx(0.6)
     assert ped(a) == pytest.approx(1.0 - 0.6)
     assert mer(a) == pytest.approx(0.6 - 1 / 3)
@@ -359,3 +362,34 @@ def test_matches_independent_reimplementation_on_random_records(sampled: bool) -
                     assert got[key][h] == pytest.approx(value[h], abs=1e-6)
             else:
                 assert got[key] == pytest.approx(value, abs=1e-6), key
+
+
+def test_records_read_in_bulk_are_those_read_line_by_line(tmp_path: Path) -> None:
+    # Flat lines are checked all at once; the same lines one by one give the same records,
+    # each checkpoint's items in file order and every dict in the same order.
+    rng = random.Random(7)
+    for case in range(40):
+        rows = random_rows(rng, sampled=bool(case % 2))
+        for row in rows[::3]:
+            row["correct"] = bool(row["correct"])  # true/false are 1/0
+            row["output"] = "kept aside"  # other fields are ignored
+        path = write_jsonl(tmp_path / f"r{case}.jsonl", rows)
+        bulk = load_seqmem_records(path)
+        one_by_one = records_from_rows(iter_json_lines(path), source=str(path))
+        assert bulk == one_by_one
+        assert [list(v.items()) for v in bulk.holdout.values()] == \
+            [list(v.items()) for v in one_by_one.holdout.values()]
+        assert [(t, list(v.items())) for t, v in bulk.retro.items()] == \
+            [(t, list(v.items())) for t, v in one_by_one.retro.items()]
+        assert all(type(c) is int for c in bulk.online)
+
+
+def test_forgetting_at_every_horizon_is_forgetting_at_each() -> None:
+    rng = random.Random(11)
+    for _ in range(50):
+        rows = random_rows(rng, sampled=True)
+        records = records_from_rows(enumerate(rows, start=1))
+        if not records.retro:
+            continue
+        every = forgetting_by_horizon(records.online, records.retro)
+        assert every == {t: forgetting(records.online, records.retro, t) for t in records.retro}

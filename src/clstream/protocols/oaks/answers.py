@@ -30,8 +30,9 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from itertools import repeat
 
-from clstream.protocols.oaks.data import OaksQuestion
+from clstream.protocols.oaks.data import OaksQuestion, equal_runs
 
 # The word "answer", optional quotes/asterisks/hashes, a colon. Quotes, asterisks or hashes
 # before the word need no pattern: only where the marker ends matters.
@@ -168,23 +169,7 @@ def canonical_answer(output: str, mc: bool, question_type: str | None = None) ->
 
 def canonical_golds(question: OaksQuestion) -> tuple[str, ...]:
     """Per-interval canonical gold: MC the option letter, open-ended the first accepted gold."""
-    # A gold usually holds for many intervals in a row: each distinct one is read once.
-    seen: dict[tuple[str, ...], str] = {}
-    out: list[str] = []
-    if question.is_mc:
-        for t, golds in enumerate(question.golds, 1):
-            gold = seen.get(golds)
-            if gold is None:
-                gold = seen[golds] = canonical(question.gold_letter(t), True)
-            out.append(gold)
-        return tuple(out)
-    qtype = question.question_type
-    for golds in question.golds:
-        gold = seen.get(golds)
-        if gold is None:
-            gold = seen[golds] = canonical(golds[0], False, qtype) if golds else ""
-        out.append(gold)
-    return tuple(out)
+    return golds_by_interval(question)[0]
 
 
 def accepted_answers(question: OaksQuestion) -> tuple[frozenset[str], ...]:
@@ -194,23 +179,36 @@ def accepted_answers(question: OaksQuestion) -> tuple[frozenset[str], ...]:
     every accepted gold at every interval <= t is "0"/"Unknown" (counting) or "Unknown"/"Same"
     (comparison); there both answers of that pair are correct.
     """
-    if question.is_mc:
-        return tuple(frozenset({gold}) for gold in canonical_golds(question))
-    qtype = (question.question_type or "").strip().lower()
-    early = _EARLY_EQUIVALENTS.get(qtype, frozenset())
+    return golds_by_interval(question)[1]
+
+
+def golds_by_interval(question: OaksQuestion
+                      ) -> tuple[tuple[str, ...], tuple[frozenset[str], ...]]:
+    """:func:`canonical_golds` and :func:`accepted_answers` of one question together.
+
+    A gold usually holds for many intervals in a row, so each run of one gold is read once
+    and its intervals share one accepted set; "before the evidence" holds for all of a run or
+    none of it (its golds are the same throughout)."""
+    golds: list[str] = []
+    accepted: list[frozenset[str]] = []
+    mc, qtype = question.is_mc, question.question_type
+    early = frozenset() if mc else _EARLY_EQUIVALENTS.get((qtype or "").strip().lower(),
+                                                          frozenset())
     before_evidence = bool(early)
-    accepted_per_t: list[frozenset[str]] = []
-    seen: dict[tuple[str, ...], frozenset[str]] = {}  # each distinct gold set read once
-    for golds in question.golds:
-        read = seen.get(golds)
-        if read is None:
-            read = seen[golds] = frozenset(canonical(g, False, qtype) for g in golds)
-        accepted = set(read)
-        before_evidence = before_evidence and bool(accepted) and accepted <= early
-        if before_evidence:
-            accepted |= early
-        accepted_per_t.append(frozenset(accepted))
-    return tuple(accepted_per_t)
+    for start, end in equal_runs(question.golds):
+        given = question.golds[start]
+        if mc:
+            gold = canonical(question.gold_letter(start + 1), True)
+            ok = frozenset({gold})
+        else:
+            gold = canonical(given[0], False, qtype) if given else ""
+            ok = frozenset(canonical(g, False, qtype) for g in given)
+            before_evidence = before_evidence and bool(ok) and ok <= early
+            if before_evidence:
+                ok |= early
+        golds += repeat(gold, end - start)
+        accepted += repeat(ok, end - start)
+    return tuple(golds), tuple(accepted)
 
 
 def is_correct(output: str, question: OaksQuestion, t: int) -> bool:

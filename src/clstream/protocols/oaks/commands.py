@@ -1,8 +1,10 @@
 """OAKS verbs: ``generate oaks-babi``, ``run oaks`` and ``score oaks`` (docs/oaks.md §2, §3); their
 flags are in :mod:`clstream.protocols.oaks.arguments`.
 
-Each verb imports what only it needs when it runs (the generator for ``generate``, the metrics
-and numpy for ``score``), so a small ``run`` does not pay for them at start-up."""
+Each verb imports what only it needs when it runs (the generator for ``generate``, the driver
+and runner for ``run``, the metrics for ``score``), so no verb pays at start-up for another's
+modules: ``score`` is a short process, and the driver's imports would cost it as much as its
+judging (benchmarks/README.md, "Scoring")."""
 
 from __future__ import annotations
 
@@ -11,33 +13,24 @@ import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clstream.arguments.requests import seed_requests
-from clstream.core.contracts import System
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError
 from clstream.core.jsonio import dumps_finite, gc_paused
-from clstream.core.outputs import claim_file
-from clstream.core.specs import RunSpec
-from clstream.driver.assemble import plan_job, run_basics, shared_models
-from clstream.driver.execute import drive
-from clstream.driver.flags import (
-    MOST_IN_FLIGHT,
-    positive,
-)
-from clstream.driver.plan import RunJob, StoredDataset
-from clstream.driver.request import RunRequest
 from clstream.protocols.oaks.arguments import (
-    RunOptions,
     add_generate_arguments,
     add_run_oaks_arguments,
     add_score_arguments,
 )
-from clstream.protocols.oaks.data import gold_view
 from clstream.protocols.oaks.loader import load_oaks
-from clstream.protocols.oaks.prompts import template_fingerprint
-from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
+
+if TYPE_CHECKING:
+    from clstream.core.contracts import System
+    from clstream.core.specs import RunSpec
+    from clstream.driver.plan import RunJob
+    from clstream.driver.request import RunRequest
+    from clstream.protocols.oaks.arguments import RunOptions
 
 __all__ = ["add_generate_arguments", "add_run_oaks_arguments", "add_score_arguments",
            "generate", "run", "score"]
@@ -50,6 +43,9 @@ some gigabytes, far beyond any context length studied)."""
 
 
 def generate(args: argparse.Namespace) -> int:
+    from clstream.core.outputs import claim_file
+    from clstream.driver.flags import positive
+
     for name, value, most in (("--docs", args.docs, 100_000), ("--chunks", args.chunks, 100_000),
                               ("--chunk-tokens", args.chunk_tokens, 1_000_000)):
         positive(name, value, most)
@@ -75,6 +71,11 @@ def generate(args: argparse.Namespace) -> int:
 # -- run -------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     """``run oaks``: the runs of every seed, the model built once, through one driver."""
+    from clstream.arguments.requests import seed_requests
+    from clstream.driver.assemble import shared_models
+    from clstream.driver.execute import drive
+    from clstream.protocols.oaks.arguments import RunOptions
+
     requests = seed_requests(args, "oaks", add_run_oaks_arguments, RunOptions)
     with shared_models():
         jobs = [plan_run(request) for request in requests]
@@ -83,6 +84,13 @@ def run(args: argparse.Namespace) -> int:
 
 def plan_run(request: RunRequest[RunOptions]) -> RunJob:
     """``run oaks``: one planned run per system, a document per cell."""
+    from clstream.driver.assemble import plan_job, run_basics
+    from clstream.driver.flags import MOST_IN_FLIGHT, positive
+    from clstream.driver.plan import StoredDataset
+    from clstream.protocols.oaks.data import gold_view
+    from clstream.protocols.oaks.prompts import template_fingerprint
+    from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
+
     options = request.options
     positive("--docs-in-flight", options.docs_in_flight, MOST_IN_FLIGHT)
     positive("--cache-budget-tokens", options.cache_budget_tokens, 10**12)
@@ -113,14 +121,14 @@ def _fmt(x: float) -> str:
 
 
 def score(args: argparse.Namespace) -> int:
-    from clstream.protocols.oaks.metrics import load_predictions, score_oaks
+    from clstream.protocols.oaks.metrics import load_prediction_cells, score_oaks
 
     # Reading builds millions of small objects and no reference cycles: the cyclic collector
     # would rescan them all again and again (a third of the command's time), for nothing.
     with gc_paused():
         dataset = load_checked(args.data, "oaks-data", lambda: load_oaks(args.data))
         preds = load_checked(args.predictions, "oaks-predictions",
-                             lambda: load_predictions(args.predictions, dataset))
+                             lambda: load_prediction_cells(args.predictions, dataset))
         result, missing = score_oaks(dataset, preds, allow_missing=args.allow_missing,
                                      predictions_path=args.predictions)
     if missing:

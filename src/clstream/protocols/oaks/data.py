@@ -8,8 +8,24 @@ is that option's position in ``options`` (A = first).
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import ne
 from typing import Any
+
+
+def equal_runs(values: Sequence[Any]) -> list[tuple[int, int]]:
+    """Maximal runs of equal consecutive values, as 0-based half-open ``(start, end)`` slices.
+
+    A gold holds for many intervals in a row (docs/oaks.md §5.1), so what is read once per
+    distinct gold is read once per run; the run boundaries are found by one comparison per
+    neighbouring pair, made in C."""
+    n = len(values)
+    if not n:
+        return []
+    starts = [0, *compress(range(1, n), map(ne, values[1:], values[:-1]))]
+    return list(zip(starts, [*starts[1:], n], strict=True))
 
 
 @dataclass(frozen=True)

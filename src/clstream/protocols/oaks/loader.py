@@ -36,19 +36,22 @@ MAX_OPTIONS = 26  # one capital letter per option
 
 
 class _JsonObject(dict[str, Any]):
-    """A decoded JSON object that remembers keys it saw more than once."""
+    """A decoded JSON object that remembers keys it saw more than once, in the order of
+    their repeats (none, for nearly every object: the class's empty tuple)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.duplicates: list[str] = []
+    duplicates: tuple[str, ...] = ()
 
 
 def _pairs_hook(pairs: list[tuple[str, Any]]) -> _JsonObject:
-    obj = _JsonObject()
-    for key, value in pairs:
-        if key in obj:
-            obj.duplicates.append(key)
-        obj[key] = value
+    obj = _JsonObject(pairs)  # built in C; the pairs are walked only when a key repeats
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        repeats: list[str] = []
+        for key, _ in pairs:
+            if key in seen:
+                repeats.append(key)
+            seen.add(key)
+        obj.duplicates = tuple(repeats)
     return obj
 
 

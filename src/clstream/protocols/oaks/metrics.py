@@ -15,25 +15,29 @@ same for every order of the questions and on every machine.
 Subsets count a question's answer changes as the paper's tables do: its number of *phases*
 (1 + the gold changes; an initial Unknown phase is a phase), the count behind App. B's ranges
 "2-3, 4-5, 6-20" (OAKS-B) and "2-3, 4, 5-19" (OAKS-N).
+
+A question's correctness is ``bytes``, one 0 or 1 per interval: counting hits, finding a
+phase's first hit and counting its lapses are then ``count`` and ``find`` over a slice, in C,
+and ``score oaks`` needs no numeric library (its start-up is a large part of its cost:
+benchmarks/README.md, "Scoring").
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import repeat
-from operator import itemgetter
+from operator import add, itemgetter, ne
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from clstream.core.errors import DataError, SpecError
-from clstream.core.jsonio import flat_json_lines
+from clstream.core.jsonio import JsonLinesFile, flat_json_lines
 from clstream.metrics.exact import exact_mean
-from clstream.protocols.oaks.answers import accepted_answers, canonical_answer, canonical_golds
-from clstream.protocols.oaks.data import OaksDataset, OaksQuestion
+from clstream.protocols.oaks.answers import canonical_answer, golds_by_interval
+from clstream.protocols.oaks.data import OaksDataset, OaksQuestion, equal_runs
 
 INTRA_PHASE_KEYS = ("accuracy", "acquisition_latency", "distraction_susceptibility", "phase_miss")
 # (GT change, model change, correct) -> behaviour, in the order of docs/oaks.md §5.6.
@@ -62,24 +66,27 @@ def phases(canonical_golds: Sequence[str]) -> list[tuple[int, int]]:
 
     A -> B -> A is three phases. ``canonical_golds[t-1]`` is the gold at interval t.
     """
-    runs: list[tuple[int, int]] = []
-    start = 0
-    for i in range(1, len(canonical_golds)):
-        if canonical_golds[i] != canonical_golds[i - 1]:
-            runs.append((start, i))
-            start = i
-    if canonical_golds:
-        runs.append((start, len(canonical_golds)))
-    return runs
+    return equal_runs(canonical_golds)
 
 
-def question_metrics(correct: np.ndarray, golds: Sequence[str]) -> dict[str, float]:
+_ZERO_OR_ONE = bytes([0] + [1] * 255)
+
+
+def correctness(correct: Iterable[Any]) -> bytes:
+    """Per-interval correctness as bytes of 0 and 1 (any true value is 1): the form the
+    metrics below count in; ``bytes`` given are read as such (each non-zero byte is 1)."""
+    if isinstance(correct, bytes):
+        return correct.translate(_ZERO_OR_ONE)
+    return bytes(map(bool, correct))
+
+
+def question_metrics(correct: Iterable[Any], golds: Sequence[str]) -> dict[str, float]:
     """Accuracy, AL, DS and PM of one question (OAKS Appendix B.2, eqs. 1-4; docs/oaks.md §5.2-§5.5),
     each the correctly rounded value of :func:`question_fractions`."""
     return {k: float(v) for k, v in question_fractions(correct, golds).items()}
 
 
-def question_fractions(correct: np.ndarray, golds: Sequence[str]) -> dict[str, Fraction]:
+def question_fractions(correct: Iterable[Any], golds: Sequence[str]) -> dict[str, Fraction]:
     """Accuracy, AL, DS and PM of one question as exact fractions of its C intervals.
 
     With c_t the correctness at interval t, C intervals, phases k of length D_k and tau_k the
@@ -92,21 +99,20 @@ def question_fractions(correct: np.ndarray, golds: Sequence[str]) -> dict[str, F
 
     The four sum to 1: every interval is correct, before the first hit, after it, or missed.
     """
-    hits = np.asarray(correct, dtype=bool)
-    if hits.ndim != 1 or hits.size == 0 or hits.size != len(golds):
-        raise ValueError(f"need one correctness per gold, got {hits.shape} and {len(golds)}")
-    n = hits.size
+    hits = correctness(correct)
+    n = len(hits)
+    if n == 0 or n != len(golds):
+        raise ValueError(f"need one correctness per gold, got {n} and {len(golds)}")
     latency = lapses = missed = 0
     for start, end in phases(golds):
-        phase = hits[start:end]
-        first = int(np.argmax(phase)) if phase.any() else -1
+        first = hits.find(1, start, end)
         if first < 0:
             missed += end - start
         else:
-            latency += first
-            lapses += int(np.count_nonzero(~phase[first + 1:]))
+            latency += first - start
+            lapses += hits.count(0, first + 1, end)
     return {
-        "accuracy": Fraction(int(np.count_nonzero(hits)), n),
+        "accuracy": Fraction(hits.count(1), n),
         "acquisition_latency": Fraction(latency, n),
         "distraction_susceptibility": Fraction(lapses, n),
         "phase_miss": Fraction(missed, n),
@@ -115,7 +121,7 @@ def question_fractions(correct: np.ndarray, golds: Sequence[str]) -> dict[str, F
 
 def n_changes(golds: Sequence[str]) -> int:
     """Number of t in 2..C with gold_t != gold_{t-1} (the first Unknown -> X counts)."""
-    return sum(1 for a, b in zip(golds, golds[1:], strict=False) if a != b)
+    return sum(map(ne, golds[1:], golds[:-1]))
 
 
 def n_phases(golds: Sequence[str]) -> int:
@@ -148,23 +154,30 @@ def subset_of(phase_count: int, bins: Bins) -> str:
 def transition_counts(
     golds: Sequence[Sequence[str]],
     answers: Sequence[Sequence[str]],
-    correct: Sequence[np.ndarray],
+    correct: Sequence[Iterable[Any]],
 ) -> dict[str, int]:
     """Counts of the eight behaviours over t = 2..C, pooled over questions (docs/oaks.md §5.6 table).
 
     Row j gives question j's canonical golds, canonical model answers and correctness per
     interval; GT change = gold_t != gold_{t-1}, model change = answer_t != answer_{t-1}.
     """
-    counts = dict.fromkeys(TRANSITION_NAMES, 0)
+    # Each interval t >= 2 is coded 4 * GT change + 2 * model change + correct, one byte
+    # each, by adding three 0/1 byte strings as numbers (no byte carries: each is 0 or 1);
+    # then each behaviour is one count of its code, in C.
+    by_code = [0] * 8
     for gold, answer, hits in zip(golds, answers, correct, strict=True):
-        g, a, c = np.asarray(gold), np.asarray(answer), np.asarray(hits, dtype=bool)
+        g, a, c = tuple(gold), tuple(answer), correctness(hits)
         if not len(g) == len(a) == len(c):
             raise ValueError("golds, answers and correctness differ in length")
-        gt_change, model_change, ok = g[1:] != g[:-1], a[1:] != a[:-1], c[1:]
-        for (gt, model, right), name in TRANSITIONS.items():
-            mask = (gt_change == gt) & (model_change == model) & (ok == right)
-            counts[name] += int(np.count_nonzero(mask))
-    return counts
+        if len(c) < 2:
+            continue  # no interval t >= 2
+        gt_change = int.from_bytes(bytes(map(ne, g[1:], g[:-1])))
+        model_change = int.from_bytes(bytes(map(ne, a[1:], a[:-1])))
+        codes = (gt_change << 2 | model_change << 1 | int.from_bytes(c[1:])).to_bytes(len(c) - 1)
+        for code in range(8):
+            by_code[code] += codes.count(code)
+    return {name: by_code[4 * gt + 2 * model + right]
+            for (gt, model, right), name in TRANSITIONS.items()}
 
 
 def transition_rates(counts: Mapping[str, int]) -> dict[str, float]:
@@ -181,13 +194,43 @@ def transition_rates(counts: Mapping[str, int]) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class JudgedQuestion:
-    """One question of a dataset with its per-interval canonical golds, answers, correctness."""
+    """One question of a dataset with its per-interval canonical golds, answers, correctness
+    (:func:`correctness`: one 0 or 1 per interval)."""
 
     bid: str
     question: OaksQuestion
     golds: tuple[str, ...]
     answers: tuple[str, ...]
-    correct: np.ndarray
+    correct: bytes
+
+
+class CellLayout:
+    """Where each (question, t) of a dataset sits in one flat list, in dataset order: the
+    cell of (question_id, t) is ``base[question_id] + t``. Predictions laid out this way are
+    judged a question at a time from one slice, without a key built or looked up per
+    prediction (the common reading, :func:`load_prediction_cells`, builds none either)."""
+
+    def __init__(self, dataset: OaksDataset):
+        self.dataset = dataset
+        self.base: dict[str, int] = {}
+        self.size: dict[str, int] = {}
+        total = 0
+        for doc in dataset.documents:
+            for q in doc.questions:
+                # A question id twice is refused before judging (_check_dataset).
+                self.base[q.question_id] = total - 1
+                self.size[q.question_id] = doc.num_chunks
+                total += doc.num_chunks
+        self.total = total
+
+
+@dataclass(frozen=True)
+class PredictionCells:
+    """The predictions of one dataset laid out by its :class:`CellLayout`: ``outputs[i]`` is
+    the output of cell i, None where there is no prediction."""
+
+    layout: CellLayout
+    outputs: list[str | None]
 
 
 def _check_question(path: str, record: str, q: OaksQuestion, n_chunks: int) -> None:
@@ -198,6 +241,8 @@ def _check_question(path: str, record: str, q: OaksQuestion, n_chunks: int) -> N
         raise DataError(path, record, "chunk_to_answer", f"{len(q.golds)} golds for "
                         f"{n_chunks} chunks")
     mc, letters = q.is_mc, q.options[:26]
+    if all(q.golds) and (not mc or set(map(itemgetter(0), q.golds)) <= set(letters)):
+        return  # the usual question, checked in C; searched below only for the error
     for t, golds in enumerate(q.golds, 1):
         if not golds:
             raise DataError(path, record, "chunk_to_answer", f"no accepted answer at t {t}")
@@ -206,40 +251,65 @@ def _check_question(path: str, record: str, q: OaksQuestion, n_chunks: int) -> N
                             f"gold {golds[0]!r} at t {t} is not one of the first 26 options")
 
 
+def _check_dataset(dataset: OaksDataset) -> None:
+    seen: set[str] = set()
+    for doc in dataset.documents:
+        for q in doc.questions:
+            record = f"document {doc.bid} question {q.question_id}"
+            if q.question_id in seen:
+                raise DataError(dataset.path, record, "question_id", "duplicate question id")
+            _check_question(dataset.path, record, q, doc.num_chunks)
+            seen.add(q.question_id)
+
+
+def _cells_of(layout: CellLayout, predictions: Mapping[tuple[str, int], str],
+              predictions_path: str) -> list[str | None]:
+    """A mapping of predictions laid out by ``layout``; a key outside the dataset raises."""
+    outputs: list[str | None] = [None] * layout.total
+    for (qid, t), output in predictions.items():
+        n = layout.size.get(qid)
+        if n is None:
+            raise DataError(predictions_path, f"question {qid} t {t}", "question_id",
+                            "question not in the dataset")
+        if not 1 <= t <= n:
+            raise DataError(predictions_path, f"question {qid} t {t}", "t",
+                            f"interval outside 1..{n}")
+        outputs[layout.base[qid] + t] = output
+    return outputs
+
+
 def judge_dataset(
     dataset: OaksDataset,
-    predictions: Mapping[tuple[str, int], str],
+    predictions: Mapping[tuple[str, int], str] | PredictionCells,
     allow_missing: bool = False,
     *,
     predictions_path: str = "predictions",
 ) -> tuple[list[JudgedQuestion], int]:
     """Judge every (question, t) in dataset order; returns the judged questions and the number
-    of missing predictions (a missing one is wrong and its answer is "" for transitions)."""
-    sizes: dict[str, int] = {}
-    for doc in dataset.documents:
-        for q in doc.questions:
-            record = f"document {doc.bid} question {q.question_id}"
-            if q.question_id in sizes:
-                raise DataError(dataset.path, record, "question_id", "duplicate question id")
-            _check_question(dataset.path, record, q, doc.num_chunks)
-            sizes[q.question_id] = doc.num_chunks
-    for qid, t in predictions:
-        if qid not in sizes:
-            raise DataError(predictions_path, f"question {qid} t {t}", "question_id",
-                            "question not in the dataset")
-        if not 1 <= t <= sizes[qid]:
-            raise DataError(predictions_path, f"question {qid} t {t}", "t",
-                            f"interval outside 1..{sizes[qid]}")
+    of missing predictions (a missing one is wrong and its answer is "" for transitions).
+    ``predictions``: keyed by (question_id, t), or read into cells for this very dataset."""
+    _check_dataset(dataset)
+    if isinstance(predictions, PredictionCells):
+        if predictions.layout.dataset is not dataset:
+            raise ValueError("the prediction cells were laid out for another dataset")
+        layout, outputs_by_cell = predictions.layout, predictions.outputs
+    else:
+        layout = CellLayout(dataset)
+        outputs_by_cell = _cells_of(layout, predictions, predictions_path)
     judged: list[JudgedQuestion] = []
     missing = 0
     # Each distinct output is read once per (multiple choice, type): models repeat answers.
-    memos: dict[tuple[bool, str | None], dict[str, str]] = {}
+    memos: dict[tuple[bool, str | None], dict[str | None, str]] = {}
     for doc in dataset.documents:
         for q in doc.questions:
-            accepted = accepted_answers(q)
             mc, qtype, qid = q.is_mc, q.question_type, q.question_id
+            start = layout.base[qid] + 1
+            outputs = outputs_by_cell[start:start + doc.num_chunks]
             memo = memos.setdefault((mc, qtype), {})
-            outputs = [predictions.get((qid, t)) for t in range(1, doc.num_chunks + 1)]
+            for output in set(outputs).difference(memo):
+                if output is not None:
+                    memo[output] = canonical_answer(output, mc, qtype)
+            golds, accepted = golds_by_interval(q)
             if None in outputs:
                 if not allow_missing:
                     t = outputs.index(None) + 1
@@ -247,15 +317,14 @@ def judge_dataset(
                                     "output", "missing prediction (--allow-missing counts "
                                     "missing ones as wrong)")
                 missing += outputs.count(None)
-            for output in set(outputs).difference(memo):
-                if output is not None:
-                    memo[output] = canonical_answer(output, mc, qtype)
-            # A missing prediction answers "" and is wrong.
-            answers = ["" if o is None else memo[o] for o in outputs]
-            hits = [o is not None and a in ok
-                    for o, a, ok in zip(outputs, answers, accepted, strict=True)]
-            judged.append(JudgedQuestion(doc.bid, q, canonical_golds(q), tuple(answers),
-                                         np.array(hits, dtype=bool)))
+                # A missing prediction answers "" and is wrong.
+                answers = ["" if o is None else memo[o] for o in outputs]
+                hits = bytes(o is not None and a in ok
+                             for o, a, ok in zip(outputs, answers, accepted, strict=True))
+            else:
+                answers = list(map(memo.__getitem__, outputs))
+                hits = bytes(map(frozenset.__contains__, accepted, answers))
+            judged.append(JudgedQuestion(doc.bid, q, golds, tuple(answers), hits))
     return judged, missing
 
 
@@ -278,14 +347,14 @@ def _table(judged: Sequence[JudgedQuestion], bins_open: Bins, bins_mc: Bins,
             "subset": subset_of(count, bins),
             "n_phases": count,
             **{k: float(v) for k, v in fractions.items()},
-            "correct": j.correct.view(np.uint8).tolist(),  # 0/1 as ints
+            "correct": list(j.correct),  # 0/1 as ints
         })
     return rows
 
 
 def per_question_table(
     dataset: OaksDataset,
-    predictions: Mapping[tuple[str, int], str],
+    predictions: Mapping[tuple[str, int], str] | PredictionCells,
     allow_missing: bool = False,
     *,
     predictions_path: str = "predictions",
@@ -299,17 +368,18 @@ def per_question_table(
     return _table(judged, bins_open, bins_mc)
 
 
-def _accuracy_by_interval(correct: Sequence[np.ndarray]) -> list[float]:
+def _accuracy_by_interval(correct: Sequence[bytes]) -> list[float]:
     """Per interval t, the share of correct answers among the questions whose document has
     at least t chunks: whole counts, divided once (int / int is correctly rounded), so the
     value is the one :func:`exact_mean` gives for those 0/1 values."""
-    longest = max(len(c) for c in correct)
-    hits = np.zeros(longest, dtype=np.int64)
-    asked = np.zeros(longest, dtype=np.int64)
+    longest = max(map(len, correct))
+    hits = [0] * longest
+    asked = [0] * longest
     for c in correct:
-        hits[:len(c)] += c
-        asked[:len(c)] += 1
-    return [int(h) / int(n) for h, n in zip(hits.tolist(), asked.tolist(), strict=True)]
+        hits[:len(c)] = map(add, hits, c)
+    for length, questions in Counter(map(len, correct)).items():
+        asked[:length] = map(add, asked, repeat(questions, length))
+    return [h / n for h, n in zip(hits, asked, strict=True)]
 
 
 def _mean_accuracy(exact: Sequence[Mapping[str, Fraction]]) -> dict[str, Any]:
@@ -318,7 +388,7 @@ def _mean_accuracy(exact: Sequence[Mapping[str, Fraction]]) -> dict[str, Any]:
 
 def score_oaks(
     dataset: OaksDataset,
-    predictions: Mapping[tuple[str, int], str],
+    predictions: Mapping[tuple[str, int], str] | PredictionCells,
     allow_missing: bool = False,
     *,
     predictions_path: str = "predictions",
@@ -340,7 +410,7 @@ def score_oaks(
 
 def score_oaks_with_rows(
     dataset: OaksDataset,
-    predictions: Mapping[tuple[str, int], str],
+    predictions: Mapping[tuple[str, int], str] | PredictionCells,
     allow_missing: bool = False,
     *,
     predictions_path: str = "predictions",
@@ -398,51 +468,61 @@ def _prediction(path: str, record: str, obj: object) -> tuple[str, int, str]:
     return qid, t, output
 
 
-_FIELDS = itemgetter(*PREDICTION_KEYS)
+_FIELDS = tuple(map(itemgetter, PREDICTION_KEYS))
 
 
-def _checked_in_bulk(values: list[dict[str, Any]], chunks: Mapping[str, int] | None
-                     ) -> dict[tuple[str, int], str] | None:
-    """The predictions of a file of flat objects when every line passes the checks of
-    :func:`load_predictions`, each check made over all lines at once (in C, mostly); None
-    when any line fails one, so that the line-by-line reading names it."""
+def _columns_in_bulk(values: list[dict[str, Any]], chunks: Mapping[str, int] | None
+                     ) -> tuple[list[str], list[int], list[str]] | None:
+    """The question ids, intervals and outputs of a file of flat objects when every line
+    passes the checks of :func:`load_predictions` but the one for duplicates, each check made
+    over all lines at once (in C, mostly); None when any line fails one, so that the
+    line-by-line reading names it."""
     if not set(map(len, values)) <= {len(PREDICTION_KEYS)}:
         return None
-    try:
-        rows = list(map(_FIELDS, values))  # a missing key: a line with another key instead
+    try:  # a missing key: a line with another key instead
+        qids, ts, outputs = (list(map(field, values)) for field in _FIELDS)
     except KeyError:
         return None
-    qids, ts, outputs = zip(*rows, strict=True) if rows else ((), (), ())
     if not (set(map(type, qids)) <= {str} and all(qids) and set(map(type, ts)) <= {int}
             and min(ts, default=1) >= 1 and set(map(type, outputs)) <= {str}):
         return None
     if chunks is not None:  # an unknown question has no chunks: any t is beyond them
         if any(map(int.__gt__, ts, map(chunks.get, qids, repeat(0)))):
             return None
+    return qids, ts, outputs
+
+
+def _checked_in_bulk(values: list[dict[str, Any]], chunks: Mapping[str, int] | None
+                     ) -> dict[tuple[str, int], str] | None:
+    """The predictions of a file of flat objects when every line passes the checks of
+    :func:`load_predictions` (:func:`_columns_in_bulk`, then duplicates), else None."""
+    columns = _columns_in_bulk(values, chunks)
+    if columns is None:
+        return None
+    qids, ts, outputs = columns
     predictions = dict(zip(zip(qids, ts, strict=True), outputs, strict=True))
     return predictions if len(predictions) == len(values) else None  # else a duplicate
 
 
-def load_predictions(
-    path: str | Path, dataset: OaksDataset | None = None
-) -> dict[tuple[str, int], str]:
-    """Read OAKS predictions (docs/oaks.md §3.2): one JSON object per line with exactly the keys
-    question_id (str), t (int >= 1) and output (str). Blank lines are skipped.
+def _put_in_cells(values: list[dict[str, Any]], layout: CellLayout,
+                  outputs_by_cell: list[str | None]) -> bool:
+    """Put each output of a batch of flat objects in its cell when every line passes
+    :func:`_columns_in_bulk`, no key made per line; False (nothing put) when one fails.
+    Two lines for one cell leave one filled cell fewer than lines: the caller counts."""
+    columns = _columns_in_bulk(values, layout.size)
+    if columns is None:
+        return False
+    qids, ts, outputs = columns
+    cells = map(add, map(layout.base.__getitem__, qids), ts)
+    deque(map(outputs_by_cell.__setitem__, cells, outputs), maxlen=0)  # in C, keeps nothing
+    return True
 
-    Malformed JSON, a missing, extra or mistyped key, a duplicate (question_id, t) and, when
-    ``dataset`` is given, an unknown question id or an interval beyond its document raise
-    :class:`DataError` naming the file, the line and the field.
-    """
-    name = str(path)
-    chunks = (
-        {q.question_id: d.num_chunks for d in dataset.documents for q in d.questions}
-        if dataset is not None else None
-    )
-    read = flat_json_lines(name)
-    if isinstance(read, list):
-        checked = _checked_in_bulk(read, chunks)
-        if checked is not None:
-            return checked
+
+def _read_line_by_line(name: str, read: list[dict[str, Any]] | Iterator[tuple[int, Any]],
+                       chunks: Mapping[str, int] | None) -> dict[tuple[str, int], str]:
+    """The predictions of ``read`` (:func:`flat_json_lines`'s list or pairs of line number
+    and value), each line checked on its own: the first bad line raises, naming its line and
+    field."""
     lines = enumerate(read, start=1) if isinstance(read, list) else read
     predictions: dict[tuple[str, int], str] = {}
     first_line: dict[tuple[str, int], int] = {}
@@ -470,3 +550,47 @@ def load_predictions(
                             f"{qid} t {t} (first on line {first_line[key]})")
         predictions[key] = output
     return predictions
+
+
+def load_predictions(
+    path: str | Path, dataset: OaksDataset | None = None
+) -> dict[tuple[str, int], str]:
+    """Read OAKS predictions (docs/oaks.md §3.2): one JSON object per line with exactly the keys
+    question_id (str), t (int >= 1) and output (str). Blank lines are skipped.
+
+    Malformed JSON, a missing, extra or mistyped key, a duplicate (question_id, t) and, when
+    ``dataset`` is given, an unknown question id or an interval beyond its document raise
+    :class:`DataError` naming the file, the line and the field.
+    """
+    name = str(path)
+    chunks = CellLayout(dataset).size if dataset is not None else None
+    read = flat_json_lines(name)
+    if isinstance(read, list):
+        checked = _checked_in_bulk(read, chunks)
+        if checked is not None:
+            return checked
+    return _read_line_by_line(name, read, chunks)
+
+
+PREDICTION_BATCH = 16_384
+"""Lines parsed at a time by :func:`load_prediction_cells` (:class:`JsonLinesFile`)."""
+
+
+def load_prediction_cells(path: str | Path, dataset: OaksDataset) -> PredictionCells:
+    """:func:`load_predictions` of ``dataset``'s predictions, laid out in its cells for
+    :func:`judge_dataset`: the same checks and the same errors. The usual file (every line a
+    flat object) is parsed a batch at a time and each batch's outputs put in their cells,
+    with neither a key nor a dictionary entry made per line; any other file, or a batch with
+    a line that fails a check, is read again line by line, which names the line."""
+    name = str(path)
+    layout = CellLayout(dataset)
+    source = JsonLinesFile(name)
+    outputs_by_cell: list[str | None] = [None] * layout.total
+    for values in source.flat_batches(PREDICTION_BATCH):
+        if values is None or not _put_in_cells(values, layout, outputs_by_cell):
+            break
+    else:
+        if outputs_by_cell.count(None) == layout.total - len(source.lines):  # no duplicate
+            return PredictionCells(layout, outputs_by_cell)
+    by_line = _read_line_by_line(name, source.one_by_one(), layout.size)
+    return PredictionCells(layout, _cells_of(layout, by_line, name))

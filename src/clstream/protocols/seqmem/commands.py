@@ -1,6 +1,10 @@
 """SeqMem-Eval verbs: ``run seqmem``, ``score seqmem``, ``generate seqmem-synthetic``, and the
 records export (docs/seqmem.md §3) (docs/seqmem.md §2, §3); the verbs' flags are in
-:mod:`clstream.protocols.seqmem.arguments`."""
+:mod:`clstream.protocols.seqmem.arguments`.
+
+Each verb imports what only it needs when it runs (the driver, runner and evaluators for
+``run``, the metrics for ``score``): ``score`` is a short process, and the driver's imports
+would cost it as much as its scoring (benchmarks/README.md, "Scoring")."""
 
 from __future__ import annotations
 
@@ -9,40 +13,31 @@ import hashlib
 import json
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clstream.arguments.requests import seed_requests
 from clstream.core.data_kinds import load_checked
 from clstream.core.errors import SpecError, StoreError
-from clstream.core.jsonio import dumps_finite, gc_paused, write_jsonl
-from clstream.core.outputs import claim_file
-from clstream.core.reader import ResultsReader
-from clstream.core.records import RunRow
-from clstream.driver.assemble import plan_job, run_basics, shared_models
-from clstream.driver.execute import drive
-from clstream.driver.flags import SEED_MAX, bounded_int
-from clstream.driver.plan import RunJob, StoredDataset
-from clstream.driver.request import RunRequest
-from clstream.judges.evaluators import CodeEvaluator
+from clstream.core.jsonio import dumps_finite, gc_paused
 from clstream.protocols.seqmem.arguments import (
-    RunOptions,
     add_generate_arguments,
     add_run_seqmem_arguments,
     add_score_arguments,
 )
-from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
-from clstream.protocols.seqmem.plan import SeqMemPlan
-from clstream.protocols.seqmem.prompts import template_fingerprint
-from clstream.protocols.seqmem.run_summary import seqmem_rows
-from clstream.protocols.seqmem.runner import SeqMemRunner
-from clstream.protocols.seqmem.streams import load_seqmem_stream
-from clstream.protocols.seqmem.synthetic import generate_seqmem_synthetic, write_seqmem_synthetic
+
+if TYPE_CHECKING:
+    from clstream.core.reader import ResultsReader
+    from clstream.core.records import RunRow
+    from clstream.driver.plan import RunJob
+    from clstream.driver.request import RunRequest
+    from clstream.protocols.seqmem.arguments import RunOptions
 
 __all__ = ["add_generate_arguments", "add_run_seqmem_arguments", "add_score_arguments",
            "export_seqmem", "generate", "run", "score"]
 
 
 def _int_list(flag: str, text: str | None) -> list[int] | None:
+    from clstream.driver.flags import SEED_MAX, bounded_int
+
     if text is None:
         return None
     out = []
@@ -63,6 +58,8 @@ def _int_list(flag: str, text: str | None) -> list[int] | None:
 def load_stream(own: RunOptions, seed: int) -> Any:
     """The task stream named by ``data``, ``--source`` and the hold-out flags (the hold-out
     sample drawn with ``seed``)."""
+    from clstream.protocols.seqmem.streams import load_seqmem_stream
+
     name = "apibench-hf" if own.source in ("apibench", "apibench-hf") else own.source
     if name == "synthetic":
         if own.holdout is not None or own.holdout_file is not None:
@@ -105,6 +102,11 @@ def stream_hash(view: dict[str, Any]) -> str:
 # -- run -------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     """``run seqmem``: the runs of every seed, the model built once, through one driver."""
+    from clstream.arguments.requests import seed_requests
+    from clstream.driver.assemble import shared_models
+    from clstream.driver.execute import drive
+    from clstream.protocols.seqmem.arguments import RunOptions
+
     requests = seed_requests(args, "seqmem", add_run_seqmem_arguments, RunOptions)
     with shared_models():
         jobs = [plan_run(request) for request in requests]
@@ -113,6 +115,13 @@ def run(args: argparse.Namespace) -> int:
 
 def plan_run(request: RunRequest[RunOptions]) -> RunJob:
     """``run seqmem``: one planned run per system, the whole stream one cell."""
+    from clstream.driver.assemble import plan_job, run_basics
+    from clstream.driver.plan import StoredDataset
+    from clstream.judges.evaluators import CodeEvaluator
+    from clstream.protocols.seqmem.plan import SeqMemPlan
+    from clstream.protocols.seqmem.prompts import template_fingerprint
+    from clstream.protocols.seqmem.runner import SeqMemRunner
+
     own = request.options
     stream = load_stream(own, request.seed)
     plan = SeqMemPlan.build(len(stream.tasks), _int_list("--checkpoints", own.checkpoints),
@@ -146,6 +155,8 @@ def plan_run(request: RunRequest[RunOptions]) -> RunJob:
 
 # -- score -----------------------------------------------------------------------------------
 def score(args: argparse.Namespace) -> int:
+    from clstream.protocols.seqmem.metrics import load_seqmem_records, score_seqmem
+
     with gc_paused():  # many small acyclic objects: nothing for the cyclic collector to find
         result = score_seqmem(load_checked(args.records, "seqmem-records",
                                            lambda: load_seqmem_records(args.records)))
@@ -163,6 +174,12 @@ def score(args: argparse.Namespace) -> int:
 
 # -- generate --------------------------------------------------------------------------------
 def generate(args: argparse.Namespace) -> int:
+    from clstream.core.outputs import claim_file
+    from clstream.protocols.seqmem.synthetic import (
+        generate_seqmem_synthetic,
+        write_seqmem_synthetic,
+    )
+
     data = generate_seqmem_synthetic(seed=args.seed, tasks=args.tasks, holdout=args.holdout)
     claim_file(args.out, role="dataset")  # never over a dataset
     print(write_seqmem_synthetic(data, args.out))
@@ -172,6 +189,9 @@ def generate(args: argparse.Namespace) -> int:
 # -- export ----------------------------------------------------------------------------------
 def export_seqmem(store: ResultsReader, run: RunRow, out: str | Path) -> int:
     """Write the run's records exactly as docs/seqmem.md §3.1 defines them (JSONL), atomically."""
+    from clstream.core.jsonio import write_jsonl
+    from clstream.protocols.seqmem.run_summary import seqmem_rows
+
     if run.protocol != "seqmem":
         raise StoreError(f"{store.dir}: run {run.run_id} is a {run.protocol} run, not seqmem")
     return write_jsonl(out, seqmem_rows(store, run))

@@ -14,26 +14,32 @@ Records file (docs/seqmem.md §3.1), JSON lines in any order, each exactly one o
     {"kind": "retro",   "tau": 1..T, "horizon": t >= 1, "correct": 0|1}
 
 Other fields on a line are allowed and ignored (runs may store outputs next to the scores).
+
+The metrics are plain Python over lists of counts (a running sum, one division per point):
+``score seqmem`` is a short process, and a numeric library's import would cost it more than
+the arithmetic (benchmarks/README.md, "Scoring").
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import accumulate, compress, groupby, repeat
+from operator import add, eq, itemgetter, sub, truediv
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from clstream.core.errors import DataError
-from clstream.core.jsonio import iter_json_lines_fast
+from clstream.core.jsonio import flat_json_lines
 from clstream.metrics.exact import exact_mean, least_squares_slope
 
 __all__ = [
     "SeqMemRecords",
     "bwt",
     "forgetting",
+    "forgetting_by_horizon",
     "holdout_acc",
     "holdout_curve",
     "iv",
@@ -49,55 +55,53 @@ __all__ = [
 ]
 
 
-def _as_array(correct: Sequence[int] | np.ndarray) -> np.ndarray:
-    arr = np.asarray(correct, dtype=float)
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError("online correctness must be a non-empty 1-D sequence (A(1)..A(T))")
-    return arr
+def _as_list(correct: Iterable[float]) -> list[float]:
+    values = list(correct)
+    if not values:
+        raise ValueError("online correctness must be a non-empty sequence (A(1)..A(T))")
+    return values
 
 
-def online_curve(correct: Sequence[int] | np.ndarray) -> np.ndarray:
+def online_curve(correct: Iterable[float]) -> list[float]:
     """Abar(tau) = (1/tau) * sum_{i<=tau} A(i) for tau = 1..T (SeqMem-Eval eq. 2).
 
     Correctness is 0 or 1, so every running sum is a whole number held exactly and each point
-    is one correctly rounded division, whatever order numpy adds in.
+    is one correctly rounded division.
     """
-    arr = _as_array(correct)
-    return np.cumsum(arr) / np.arange(1, arr.size + 1)
+    values = _as_list(correct)
+    return list(map(truediv, accumulate(values), range(1, len(values) + 1)))
 
 
-def online_acc(correct: Sequence[int] | np.ndarray) -> float:
+def online_acc(correct: Iterable[float]) -> float:
     """OnlineAcc = Abar(T): the cumulative online accuracy at the end of the stream."""
     return float(online_curve(correct)[-1])
 
 
-def ped(correct: Sequence[int] | np.ndarray) -> float:
+def ped(correct: Iterable[float]) -> float:
     """PED = max_tau Abar(tau) - Abar(T) (peak-to-end degradation, SeqMem-Eval eq. 4)."""
     curve = online_curve(correct)
-    return float(curve.max() - curve[-1])
+    return float(max(curve) - curve[-1])
 
 
-def mer(correct: Sequence[int] | np.ndarray) -> float:
+def mer(correct: Iterable[float]) -> float:
     """MER = Abar(T) - min_tau Abar(tau) (minimum-to-end recovery, SeqMem-Eval eq. 5)."""
     curve = online_curve(correct)
-    return float(curve[-1] - curve.min())
+    return float(curve[-1] - min(curve))
 
 
-def r_min(correct: Sequence[int] | np.ndarray) -> float:
+def r_min(correct: Iterable[float]) -> float:
     """r_min = (first argmin_tau Abar(tau)) / T with tau 1-based (SeqMem-Eval eq. 6).
 
     docs/seqmem.md §5.5 fixes the tie rule the paper leaves open: the earliest minimum wins. The
     comparison is exact (cross-multiplied integer counts), so equal fractions such as 1/3 and
     2/6 tie regardless of floating-point rounding.
     """
-    arr = _as_array(correct)
-    counts = np.cumsum(arr)
+    counts = list(accumulate(_as_list(correct)))
     best_tau, best_count = 1, counts[0]
-    for tau in range(2, arr.size + 1):
-        count = counts[tau - 1]
+    for tau, count in enumerate(counts[1:], 2):
         if count * best_tau < best_count * tau:  # count/tau < best_count/best_tau
             best_tau, best_count = tau, count
-    return best_tau / arr.size
+    return best_tau / len(counts)
 
 
 def holdout_curve(holdout: Mapping[int, Mapping[str, int]]) -> dict[int, float]:
@@ -133,21 +137,26 @@ def trend_ho(curve: Mapping[int, float | Fraction], n_tasks: int) -> float | Non
     return least_squares_slope([Fraction(k, n_tasks) for k in ks], [curve[k] for k in ks])
 
 
-def bwt(correct: Sequence[int] | np.ndarray, retro_t: Mapping[int, int]) -> float:
+def _retro_minus(values: Sequence[float], retro_t: Mapping[int, float]) -> list[float]:
+    """retro_t[tau] - values[tau - 1] for every tau of ``retro_t``, in C."""
+    return list(map(sub, retro_t.values(), map(values.__getitem__,
+                                               map(sub, retro_t.keys(), repeat(1)))))
+
+
+def bwt(correct: Iterable[float], retro_t: Mapping[int, float]) -> float:
     """BWT(t) = mean over re-evaluated tau of [Acc(x_tau; M_{tau+t}) - A(tau)] (eq. 9).
 
     ``retro_t`` maps tau to the correctness at one horizon t. The paper averages over
     tau = 1..T-t; docs/seqmem.md §5.8 reads a sampled re-evaluation as averaging over the tau actually
     re-evaluated, which equals the paper's formula when every tau <= T-t is present.
     """
-    arr = _as_array(correct)
+    values = _as_list(correct)
     if not retro_t:
         raise ValueError("no re-evaluated tasks at this horizon")
-    diffs = [retro_t[tau] - arr[tau - 1] for tau in sorted(retro_t)]
-    return exact_mean(diffs)
+    return exact_mean(_retro_minus(values, retro_t))
 
 
-def iv(correct: Sequence[int] | np.ndarray, retro: Mapping[int, Mapping[int, int]]) -> float:
+def iv(correct: Iterable[float], retro: Mapping[int, Mapping[int, float]]) -> float:
     """IV = BWT(1): does one memory update make the task just seen answerable (eq. 10)."""
     if 1 not in retro:
         raise ValueError("immediate validity needs re-evaluations at horizon 1")
@@ -155,7 +164,7 @@ def iv(correct: Sequence[int] | np.ndarray, retro: Mapping[int, Mapping[int, int
 
 
 def forgetting(
-    correct: Sequence[int] | np.ndarray, retro: Mapping[int, Mapping[int, int]], t: int
+    correct: Iterable[float], retro: Mapping[int, Mapping[int, float]], t: int
 ) -> float:
     """F(t) with the checkpoint approximation of SeqMem-Eval eq. 11-12.
 
@@ -164,19 +173,28 @@ def forgetting(
     where t_i = 0 is the online answer A(tau) (docs/seqmem.md §5.10). A smaller horizon enters the max
     for a tau only if that tau was re-evaluated there.
     """
-    arr = _as_array(correct)
     if t not in retro or not retro[t]:
         raise ValueError(f"no re-evaluated tasks at horizon {t}")
-    smaller = [h for h in sorted(retro) if h <= t]
-    drops = []
-    for tau in sorted(retro[t]):
-        best = arr[tau - 1]
-        for h in smaller:
-            value = retro[h].get(tau)
-            if value is not None and value > best:
-                best = value
-        drops.append(best - retro[t][tau])
-    return exact_mean(drops)
+    return forgetting_by_horizon(correct, {h: retro[h] for h in retro if h <= t})[t]
+
+
+def forgetting_by_horizon(correct: Iterable[float], retro: Mapping[int, Mapping[int, float]]
+                          ) -> dict[int, float]:
+    """:func:`forgetting` at every horizon of ``retro`` that has re-evaluated tasks, in one
+    pass over the horizons from the smallest: each tau's best correctness so far (its online
+    answer, then each horizon's where it was re-evaluated) is kept and raised as the horizons
+    go up, instead of being searched again at every horizon."""
+    best = _as_list(correct)
+    out: dict[int, float] = {}
+    for t in sorted(retro):
+        retro_t = retro[t]
+        if not retro_t:
+            continue
+        where = list(map(sub, retro_t.keys(), repeat(1)))
+        raised = list(map(max, map(best.__getitem__, where), retro_t.values()))
+        deque(map(best.__setitem__, where, raised), maxlen=0)  # in C, keeps nothing
+        out[t] = exact_mean(list(map(sub, raised, retro_t.values())))
+    return out
 
 
 @dataclass
@@ -341,10 +359,80 @@ def _check_coverage(
     )
 
 
+def _column(rows: list[dict[str, Any]], name: str) -> list[Any]:
+    """Field ``name`` of every row (None where a row lacks it)."""
+    return list(map(dict.get, rows, repeat(name)))
+
+
+def _whole(values: list[Any], low: int) -> bool:
+    """Every value an integer (not a boolean) >= ``low``."""
+    return set(map(type, values)) <= {int} and min(values, default=low) >= low
+
+
+def _scores(values: list[Any]) -> list[int] | None:
+    """Correctness as 0/1 integers where every value is 0, 1, true or false; else None."""
+    types = set(map(type, values))
+    if not (types <= {int, bool} and set(values) <= {0, 1}):
+        return None
+    return list(map(int, values)) if bool in types else values
+
+
+def _records_in_bulk(rows: list[dict[str, Any]], source: str) -> SeqMemRecords | None:
+    """The records of a file of flat objects when every line passes the checks of
+    :func:`records_from_rows`, each check made over all lines of a kind at once (in C,
+    mostly); None when any fails, so that the line-by-line reading names the line."""
+    kinds = _column(rows, "kind")
+    online_rows, holdout_rows, retro_rows = (list(compress(rows, map(eq, kinds, repeat(kind))))
+                                             for kind in ("online", "holdout", "retro"))
+    if len(online_rows) + len(holdout_rows) + len(retro_rows) != len(rows):
+        return None  # another kind
+    n = len(online_rows)
+    taus, scores = _column(online_rows, "tau"), _scores(_column(online_rows, "correct"))
+    # Distinct taus >= 1 whose largest is their count: exactly 1..T.
+    if not n or scores is None or not _whole(taus, 1) or max(taus) != n or len(set(taus)) != n:
+        return None
+    online = [0] * n
+    deque(map(online.__setitem__, map(sub, taus, repeat(1)), scores), maxlen=0)
+
+    checkpoints, items = _column(holdout_rows, "checkpoint"), _column(holdout_rows, "item")
+    held = _scores(_column(holdout_rows, "correct"))
+    if held is None or not _whole(checkpoints, 0) or max(checkpoints, default=0) > n \
+            or not set(map(type, items)) <= {str} or not all(items):
+        return None
+    holdout: dict[int, dict[str, int]] = {}
+    for k, item, correct in zip(checkpoints, items, held, strict=True):
+        holdout.setdefault(k, {})[item] = correct
+    if sum(map(len, holdout.values())) != len(holdout_rows):
+        return None  # a duplicate (checkpoint, item)
+    if len({frozenset(per_k) for per_k in holdout.values()}) > 1:
+        return None  # checkpoints that hold different items
+
+    taus, horizons = _column(retro_rows, "tau"), _column(retro_rows, "horizon")
+    re_scores = _scores(_column(retro_rows, "correct"))
+    if re_scores is None or not _whole(taus, 1) or not _whole(horizons, 1) \
+            or max(map(add, taus, horizons), default=0) > n:
+        return None
+    retro: dict[int, dict[int, int]] = {}
+    for t, group in groupby(sorted(zip(horizons, taus, re_scores, strict=True)), itemgetter(0)):
+        retro[t] = dict(map(itemgetter(1, 2), group))
+    if sum(map(len, retro.values())) != len(retro_rows):
+        return None  # a duplicate (tau, horizon)
+    return SeqMemRecords(online=online, holdout=dict(sorted(holdout.items())), retro=retro,
+                         source=source)
+
+
 def load_seqmem_records(path: str | Path) -> SeqMemRecords:
-    """Read and validate a SeqMem records file (JSONL, docs/seqmem.md §3.1)."""
-    p = Path(path)
-    return records_from_rows(iter_json_lines_fast(str(p)), source=str(p))
+    """Read and validate a SeqMem records file (JSONL, docs/seqmem.md §3.1): the usual file
+    (every line a flat object) checked in bulk, any other line by line, with the same
+    values and the same errors (:func:`records_from_rows`)."""
+    source = str(Path(path))
+    read = flat_json_lines(source)
+    if isinstance(read, list):
+        records = _records_in_bulk(read, source)
+        if records is not None:
+            return records
+    return records_from_rows(enumerate(read, start=1) if isinstance(read, list) else read,
+                             source=source)
 
 
 def score_seqmem(records: SeqMemRecords | Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -374,7 +462,8 @@ def score_seqmem(records: SeqMemRecords | Iterable[Mapping[str, Any]]) -> dict[s
     if records.retro:
         horizons = sorted(records.retro)
         out["bwt"] = {str(t): bwt(a, records.retro[t]) for t in horizons}
-        out["forgetting"] = {str(t): forgetting(a, records.retro, t) for t in horizons}
+        by_horizon = forgetting_by_horizon(a, records.retro)
+        out["forgetting"] = {str(t): by_horizon[t] for t in horizons}
         if 1 in records.retro:
             out["iv"] = iv(a, records.retro)
     return out
