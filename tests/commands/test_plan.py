@@ -249,3 +249,27 @@ def test_where_answers_feed_back_every_reply_is_read(
     monkeypatch.setattr(dry_run, "REPLY_SAMPLE", 2)
     assert _plan(argv, capsys) == every
     assert not any("replies to" in n for n in every["notes"])
+
+
+def test_seeds_plan_every_seed_as_run_runs_them(oaks_data: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``plan ... --seeds 0,1`` plans both seeds' runs, with the ids ``run --seeds`` gives
+    them, and a spec file entry's own ``seeds`` the same."""
+    argv = ["oaks", str(oaks_data), "--model", "builtin", "--system", "full", "--system",
+            "window:w=2"]
+    plan = _plan([*argv, "--seeds", "0,1"], capsys)
+    one = [_plan([*argv, "--seed", str(seed)], capsys) for seed in (0, 1)]
+    assert [r["run_id"] for r in plan["runs"]] == [
+        r["run_id"] for p in one for r in p["runs"]]
+    assert len({r["run_id"] for r in plan["runs"]}) == 4
+    assert plan["total"]["requests"] == sum(p["total"]["requests"] for p in one)
+    out = tmp_path / "results"
+    capsys.readouterr()
+    assert main(["run", *argv, "--seeds", "0,1", "--out", str(out), "--no-progress"]) == 0
+    assert {r["run_id"] for r in _measured(out, capsys)} == {r["run_id"] for r in plan["runs"]}
+    spec = tmp_path / "seeds.toml"
+    spec.write_text(f'out = "r"\n[[run]]\nprotocol = "oaks"\nmodel = "builtin"\n'
+                    f'data = "{oaks_data}"\nsystems = ["full", "window:w=2"]\nseeds = "0,1"\n')
+    assert [r["run_id"] for r in _plan(["--spec", str(spec)], capsys)["runs"]] == [
+        r["run_id"] for r in plan["runs"]]
+    assert not (tmp_path / "r").exists()

@@ -76,22 +76,25 @@ def add_parser(subparsers: Any, protocols: list[StreamProtocol]) -> None:
 
 
 def _entries(args: argparse.Namespace) -> list[tuple[StreamProtocol, RunRequest[Any]]]:
-    """Each run to plan: its protocol and one seed's run request."""
-    from clstream.arguments.requests import command_request
+    """Each run to plan: its protocol and one seed's run request, every seed of ``--seeds`` (or
+    of a spec file) as ``run`` runs them."""
+    from clstream.arguments.requests import command_requests
 
     if args.protocol is not None:
         if args.spec is not None:
             raise SpecError("plan: give a protocol with its flags, or --spec FILE, not both")
         protocol = resolve("protocol", args.protocol)
-        return [(protocol, command_request(args, protocol.name, protocol.run_command))]
+        return [(protocol, request)
+                for request in command_requests(args, protocol.name, protocol.run_command)]
     if args.spec is None:
         raise SpecError(f"plan: give a protocol ({', '.join(names('protocol'))}) or "
                         "--spec FILE")
     from clstream.commands.specfile import load_spec
 
-    return [(protocol, command_request(run_args, protocol.name, protocol.run_command))
+    return [(protocol, request)
             for protocol, run_args in load_spec(args.spec,
-                                                args.out if args.out is not None else "plan")]
+                                                args.out if args.out is not None else "plan")
+            for request in command_requests(run_args, protocol.name, protocol.run_command)]
 
 
 def _throughputs(args: argparse.Namespace) -> tuple[float | None, float | None, str | None]:
