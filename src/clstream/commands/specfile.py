@@ -214,12 +214,10 @@ def _check_entry(args: argparse.Namespace, path: Path, where: str) -> int:
     """The systems, seeds and sampling values of an entry, checked as its run will check them
     (names, arguments, bounds), so that an error names the spec file and the entry; the
     number of runs per system the entry names (its own seeds, else one)."""
-    from clstream.arguments.requests import sampling_flags
+    from clstream.arguments.requests import sampling_flags, seed_list
     from clstream.core.registry import canonical_component
     from clstream.core.specs import ComponentSpec
     from clstream.driver.request import sampling_params
-
-    from clstream.arguments.requests import seed_list
 
     for system in args.system:
         try:
