@@ -104,6 +104,13 @@ def _copy_res(name: str, damage: Callable[[Path], None]) -> Setup:
     return setup
 
 
+def _copy_store_file(name: str) -> Setup:
+    """The reference results database copied to ``name``, outside any results directory."""
+    def setup(root: Path) -> None:
+        shutil.copyfile(root / "res" / "results.sqlite", root / name)
+    return setup
+
+
 def _random_bytes(db: Path) -> None:
     db.write_bytes(hashlib.sha512(b"not a database").digest() * 64)
 
@@ -420,7 +427,7 @@ ROWS: list[tuple[str, list[str], Setup | None]] = [
     ("run cache the results database", [*RUN_FULL, "--cache", "{res}/results.sqlite"],
      NO_SETUP),
     ("run cache a copy of a results database", [*RUN_FULL, "--cache", "{root}/copy.sqlite"],
-     lambda root: shutil.copyfile(root / "res" / "results.sqlite", root / "copy.sqlite")),
+     _copy_store_file("copy.sqlite")),
     ("merge a missing source", ["merge", "{root}/merged", "{res}", "{root}/absent"], NO_SETUP),
     ("list unknown", ["list", "nope"], NO_SETUP),
     ("plan prices huge", ["plan", "oaks", "{root}/oaks.json", "--system", "full", "--prices",
