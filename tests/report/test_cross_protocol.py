@@ -12,6 +12,8 @@ import pytest
 
 from clstream.report.cross_protocol import cross_protocol, csv_text, text_lines
 from clstream.report.html import build_sections
+from clstream.report.seed_groups import seed_groups
+from clstream.report.seed_groups import text_lines as seed_lines
 
 
 def _run(protocol: str, system: str, metrics: dict[str, Any], *, sha: str = "a" * 64,
@@ -163,3 +165,15 @@ def test_one_seed_for_every_run_keeps_one_row_per_method_and_no_seed_column() ->
     assert [c.header for c in build_sections({"runs": runs}, "summary")[0].tables[0].columns
             ][1] != "Seed"
     assert {r["seeds"] for r in csv.DictReader(io.StringIO(csv_text(view)))} == {"3"}
+
+
+def test_the_seeds_text_fits_its_longest_metric_label() -> None:
+    runs = [_seeded(_seqmem("full", acc, {"1": 0.1}, {"1": 0.2}), seed)
+            for seed, acc in ((0, 0.4), (1, 0.6))]
+    lines = seed_lines(seed_groups(runs))
+    metrics = [line for line in lines if line.startswith("  ")]
+    assert len(metrics) == 3 and any("(mean over horizons)" in line for line in metrics)
+    starts = {line.index(" 0.") for line in metrics}  # every mean in one column
+    assert len(starts) == 1
+    (start,) = starts
+    assert all(line[start - 1:start + 1] == "  " for line in metrics)  # after a gap
