@@ -13,11 +13,11 @@ from clstream.store.db import ResultsStore
 from clstream.store.export import select_run
 
 
-def _store_run(store: ResultsStore, label: str, args: dict[str, object]) -> str:
+def _store_run(store: ResultsStore, label: str, args: dict[str, object], seed: int = 0) -> str:
     """A run labelled with its resolved parameters, its spec holding every argument."""
     spec = RunSpec(protocol="oaks", dataset_hash="d" * 8,
                    system=ComponentSpec(name="mem0", args=args),
-                   model=parse_model_spec("builtin"))
+                   model=parse_model_spec("builtin"), seed=seed)
     store.ensure_run(spec.run_id, "oaks", label, "builtin", "d" * 8,
                      spec.model_dump(mode="json"), {})
     store.put_records(spec.run_id, [Record(kind="probe", key="q@1", payload={"output": "x"})])
@@ -39,3 +39,14 @@ def test_the_name_given_to_run_finds_the_run_it_resolved_to(tmp_path: Path) -> N
         assert select_run(store, "mem0:top_k=5").run_id == five
         with pytest.raises(StoreError, match="has several runs"):
             select_run(store, "mem0")
+
+
+def test_runs_that_differ_only_in_their_seed_are_named_apart(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path, writer=True) as store:
+        first = _store_run(store, "mem0", {}, seed=0)
+        second = _store_run(store, "mem0", {}, seed=1)
+    with ResultsStore(tmp_path) as store, pytest.raises(StoreError) as refused:
+        select_run(store, "mem0")
+    message = str(refused.value)
+    assert f"{first} (oaks, dddddddd, builtin, seed 0)" in message
+    assert f"{second} (oaks, dddddddd, builtin, seed 1)" in message

@@ -111,7 +111,9 @@ def _describe(store: ResultsReader, run: RunRow) -> str:
     except ClstreamError:
         path = ""
     where = Path(path).name if path else run.dataset_sha256[:8]
-    return f"{run.run_id} ({run.protocol}, {where}, {run.model})"
+    seed = run.spec.get("seed")  # runs that differ only in their seed are told apart by it
+    return f"{run.run_id} ({run.protocol}, {where}, {run.model}" + (
+        f", seed {seed})" if seed is not None else ")")
 
 
 def select_run(store: ResultsReader, system: str, model: str | None = None, *,
