@@ -105,15 +105,15 @@ def select_runs(store: ResultsReader, protocol: str | None = None,
             and (dataset is None or dataset_matches(store, r, dataset, file_sha256))]
 
 
-def _describe(store: ResultsReader, run: RunRow) -> str:
+def _describe(store: ResultsReader, run: RunRow, with_seed: bool = False) -> str:
     try:
         path = store.get_dataset(run.dataset_sha256)[0]
     except ClstreamError:
         path = ""
     where = Path(path).name if path else run.dataset_sha256[:8]
-    seed = run.spec.get("seed")  # runs that differ only in their seed are told apart by it
+    seed = run.spec.get("seed")
     return f"{run.run_id} ({run.protocol}, {where}, {run.model}" + (
-        f", seed {seed})" if seed is not None else ")")
+        f", seed {seed})" if with_seed and seed is not None else ")")
 
 
 def select_run(store: ResultsReader, system: str, model: str | None = None, *,
@@ -142,7 +142,8 @@ def select_run(store: ResultsReader, system: str, model: str | None = None, *,
         raise StoreError(f"{store.dir}: no run{scope} of system {system!r} (runs here: "
                          f"{known})")
     if len(runs) > 1:
-        ids = ", ".join(_describe(store, r) for r in runs)
+        seeds = len({r.spec.get("seed") for r in runs}) > 1  # what tells them apart
+        ids = ", ".join(_describe(store, r, seeds) for r in runs)
         wanted = [flag for flag, value, values in (
             ("--protocol", protocol, {r.protocol for r in runs}),
             ("--dataset", dataset, {r.dataset_sha256 for r in runs}),
