@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from clstream.driver.dry_run import DryRun
     from clstream.driver.request import RunRequest
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 
 
 def add_plan_arguments(p: argparse.ArgumentParser) -> None:
@@ -180,7 +180,8 @@ def build_plan(args: argparse.Namespace) -> dict[str, Any]:
     entries = []
     for run, figures in zip(runs, per_run, strict=True):
         entry: dict[str, Any] = {"protocol": run.protocol, "system": run.system,
-                                 "model": run.model, "run_id": run.run_id, **figures,
+                                 "model": run.model, "seed": run.seed, "run_id": run.run_id,
+                                 **figures,
                                  "training_skipped": run.training_skipped,
                                  "cost_usd": None}
         if prices is not None and run.model in prices:
@@ -220,7 +221,9 @@ def _duration(seconds: float) -> str:
 def lines(plan: dict[str, Any]) -> list[str]:
     """The human-readable plan."""
     cache = plan["cache"]["tokens"]
-    rows = [(f"{r['protocol']} {r['system']}", r) for r in plan["runs"]]
+    seeds = len({r["seed"] for r in plan["runs"]}) > 1  # runs apart only by seed read apart
+    rows = [(f"{r['protocol']} {r['system']}" + (f" seed {r['seed']}" if seeds else ""), r)
+            for r in plan["runs"]]
     if len(rows) > 1:
         rows.append(("total", plan["total"]))
     header = ("run", "requests", "prompt", "prefill", "prefill lb", "compl. max", "compl. exp")
