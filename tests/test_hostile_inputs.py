@@ -5,19 +5,25 @@ must exit non-zero with exactly one line on stderr and no traceback, and leave a
 results directory (one small OAKS run, built once) byte for byte as it was.
 
 Rows run in this process (the CLI's ``main``); :data:`SUBPROCESS_ROWS` run a few of them as a
-user would, through ``python -m clstream``.
+user would, through ``python -m clstream``. ``{static}`` in a row is the /v1 URL of a plain
+static web server (404 on GET, 501 on POST, as ``python -m http.server`` answers): no
+endpoint check may take it for a model server.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import http.server
 import json
 import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,6 +68,22 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
+@pytest.fixture(scope="module")
+def static(root: Path) -> Iterator[str]:
+    """The /v1 URL of a static web server over an empty directory, for the module."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            """Nothing on stderr: the rows read it."""
+
+    handler = functools.partial(Quiet, directory=str(root / "emptydir"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
 # -- setups: files a row needs, written under the module's directory ------------------------
 
 
@@ -79,6 +101,13 @@ def _copy_res(name: str, damage: Callable[[Path], None]) -> Setup:
             shutil.rmtree(target)
         shutil.copytree(root / "res", target)
         damage(target / "results.sqlite")
+    return setup
+
+
+def _copy_store_file(name: str) -> Setup:
+    """The reference results database copied to ``name``, outside any results directory."""
+    def setup(root: Path) -> None:
+        shutil.copyfile(root / "res" / "results.sqlite", root / name)
     return setup
 
 
@@ -173,6 +202,24 @@ ROWS: list[tuple[str, list[str], Setup | None]] = [
     ("check port out of range", ["check", "--model", "m", "--base-url",
                                  "http://127.0.0.1:99999/v1"], NO_SETUP),
     ("check broken IPv6", ["check", "--model", "m", "--base-url", "http://[::1"], NO_SETUP),
+    ("base-url a static web server", [*RUN_FULL, "--model", "openai:m", "--base-url",
+                                      "{static}"], NO_SETUP),
+    ("base-url replicas, one a static web server", [
+        *RUN_FULL, "--model", "openai:m", "--base-url", "{static}", "--base-url",
+        "http://127.0.0.1:9/v1"], NO_SETUP),
+    ("check a static web server", ["check", "--model", "m", "--base-url", "{static}"],
+     NO_SETUP),
+    ("judge-base-url a static web server", [
+        "run", "imprint", "{root}/emptydir", "--model", "builtin", "--system", "rag",
+        "--judge", "openai:j", "--judge-base-url", "{static}", "--out", "{res}"], NO_SETUP),
+    ("judge endpoint given as --base-url", [
+        "run", "imprint", "{root}/emptydir", "--model", "builtin", "--system", "rag",
+        "--judge", "openai:j", "--base-url", "{static}", "--out", "{res}"], NO_SETUP),
+    ("generate imprint writer a static web server", [
+        "generate", "imprint", "--setting", "news", "--size", "small", "--model", "openai:w",
+        "--base-url", "{static}", "--filter", "--out", "{root}/gen"], NO_SETUP),
+    ("max-concurrency with the builtin model", [*RUN_FULL, "--max-concurrency", "4"],
+     NO_SETUP),
     # data files
     ("run data missing", ["run", "oaks", "{root}/absent.json", "--model", "builtin",
                           "--system", "full", "--out", "{res}"], NO_SETUP),
@@ -250,6 +297,18 @@ ROWS: list[tuple[str, list[str], Setup | None]] = [
      _spec_entry("unknown.toml", "colour = 1")),
     ("spec without out", ["run", "--spec", "{root}/noout.toml"],
      _write("noout.toml", '[[run]]\nprotocol = "oaks"\nsystems = ["full"]\n')),
+    ("spec data missing", ["run", "--spec", "{root}/nodata.toml"],
+     _write("nodata.toml", 'out = "res"\n[[run]]\nprotocol = "oaks"\ndata = "absent.json"\n'
+                           'systems = ["full"]\n')),
+    ("spec entry seeds with the file's seeds", ["plan", "--spec", "{root}/twoseeds.toml"],
+     _spec("twoseeds.toml", "seeds = [0, 1]\n[defaults]\nseeds = \"2,3\"")),
+    ("spec entry seeds beyond its runs", ["run", "--spec", "{root}/manyseeds.toml"],
+     _write("manyseeds.toml", 'out = "res"\n' + "".join(
+         f'[[run]]\nprotocol = "oaks"\ndata = "oaks.json"\nsystems = ["full"]\n'
+         f'seeds = "{",".join(map(str, range(i, i + 1000)))}"\n' for i in range(11)))),
+    ("spec data a name too long for the file system", ["run", "--spec", "{root}/long.toml"],
+     _write("long.toml", f'out = "res"\n[[run]]\nprotocol = "oaks"\ndata = "{"x" * 260}"\n'
+                         'systems = ["full"]\n')),
     ("spec protocol unknown", ["run", "--spec", "{root}/chess.toml"],
      _write("chess.toml", 'out = "res"\n[[run]]\nprotocol = "chess"\nsystems = ["full"]\n')),
     # generate: every count bounded
@@ -348,6 +407,27 @@ ROWS: list[tuple[str, list[str], Setup | None]] = [
     ("merge truncated", ["merge", "{root}/merged", "{res}", "{root}/truncated"],
      _copy_res("truncated", _truncated)),
     ("merge into a source", ["merge", "{res}", "{res}"], NO_SETUP),
+    # writes: never into a store or a dataset (tests/commands/test_write_guards.py: all)
+    ("report over the results database", ["report", "{res}", "--out", "{res}/results.sqlite"],
+     NO_SETUP),
+    ("summary cross-csv over the dataset", ["summary", "{res}", "--cross-csv",
+                                            "{root}/oaks.json"], NO_SETUP),
+    ("export into the store's artifacts", ["export", "{res}", "--system", "full", "--out",
+                                           "{res}/artifacts/e.jsonl"], NO_SETUP),
+    ("check save over the results database", ["check", "--model", "m", "--base-url",
+                                              "http://127.0.0.1:9/v1", "--save",
+                                              "{res}/results.sqlite"], NO_SETUP),
+    ("generate over the dataset", ["generate", "oaks-babi", "--out", "{root}/oaks.json"],
+     NO_SETUP),
+    ("view static into the results directory", ["view", "{res}", "--static", "{res}/site"],
+     NO_SETUP),
+    ("run out inside the data it reads", ["run", "oaks", "{root}/oaks.json", "--model",
+                                          "builtin", "--system", "full", "--no-progress",
+                                          "--out", "{root}/oaks.json/res"], NO_SETUP),
+    ("run cache the results database", [*RUN_FULL, "--cache", "{res}/results.sqlite"],
+     NO_SETUP),
+    ("run cache a copy of a results database", [*RUN_FULL, "--cache", "{root}/copy.sqlite"],
+     _copy_store_file("copy.sqlite")),
     ("merge a missing source", ["merge", "{root}/merged", "{res}", "{root}/absent"], NO_SETUP),
     ("list unknown", ["list", "nope"], NO_SETUP),
     ("plan prices huge", ["plan", "oaks", "{root}/oaks.json", "--system", "full", "--prices",
@@ -370,19 +450,20 @@ def _stores(root: Path) -> dict[str, dict[str, str]]:
     return {d.name: digest(d) for d in sorted(root.iterdir()) if (d / "results.sqlite").exists()}
 
 
-def _argv(argv: list[str], root: Path) -> list[str]:
-    return [a.replace("{root}", str(root)).replace("{res}", str(root / "res")) for a in argv]
+def _argv(argv: list[str], root: Path, static: str) -> list[str]:
+    return [a.replace("{root}", str(root)).replace("{res}", str(root / "res"))
+            .replace("{static}", static) for a in argv]
 
 
 @pytest.mark.parametrize(("argv", "setup"), [pytest.param(a, s, id=i) for i, a, s in ROWS])
 def test_a_hostile_input_is_one_line_and_changes_nothing(
-        root: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+        root: Path, static: str, capsys: pytest.CaptureFixture[str], argv: list[str],
         setup: Setup | None) -> None:
     if setup is not None:
         setup(root)
     before = _stores(root)
     capsys.readouterr()
-    code = main(_argv(argv, root))
+    code = main(_argv(argv, root, static))
     err = capsys.readouterr().err
     assert code != 0, err
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
@@ -394,16 +475,16 @@ def test_a_hostile_input_is_one_line_and_changes_nothing(
 
 
 SUBPROCESS_ROWS = ["temperature inf", "base-url port out of range", "spec nested 5,000 deep",
-                   "summary spec not JSON"]
+                   "summary spec not JSON", "base-url a static web server"]
 
 
 @pytest.mark.parametrize("row", SUBPROCESS_ROWS)
-def test_a_hostile_input_from_a_shell_is_one_line(root: Path, row: str) -> None:
+def test_a_hostile_input_from_a_shell_is_one_line(root: Path, static: str, row: str) -> None:
     _, argv, setup = next(r for r in ROWS if r[0] == row)
     if setup is not None:
         setup(root)
     before = _stores(root)
-    done = subprocess.run([sys.executable, "-m", "clstream", *_argv(argv, root)],
+    done = subprocess.run([sys.executable, "-m", "clstream", *_argv(argv, root, static)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr

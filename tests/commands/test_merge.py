@@ -118,3 +118,39 @@ def test_report_over_several_directories_needs_an_output_file(
         dirs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(dirs[0]), str(dirs[1])]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_the_same_run_made_twice_merges_whatever_its_measured_times(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SeqMem records hold wall-clock seconds (per stage, per memory update) that no rerun
+    reproduces: two directories that each made the run merge into one run; an answer that
+    differs is still a conflict."""
+    data = tmp_path / "syn.json"
+    assert main(["generate", "seqmem-synthetic", "--tasks", "8", "--holdout", "2", "--out",
+                 str(data)]) == 0
+    first, second = tmp_path / "first", tmp_path / "second"
+    for out in (first, second):
+        assert main(["run", "seqmem", str(data), "--system", "exp-rag", "--no-progress",
+                     "--out", str(out)]) == 0
+    with sqlite3.connect(second / "results.sqlite") as db:  # other times, as a rerun has
+        for rowid, payload in db.execute("SELECT rowid, payload FROM records").fetchall():
+            body = json.loads(payload)
+            for field in ("timings", "time_s"):
+                if isinstance(body.get(field), dict):
+                    body[field] = {k: v + 1.5 for k, v in body[field].items()}
+                elif isinstance(body.get(field), float):
+                    body[field] += 1.5
+            db.execute("UPDATE records SET payload=? WHERE rowid=?", (json.dumps(body), rowid))
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "merged"), str(first), str(second)]) == 0
+    counts = []
+    for directory in (first, tmp_path / "merged"):
+        with sqlite3.connect(directory / "results.sqlite") as db:
+            counts.append(db.execute("SELECT run_id, COUNT(*) FROM records GROUP BY run_id"
+                                     ).fetchall())
+    assert counts[0] == counts[1] and len(counts[0]) == 1  # one run, every record once
+    with sqlite3.connect(second / "results.sqlite") as db:
+        db.execute("UPDATE records SET payload=json_set(payload, '$.output', 'other') WHERE"
+                   " rowid = (SELECT MIN(rowid) FROM records WHERE kind='online')")
+    assert main(["merge", str(tmp_path / "again"), str(first), str(second)]) == 2
+    assert "record online" in capsys.readouterr().err

@@ -18,7 +18,7 @@ from clstream.models import plan_costs
 from clstream.models.planning import PlannedRequest
 
 MODEL = "policy-model"
-RUN_KEYS = {"protocol", "system", "model", "run_id", "requests", "requests_by_stage",
+RUN_KEYS = {"protocol", "system", "model", "seed", "run_id", "requests", "requests_by_stage",
             "prompt_tokens", "prompt_tokens_by_stage", "prefill_tokens", "completion_tokens",
             "training_skipped", "cost_usd"}
 
@@ -94,7 +94,7 @@ def test_the_json_shape_and_the_text_report(oaks_data: Path, tmp_path: Path,
                          "time_s", "notes"}
     (run,) = plan["runs"]
     assert set(run) == RUN_KEYS
-    assert set(plan["total"]) == RUN_KEYS - {"protocol", "system", "model", "run_id",
+    assert set(plan["total"]) == RUN_KEYS - {"protocol", "system", "model", "seed", "run_id",
                                              "training_skipped"}
     assert plan["cache"] == {"tokens": None, "block_size": 16}
     assert plan["tokenizers"]["builtin"]["name"] == "approx-v1"
@@ -249,3 +249,35 @@ def test_where_answers_feed_back_every_reply_is_read(
     monkeypatch.setattr(dry_run, "REPLY_SAMPLE", 2)
     assert _plan(argv, capsys) == every
     assert not any("replies to" in n for n in every["notes"])
+
+
+def test_seeds_plan_every_seed_as_run_runs_them(oaks_data: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``plan ... --seeds 0,1`` plans both seeds' runs, with the ids ``run --seeds`` gives
+    them, and a spec file entry's own ``seeds`` the same."""
+    argv = ["oaks", str(oaks_data), "--model", "builtin", "--system", "full", "--system",
+            "window:w=2"]
+    plan = _plan([*argv, "--seeds", "0,1"], capsys)
+    one = [_plan([*argv, "--seed", str(seed)], capsys) for seed in (0, 1)]
+    assert [r["run_id"] for r in plan["runs"]] == [
+        r["run_id"] for p in one for r in p["runs"]]
+    assert len({r["run_id"] for r in plan["runs"]}) == 4
+    assert [(r["system"], r["seed"]) for r in plan["runs"]] == [
+        ("full", 0), ("window:w=2", 0), ("full", 1), ("window:w=2", 1)]
+    capsys.readouterr()
+    assert main(["plan", *argv, "--seeds", "0,1"]) == 0
+    rows = [line.split()[:4] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("oaks ")]
+    assert rows[:2] == [["oaks", "full", "seed", "0"], ["oaks", "window:w=2", "seed", "0"]]
+    assert len({tuple(row) for row in rows}) == 4  # no two rows alike
+    assert plan["total"]["requests"] == sum(p["total"]["requests"] for p in one)
+    out = tmp_path / "results"
+    capsys.readouterr()
+    assert main(["run", *argv, "--seeds", "0,1", "--out", str(out), "--no-progress"]) == 0
+    assert {r["run_id"] for r in _measured(out, capsys)} == {r["run_id"] for r in plan["runs"]}
+    spec = tmp_path / "seeds.toml"
+    spec.write_text(f'out = "r"\n[[run]]\nprotocol = "oaks"\nmodel = "builtin"\n'
+                    f'data = "{oaks_data}"\nsystems = ["full", "window:w=2"]\nseeds = "0,1"\n')
+    assert [r["run_id"] for r in _plan(["--spec", str(spec)], capsys)["runs"]] == [
+        r["run_id"] for r in plan["runs"]]
+    assert not (tmp_path / "r").exists()

@@ -328,3 +328,29 @@ def test_entries_spelt_differently_that_name_one_run_run_it_once(
         "full", "rag"], lines
     with ResultsStore(tmp_path / "r") as store:
         assert sorted(r.system for r in store.runs()) == ["full", "rag"]
+
+
+def test_an_entry_runs_every_seed_its_own_seeds_name(data: dict[str, Path],
+                                                     tmp_path: Path) -> None:
+    spec = _spec_of(tmp_path, data, ENTRY + 'seeds = "0,2"\nno_progress = true\n')
+    assert main(["run", "--spec", str(spec)]) == 0
+    with ResultsStore(tmp_path / "r") as store:
+        assert sorted(r.spec["seed"] for r in store.runs()) == [0, 2]
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    ("seeds = [0, 1]\n" + ENTRY + 'seeds = "0,1"\n', "field 'seeds': flags --seed and --seeds"),
+    (ENTRY + 'seeds = "0-9"\n', "field 'seeds': flag --seeds: must be an integer"),
+    ("".join(ENTRY + 'seeds = "' + ",".join(map(str, range(i, i + 1000))) + '"\n'
+             for i in range(11)),
+     "run 11 (oaks): more than 10,000 runs (entries times seeds)"),
+    (ENTRY.replace("DATA", json.dumps("x" * 5000)), "no such file or directory: xxx"),
+])
+def test_an_entry_s_seeds_are_checked_with_the_file(
+        data: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str,
+        needle: str) -> None:
+    spec = _spec_of(tmp_path, data, body)
+    assert main(["run", "--spec", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "r").exists()

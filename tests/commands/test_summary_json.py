@@ -356,6 +356,7 @@ class CrossMethod(Strict):
     label: str
     system: str
     model: str
+    seeds: list[int]
     cells: dict[str, CrossCell | None]
     cost: CrossCost
 

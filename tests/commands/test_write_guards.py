@@ -64,6 +64,10 @@ WRITERS: dict[str, Callable[[Path, Path], list[str]]] = {
                                           "--out", str(out)],
     "generate-clbench": lambda res, out: ["generate", "clbench", "--task", "sales_prediction",
                                           "--out", str(out)],
+    "view-static": lambda res, out: ["view", str(res), "--static", str(out)],
+    "run-cache": lambda res, out: ["run", "oaks", str(res.parent / "data.json"), "--system",
+                                   "full", "--no-progress", "--out", str(res.parent / "other"),
+                                   "--cache", str(out)],
 }
 FILE_WRITERS = ("export", "report", "summary-cross-csv", "check-save")
 
@@ -147,3 +151,39 @@ def test_a_generated_dataset_is_not_regenerated_over(
     _refused(capsys, argv, "runs may have been made")
     assert main([*argv, "--force"]) == 0
     assert (tmp_path / "t.json").read_bytes() == first
+
+
+@pytest.mark.parametrize("inside", [".", "results"])
+def test_run_never_writes_into_the_data_it_reads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], inside: str) -> None:
+    data = tmp_path / "news"
+    assert main(["generate", "imprint", "--setting", "news", "--size", "small", "--out",
+                 str(data)]) == 0
+    capsys.readouterr()
+    before = _fingerprint(data)
+    out = data / inside
+    _refused(capsys, ["run", "imprint", str(data), "--system", "memory-free", "--no-progress",
+                      "--out", str(out)], "dataset", "this run reads")
+    assert _fingerprint(data) == before and not (data / "results.sqlite").exists()
+    assert not (data / "results").exists()
+
+
+def test_a_response_cache_is_never_another_database(
+        work: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A copy of a results store named as ``--cache`` is refused before anything is added to
+    it; a cache of clstream's own is reopened and reused."""
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes((work / "res" / "results.sqlite").read_bytes())
+    before = _fingerprint(copy)
+    argv = WRITERS["run-cache"](work / "res", copy)
+    _refused(capsys, argv, "not a response cache")
+    with contextlib.closing(sqlite3.connect(f"file:{copy}?mode=ro", uri=True)) as db:
+        dump = hashlib.sha256("\n".join(db.iterdump()).encode()).hexdigest()
+    assert dump == _fingerprint(work / "res" / "results.sqlite")[
+        str(work / "res" / "results.sqlite")] and before == {str(copy): before[str(copy)]}
+    cache = tmp_path / "cache.sqlite"
+    ok = WRITERS["run-cache"](work / "res", cache)
+    ok[ok.index("--out") + 1] = str(tmp_path / "fresh")
+    assert main(ok) == 0
+    ok[ok.index("--out") + 1] = str(tmp_path / "fresh-again")
+    assert main(ok) == 0

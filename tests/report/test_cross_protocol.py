@@ -12,6 +12,8 @@ import pytest
 
 from clstream.report.cross_protocol import cross_protocol, csv_text, text_lines
 from clstream.report.html import build_sections
+from clstream.report.seed_groups import seed_groups
+from clstream.report.seed_groups import text_lines as seed_lines
 
 
 def _run(protocol: str, system: str, metrics: dict[str, Any], *, sha: str = "a" * 64,
@@ -114,3 +116,64 @@ def test_the_report_opens_with_the_table_only_for_two_protocols() -> None:
     one = build_sections({"runs": RUNS[:3]}, "summary")
     assert all(s.title != "Across protocols" for s in one)
     assert cross_protocol(RUNS[:3])["protocols"] == ["oaks"]
+
+
+def _seeded(run: dict[str, Any], seed: int) -> dict[str, Any]:
+    return {**run, "run_id": f"{run['run_id']}-s{seed}",
+            "meta": {**run["meta"], "seed": seed, "spec": {**run["meta"]["spec"], "seed": seed}}}
+
+
+def test_runs_that_differ_only_in_their_seed_are_rows_of_their_own() -> None:
+    runs = [_seeded(_oaks("full", 0.9, 0.2), 0), _seeded(_oaks("full", 0.7, 0.2), 1),
+            _seeded(_oaks("rag", 0.8, 0.1), 0), _seeded(_seqmem("full", 0.4, {}, {}), 0)]
+    view = cross_protocol(runs)
+    rows = [(m["label"], m["seeds"]) for m in view["methods"]]
+    assert rows == [("full", [0]), ("full", [1]), ("rag", [0])]  # a method's seeds together
+    accuracy = [m["cells"]["oaks.accuracy"]["value"] for m in view["methods"]]
+    assert accuracy == [0.9, 0.7, 0.8]
+    assert view["methods"][1]["cells"]["seqmem.online_acc"] is None  # seed 1: no seqmem run
+    assert view["methods"][0]["cost"]["runs"] == 2
+    assert not any("runs of the same dataset" in n for n in view["notes"])
+    text = text_lines(view)
+    header = next(line for line in text if "OAKS accuracy" in line)
+    assert header.split()[:2] == ["method", "seed"]
+    body = [line.split()[:3] for line in text if line.startswith("full ")]
+    assert ["full", "0", "0.900"] in body and ["full", "1", "0.700"] in body
+    csv_rows = list(csv.DictReader(io.StringIO(csv_text(view))))
+    assert [(r["method"], r["seeds"]) for r in csv_rows] == [("full", "0"), ("full", "1"),
+                                                              ("rag", "0")]
+    table = build_sections({"runs": runs}, "summary")[0].tables[0]
+    assert [c.header for c in table.columns][:2] == ["Method", "Seed"]
+    assert [(row[0].text, row[1].text) for row in table.rows] == [
+        ("full", "0"), ("full", "1"), ("rag", "0")]
+
+
+def test_seeds_that_differ_only_across_protocols_keep_one_row_and_show_both() -> None:
+    runs = [_seeded(_oaks("full", 0.9, 0.2), 0), _seeded(_seqmem("full", 0.4, {}, {}), 3)]
+    view = cross_protocol(runs)
+    assert [(m["label"], m["seeds"]) for m in view["methods"]] == [("full", [0, 3])]
+    assert [line.split()[:2] for line in text_lines(view) if line.startswith("full ")][0] == \
+        ["full", "0,3"]
+
+
+def test_one_seed_for_every_run_keeps_one_row_per_method_and_no_seed_column() -> None:
+    runs = [_seeded(run, 3) for run in RUNS]
+    view = cross_protocol(runs)
+    assert [(m["label"], m["seeds"]) for m in view["methods"]] == [
+        ("full", [3]), ("rag", [3]), ("window", [3])]
+    assert all("seed" not in line.split()[:2] for line in text_lines(view))
+    assert [c.header for c in build_sections({"runs": runs}, "summary")[0].tables[0].columns
+            ][1] != "Seed"
+    assert {r["seeds"] for r in csv.DictReader(io.StringIO(csv_text(view)))} == {"3"}
+
+
+def test_the_seeds_text_fits_its_longest_metric_label() -> None:
+    runs = [_seeded(_seqmem("full", acc, {"1": 0.1}, {"1": 0.2}), seed)
+            for seed, acc in ((0, 0.4), (1, 0.6))]
+    lines = seed_lines(seed_groups(runs))
+    metrics = [line for line in lines if line.startswith("  ")]
+    assert len(metrics) == 3 and any("(mean over horizons)" in line for line in metrics)
+    starts = {line.index(" 0.") for line in metrics}  # every mean in one column
+    assert len(starts) == 1
+    (start,) = starts
+    assert all(line[start - 1:start + 1] == "  " for line in metrics)  # after a gap

@@ -14,11 +14,11 @@ from clstream.store.db import ResultsStore
 from clstream.store.export import select_run, select_runs
 
 
-def _store_run(store: ResultsStore, label: str, args: dict[str, object]) -> str:
+def _store_run(store: ResultsStore, label: str, args: dict[str, object], seed: int = 0) -> str:
     """A run labelled with its resolved parameters, its spec holding every argument."""
     spec = RunSpec(protocol="oaks", dataset_hash="d" * 8,
                    system=ComponentSpec(name="mem0", args=args),
-                   model=parse_model_spec("builtin"))
+                   model=parse_model_spec("builtin"), seed=seed)
     store.ensure_run(spec.run_id, "oaks", label, "builtin", "d" * 8,
                      spec.model_dump(mode="json"), {})
     store.put_records(spec.run_id, [Record(kind="probe", key="q@1", payload={"output": "x"})])
@@ -60,3 +60,14 @@ def test_runs_are_selected_by_label_run_id_or_the_spec_given_to_run(tmp_path: Pa
         assert [r.run_id for r in select_runs(store, system="mem0:retriever=dense")] == [dense]
         with pytest.raises(StoreError, match="^there: system 'mem0' ran as "):
             select_runs(store, system="mem0", where="there")
+
+
+def test_runs_that_differ_only_in_their_seed_are_named_apart(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path, writer=True) as store:
+        first = _store_run(store, "mem0", {}, seed=0)
+        second = _store_run(store, "mem0", {}, seed=1)
+    with ResultsStore(tmp_path) as store, pytest.raises(StoreError) as refused:
+        select_run(store, "mem0")
+    message = str(refused.value)
+    assert f"{first} (oaks, dddddddd, builtin, seed 0)" in message
+    assert f"{second} (oaks, dddddddd, builtin, seed 1)" in message

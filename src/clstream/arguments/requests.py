@@ -173,6 +173,14 @@ def seed_requests(args: argparse.Namespace, protocol: str, add_arguments: AddArg
 
 def command_request(args: argparse.Namespace, protocol: str, command: Command) -> RunRequest[Any]:
     """:func:`run_request` of a registered protocol's ``run`` command, its flags and options
-    type read from it: spec files, the matrix and ``clstream plan``, which give each seed's
-    flags themselves."""
+    type read from it, for flags that name one seed (the matrix gives each seed's flags
+    itself)."""
     return run_request(args, protocol, command.arguments(), command.options_type())
+
+
+def command_requests(args: argparse.Namespace, protocol: str,
+                     command: Command) -> list[RunRequest[Any]]:
+    """:func:`seed_requests` of a registered protocol's ``run`` command: one request per seed
+    of ``--seeds``, as ``run PROTOCOL`` makes them, for ``clstream plan`` and a spec file entry
+    (``seeds = "0,1"``), so that neither plans or runs the first seed alone."""
+    return seed_requests(args, protocol, command.arguments(), command.options_type())

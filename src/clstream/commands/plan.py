@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from clstream.driver.dry_run import DryRun
     from clstream.driver.request import RunRequest
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 
 
 def add_plan_arguments(p: argparse.ArgumentParser) -> None:
@@ -76,22 +76,25 @@ def add_parser(subparsers: Any, protocols: list[StreamProtocol]) -> None:
 
 
 def _entries(args: argparse.Namespace) -> list[tuple[StreamProtocol, RunRequest[Any]]]:
-    """Each run to plan: its protocol and one seed's run request."""
-    from clstream.arguments.requests import command_request
+    """Each run to plan: its protocol and one seed's run request, every seed of ``--seeds`` (or
+    of a spec file) as ``run`` runs them."""
+    from clstream.arguments.requests import command_requests
 
     if args.protocol is not None:
         if args.spec is not None:
             raise SpecError("plan: give a protocol with its flags, or --spec FILE, not both")
         protocol = resolve("protocol", args.protocol)
-        return [(protocol, command_request(args, protocol.name, protocol.run_command))]
+        return [(protocol, request)
+                for request in command_requests(args, protocol.name, protocol.run_command)]
     if args.spec is None:
         raise SpecError(f"plan: give a protocol ({', '.join(names('protocol'))}) or "
                         "--spec FILE")
     from clstream.commands.specfile import load_spec
 
-    return [(protocol, command_request(run_args, protocol.name, protocol.run_command))
+    return [(protocol, request)
             for protocol, run_args in load_spec(args.spec,
-                                                args.out if args.out is not None else "plan")]
+                                                args.out if args.out is not None else "plan")
+            for request in command_requests(run_args, protocol.name, protocol.run_command)]
 
 
 def _throughputs(args: argparse.Namespace) -> tuple[float | None, float | None, str | None]:
@@ -177,7 +180,8 @@ def build_plan(args: argparse.Namespace) -> dict[str, Any]:
     entries = []
     for run, figures in zip(runs, per_run, strict=True):
         entry: dict[str, Any] = {"protocol": run.protocol, "system": run.system,
-                                 "model": run.model, "run_id": run.run_id, **figures,
+                                 "model": run.model, "seed": run.seed, "run_id": run.run_id,
+                                 **figures,
                                  "training_skipped": run.training_skipped,
                                  "cost_usd": None}
         if prices is not None and run.model in prices:
@@ -217,7 +221,9 @@ def _duration(seconds: float) -> str:
 def lines(plan: dict[str, Any]) -> list[str]:
     """The human-readable plan."""
     cache = plan["cache"]["tokens"]
-    rows = [(f"{r['protocol']} {r['system']}", r) for r in plan["runs"]]
+    seeds = len({r["seed"] for r in plan["runs"]}) > 1  # runs apart only by seed read apart
+    rows = [(f"{r['protocol']} {r['system']}" + (f" seed {r['seed']}" if seeds else ""), r)
+            for r in plan["runs"]]
     if len(rows) > 1:
         rows.append(("total", plan["total"]))
     header = ("run", "requests", "prompt", "prefill", "prefill lb", "compl. max", "compl. exp")

@@ -24,8 +24,9 @@ A relative path that names a file or directory beside the spec file is taken fro
 from the working directory; an entry's data that is in neither says so, naming both. A
 malformed file is one line naming the file, the entry and the field (exit 2) before anything
 runs; so is a file beyond the bounds below (values nested deeper than
-:data:`MAX_SPEC_DEPTH`, more than :data:`MAX_SPEC_RUNS` entries or runs). Entries that name
-the same run (the same flags, after defaults and seeds) are run once.
+:data:`MAX_SPEC_DEPTH`, more than :data:`MAX_SPEC_RUNS` entries or runs). An entry's own
+``seeds = "0,1"`` (the flag ``--seeds``) runs every seed it names, as the flag does. Entries that
+name the same run (the same flags, after defaults and seeds) are run once.
 
 ``clstream runs DIR --spec`` prints a spec file that reruns every run of a results directory:
 each run records its flags (:func:`clstream.driver.assemble.run_flags`), and runs that differ
@@ -82,9 +83,18 @@ def _field_of(message: str, parser: argparse.ArgumentParser) -> str | None:
     return None
 
 
+def _exists(path: Path) -> bool:
+    """Whether ``path`` names something; a value no path can be (a name too long for the file
+    system, say) names nothing rather than failing."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _absolute(value: Any, base: Path) -> Any:
     if isinstance(value, str) and value and not Path(value).is_absolute() \
-            and (base / value).exists():
+            and _exists(base / value):
         return str(base / value)
     return value
 
@@ -95,7 +105,7 @@ def _check_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser, pat
     says where it was looked for, as the rule of :func:`_absolute` goes."""
     for action in parser._actions:
         value = getattr(args, action.dest, None)
-        if action.option_strings or not isinstance(value, str) or Path(value).exists():
+        if action.option_strings or not isinstance(value, str) or _exists(Path(value)):
             continue
         looked = (f" (resolved against {base}, the spec file's directory, and then the working "
                   f"directory {Path.cwd()})" if not Path(value).is_absolute() else "")
@@ -200,10 +210,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _check_entry(args: argparse.Namespace, path: Path, where: str) -> None:
-    """The systems and sampling values of an entry, checked as its run will check them
-    (names, arguments, bounds), so that an error names the spec file and the entry."""
-    from clstream.arguments.requests import sampling_flags
+def _check_entry(args: argparse.Namespace, path: Path, where: str) -> int:
+    """The systems, seeds and sampling values of an entry, checked as its run will check them
+    (names, arguments, bounds), so that an error names the spec file and the entry; the
+    number of runs per system the entry names (its own seeds, else one)."""
+    from clstream.arguments.requests import sampling_flags, seed_list
     from clstream.core.registry import canonical_component
     from clstream.core.specs import ComponentSpec
     from clstream.driver.request import sampling_params
@@ -213,11 +224,19 @@ def _check_entry(args: argparse.Namespace, path: Path, where: str) -> None:
             canonical_component("system", ComponentSpec.parse(system, "system"))
         except SpecError as exc:
             raise DataError(path, where, "systems", str(exc)) from None
+    try:  # an entry's own seeds (seeds = "0,1"): every one is run, none with seed as well
+        seeds = seed_list(args)
+    except SpecError as exc:
+        both = getattr(args, "seed_typed", False)  # the file's seeds, or the entry's seed
+        raise DataError(path, where, "seeds", f"{exc}" + (
+            " (the file's top-level seeds, or the entry's seed, set one seed)" if both
+            else "")) from None
     if hasattr(args, "temperature"):
         try:
             sampling_params(sampling_flags(args), args.seed)
         except SpecError as exc:
             raise DataError(path, where, None, str(exc)) from None
+    return 1 if seeds is None else len(seeds)
 
 
 def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProtocol,
@@ -262,6 +281,7 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
                                            f"{MAX_SPEC_RUNS:,} (split the file)")
     planned = []
     seen: set[tuple[str, ...]] = set()
+    runs = 0  # entries times seeds, an entry's own seeds included
     parsers: dict[str, argparse.ArgumentParser] = {}
     for number, entry in enumerate(entries, start=1):
         where = f"run {number}"
@@ -294,7 +314,10 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
                 field = _field_of(str(exc), parser)
                 message = str(exc).partition(": ")[2] if field else str(exc)
                 raise DataError(path, where, field, message) from None
-            _check_entry(args, path, where)
+            runs += _check_entry(args, path, where)
+            if runs > MAX_SPEC_RUNS:
+                raise DataError(path, where, None, f"more than {MAX_SPEC_RUNS:,} runs (entries "
+                                                   "times seeds); split the file")
             _check_inputs(args, parser, path, where, base)
             planned.append((protocol, args))
     return planned
@@ -302,7 +325,7 @@ def load_spec(path: str | Path, out: str | None = None) -> list[tuple[StreamProt
 
 def run_spec(args: argparse.Namespace) -> int:
     """``clstream run --spec FILE [--out DIR]``: every run the file names, through one driver."""
-    from clstream.arguments.requests import command_request
+    from clstream.arguments.requests import command_requests
     from clstream.driver.execute import drive
 
     if args.spec is None:
@@ -312,8 +335,9 @@ def run_spec(args: argparse.Namespace) -> int:
 
     # Entries spelt differently may still name one run: each is run once, by the first entry.
     jobs = first_of_each_run([
-        protocol.run_command.planned(command_request(run_args, protocol.name, protocol.run_command))
-        for protocol, run_args in load_spec(args.spec, args.out)])
+        protocol.run_command.planned(request)
+        for protocol, run_args in load_spec(args.spec, args.out)
+        for request in command_requests(run_args, protocol.name, protocol.run_command)])
     resume = ["clstream", "run", "--spec", str(args.spec)]
     if args.out is not None:
         resume += ["--out", str(args.out)]

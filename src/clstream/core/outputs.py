@@ -22,6 +22,11 @@ three rules (docs/design.md §7.1):
    clstream as its generator counts as clstream's, so reports made before the ledger existed
    are refreshed as before).
 
+``run`` writes only its results directory, which is never the data it reads nor inside it
+(:func:`refuse_datasets`), and its response cache (``--cache``), which is never a store's file
+(:func:`refuse_store_files`) nor any database but a response cache
+(:class:`clstream.models.cache.ResponseCache` looks before it writes).
+
 Refusals are :class:`OutputRefused`: one line naming the path, what it belongs to and what to
 do, exit 2, raised before anything is written. A target that exists and is not a regular file
 (``/dev/stdout``, a pipe) is written in place, as :func:`clstream.core.files.atomic_writer`
@@ -46,8 +51,8 @@ from clstream.core.files import atomic_writer, write_atomic
 
 __all__ = [
     "LEDGER", "RESULTS_DB", "STORE_ENTRIES", "OutputRefused", "Role", "add_force_flag",
-    "claim_directory", "claim_file", "note_written", "output_writer", "replacing",
-    "store_root", "write_output",
+    "claim_directory", "claim_file", "is_file_dataset", "note_written", "output_writer",
+    "refuse_datasets", "refuse_store_files", "replacing", "store_root", "write_output",
 ]
 
 RESULTS_DB = "results.sqlite"
@@ -136,6 +141,19 @@ def _is_database(path: Path) -> bool:
 def _refuse_store_and_datasets(shown: str | Path, target: Path,
                                protected: Iterable[str | Path]) -> None:
     """Rules 1 and 2 for ``target`` (already resolved)."""
+    refuse_store_files(shown, target)
+    if target.is_file() and _is_database(target):
+        raise OutputRefused(shown, "is an SQLite database (a results store?); clstream never "
+                                   "writes over one: write it elsewhere")
+    if target.name == LEDGER:
+        raise OutputRefused(shown, "is clstream's list of the files it wrote; pick another name")
+    refuse_datasets(shown, target, protected)
+
+
+def refuse_store_files(shown: str | Path, target: Path) -> None:
+    """Rule 1 for ``target`` (already resolved): it is not a results directory, nor one of
+    its store's own files. The response cache, a database clstream reopens and adds to, asks
+    this alone (an existing database it checks itself)."""
     root = store_root(target if target.is_dir() else target.parent)
     if root is not None:
         inside = target.relative_to(root).parts
@@ -145,16 +163,24 @@ def _refuse_store_and_datasets(shown: str | Path, target: Path,
         if inside[0] in STORE_ENTRIES or inside[0].startswith(f".{RESULTS_DB}"):
             raise OutputRefused(shown, f"belongs to the results store in {root}; write it "
                                        "elsewhere")
-    if target.is_file() and _is_database(target):
-        raise OutputRefused(shown, "is an SQLite database (a results store?); clstream never "
-                                   "writes over one: write it elsewhere")
-    if target.name == LEDGER:
-        raise OutputRefused(shown, "is clstream's list of the files it wrote; pick another name")
+
+
+def is_file_dataset(path: str) -> bool:
+    """Whether a dataset's stored path names a file or directory (``oaks.json``, ``/d/news``)
+    rather than a procedural source (``clbench:sales_prediction``, ``babi:seed=3``)."""
+    return bool(path) and ":" not in path.split("/", 1)[0]
+
+
+def refuse_datasets(shown: str | Path, target: Path, protected: Iterable[str | Path],
+                    whose: str = "the runs being read were made from") -> None:
+    """Rule 2 alone for ``target`` (already resolved): it is not, and does not lie inside, a
+    dataset of ``protected`` (``whose`` says where those datasets come from). ``run`` asks it
+    of its results directory and the data it reads, which no claim covers."""
     for dataset in protected:
         found = Path(dataset).resolve()
         if target == found or found in target.parents:
-            raise OutputRefused(shown, f"is (or lies inside) the dataset {dataset} that the "
-                                       "runs being read were made from; write it elsewhere")
+            raise OutputRefused(shown, f"is (or lies inside) the dataset {dataset} that {whose}; "
+                                       "write it elsewhere")
 
 
 def claim_file(path: str | Path, *, force: bool | None = None, role: Role = "output",

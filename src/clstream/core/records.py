@@ -18,6 +18,13 @@ from typing import Any
 
 from clstream.core.types import GenerationResult, Usage
 
+MEASURED_PAYLOAD_FIELDS = frozenset({"timings", "time_s", "first_token_s", "output_tokens_per_s"})
+"""Payload fields that hold wall-clock measurements of how a record was made (SeqMem's
+seconds per stage and per memory update, a streamed answer's time to first token and output
+rate): like a record's
+latency and time stamp, no rerun reproduces them, so the same run's record made twice agrees
+without them (``clstream merge``, docs/design.md §11.6)."""
+
 
 @dataclass(frozen=True)
 class Record:

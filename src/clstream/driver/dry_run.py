@@ -54,6 +54,8 @@ class DryRun:
     replies_read: int | None = None
     """How many replies the expected completion tokens come from, where only a sample was
     read (None: every reply)."""
+    seed: int = 0
+    """The run's seed (``--seeds`` plans one run per seed, as ``run`` runs them)."""
 
 
 @dataclass
@@ -105,7 +107,7 @@ def dry_run(entries: Sequence[tuple[StreamProtocol, RunRequest[Any]]],
                                       bool(getattr(system, "answers_with_weights", False)),
                                       max_tries(system),
                                       read if sample is not None and read < len(requests)
-                                      else None))
+                                      else None, seed=planned.spec.seed))
     return out
 
 

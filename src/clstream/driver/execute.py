@@ -38,9 +38,11 @@ import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from clstream.core.contracts import open_model
+from clstream.core.outputs import is_file_dataset, refuse_datasets
 from clstream.driver.cells import Executor, LocalExecutor, ShardExecutor, run_captured
 from clstream.driver.components import register_run, run_info
 from clstream.driver.failures import Failure, finish, first_error
@@ -324,7 +326,12 @@ def drive(jobs: RunJob | Sequence[RunJob], executor: Executor | None = None,
 
 def _drive(jobs: list[RunJob], executor: Executor | None, resume: str | None,
            keep_going: bool) -> int:
-    # A dead endpoint, or a system too big for its context, fails here, before any writing.
+    # A results directory inside the data it is made from, a dead endpoint, or a system too
+    # big for its context, fails here, before any writing.
+    for job in jobs:
+        refuse_datasets(job.out, Path(job.out).resolve(), dict.fromkeys(
+            run.dataset.path for run in job.runs if is_file_dataset(run.dataset.path)),
+            "this run reads")
     checked: set[tuple[int, str, str]] = set()  # a model shared by several jobs is asked once
     for job in jobs:
         for flag, model, sampling in [("--base-url", job.model, job.sampling), *job.endpoints]:

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from clstream.core.errors import StoreError
 from clstream.core.files import os_error_cause, sqlite_disk_cause
+from clstream.core.outputs import OutputRefused, refuse_store_files
 from clstream.core.types import Sample, Usage
 
 FORMAT = "clstream-response-cache-1"
@@ -79,6 +80,8 @@ class ResponseCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._lock = threading.Lock()
+        refuse_store_files(path, self.path.resolve())
+        self._refuse_other_databases()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
@@ -112,6 +115,35 @@ class ResponseCache:
             conn.close()
             raise
         self._conn: sqlite3.Connection | None = conn
+
+    def _refuse_other_databases(self) -> None:
+        """An existing SQLite database that holds tables but no response cache (a results
+        store copied elsewhere, another program's data) is refused before anything is written
+        to it: opening it as a cache would add tables to it (docs/design.md §7.1)."""
+        try:
+            with open(self.path, "rb") as fh:
+                if fh.read(16) != b"SQLite format 3\x00":
+                    return  # absent, empty or not a database: the open below says which
+        except OSError:
+            return
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return  # unreadable: the open below names the cause
+        try:
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            # a cache's meta table has (name, value) and names its format; a store's does not
+            cache = conn.execute("SELECT 1 FROM meta WHERE name = 'format'").fetchone() \
+                is not None
+        except sqlite3.Error:
+            cache = False
+        finally:
+            conn.close()
+        if tables and not cache:
+            raise OutputRefused(self.path, "is an SQLite database but not a response cache (a "
+                                           "results store?); clstream never writes into one: "
+                                           "give the cache a path of its own")
 
     @staticmethod
     def key(backend: str, body: dict[str, Any]) -> str:

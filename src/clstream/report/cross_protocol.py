@@ -4,14 +4,17 @@
 Built from the runs of a summary (``clstream summary --json``), never from records, so the
 JSON, the text, the CSV and the HTML report show the same numbers. The rules:
 
-* a method is a system spec (its canonical name and arguments) with a model; its label is the
-  system's label, with `` · MODEL`` when the runs use several models;
+* a method is a system spec (its canonical name and arguments) with a model, and with the
+  run's seed when a method has runs of one protocol and dataset under several seeds: two runs
+  that differ only in their seed are then two rows, side by side, never one hiding the other;
+  a seed column (the seeds of each row's runs) is shown wherever the runs name several seeds;
+  its label is the system's label, with `` · MODEL`` when the runs use several models;
 * each protocol names its headline metrics, their direction and their interval
   (``headline_metrics`` of the protocol, :class:`~clstream.core.protocol.HeadlineMetric`);
 * a cell is one run: runs of one method on one protocol are the same cell only when their
   dataset (hash) is the same. A protocol whose runs read several datasets gets one group of
   columns per dataset, named in the column and in a note; runs of one cell that differ in
-  something else (seed, sampling, protocol settings) show the latest, and a note names them;
+  something else (sampling, protocol settings) show the latest, and a note names them;
 * a rank per column over the methods that have a number, 1 = best in the column's direction,
   equal numbers sharing the best rank of the tie (1, 1, 3); a method without the run is
   "not run" (``null``);
@@ -48,6 +51,27 @@ def run_spec(run: dict[str, Any]) -> dict[str, Any]:
     """The run's stored spec (empty when the summary holds none)."""
     spec = (run.get("meta") or {}).get("spec")
     return spec if isinstance(spec, dict) else {}
+
+
+def run_seed(run: dict[str, Any]) -> int | None:
+    """The seed the run's spec names (None where it names none)."""
+    seed = (run.get("meta") or {}).get("seed", run_spec(run).get("seed"))
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def seeds_differ(view: dict[str, Any]) -> bool:
+    """Whether the view's runs name several seeds, so that its tables show a seed column."""
+    return len({seed for method in view["methods"] for seed in method["seeds"]}) > 1
+
+
+def seeds_text(method: dict[str, Any]) -> str:
+    """A method's seeds as its seed column shows them: ``0``, ``0,3``; ``-`` for none."""
+    return ",".join(map(str, method["seeds"])) or "-"
+
+
+def _system_model(run: dict[str, Any]) -> list[Any]:
+    """What makes a method, seeds aside: the system spec (or label) and the model."""
+    return [run_spec(run).get("system") or {"label": run.get("system")}, run.get("model")]
 
 
 def _dataset(run: dict[str, Any]) -> tuple[str, str]:
@@ -88,6 +112,12 @@ def cross_protocol(runs: list[dict[str, Any]]) -> dict[str, Any]:
     usable = [(run, headlines(run)) for run in runs if "broken" not in run]
     usable = [(run, heads) for run, heads in usable if heads]
     models = {str(run.get("model")) for run, _ in usable}
+    cell_seeds: dict[str, set[int | None]] = {}
+    for run, _ in usable:
+        cell = json.dumps([_system_model(run), run["protocol"], _dataset(run)[0]],
+                          sort_keys=True)
+        cell_seeds.setdefault(cell, set()).add(run_seed(run))
+    by_seed = any(len(seeds) > 1 for seeds in cell_seeds.values())
     known = names("protocol")
     groups: dict[tuple[str, str], str] = {}  # (protocol, dataset sha) -> dataset name
     for run, _ in usable:
@@ -105,12 +135,13 @@ def cross_protocol(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for run, heads in usable:
             if (run["protocol"], _dataset(run)[0]) != group:
                 continue
-            system = run_spec(run).get("system") or {"label": run.get("system")}
-            key = json.dumps([system, run.get("model")], sort_keys=True)
+            key = json.dumps([_system_model(run), run_seed(run) if by_seed else None],
+                             sort_keys=True)
             label = str(run.get("system")) + (f" \u00b7 {run.get('model')}"
                                               if len(models) > 1 else "")
             method = methods.setdefault(key, {"label": label, "system": run.get("system"),
-                                              "model": run.get("model"), "cells": {}})
+                                              "model": run.get("model"), "seeds": [],
+                                              "cells": {}})
             cell_runs.setdefault((key, prefix), []).append(run)
             for head in heads:
                 column = f"{prefix}.{head.key}"
@@ -130,8 +161,12 @@ def cross_protocol(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for (key, prefix), found in cell_runs.items():
         if len(found) > 1:
             others = ", ".join(str(r.get("run_id")) for r in found[:-1])
-            notes.append(f"{methods[key]['label']} on {prefix}: {len(found)} runs of the same "
-                         f"dataset (other seeds or settings); shown: the latest, "
+            seed = run_seed(found[-1]) if by_seed else None
+            notes.append(f"{methods[key]['label']}"
+                         + (f" (seed {seed})" if seed is not None else "")
+                         + f" on {prefix}: {len(found)} runs of the same dataset "
+                         + ("and seed (other settings)" if by_seed else
+                            "(other settings)") + "; shown: the latest, "
                          f"{found[-1].get('run_id')} (also {others})")
     for described in columns.values():
         ranks = _rank({k: (m["cells"].get(described["key"]) or {}).get("value")
@@ -140,9 +175,16 @@ def cross_protocol(runs: list[dict[str, Any]]) -> dict[str, Any]:
             methods[k]["cells"][described["key"]]["rank"] = rank
     for key, method in methods.items():
         method["cells"] = {c: method["cells"].get(c) for c in columns}
-        method["cost"] = _cost([found[-1] for (k, _), found in cell_runs.items() if k == key])
+        shown = [found[-1] for (k, _), found in cell_runs.items() if k == key]
+        method["cost"] = _cost(shown)
+        method["seeds"] = sorted({s for s in map(run_seed, shown) if s is not None})
+    # A method's seeds side by side, in the order the method first appears.
+    first = list(dict.fromkeys(json.dumps(json.loads(k)[0]) for k in methods))
+    rows = sorted(methods.items(), key=lambda item: (
+        first.index(json.dumps(json.loads(item[0])[0])),
+        item[1]["seeds"]))
     return {"protocols": list(dict.fromkeys(p for p, _ in order)),
-            "columns": list(columns.values()), "methods": list(methods.values()),
+            "columns": list(columns.values()), "methods": [m for _, m in rows],
             "notes": notes}
 
 
@@ -165,6 +207,14 @@ def text_lines(view: dict[str, Any]) -> list[str]:
     """The view as text: one block of columns per protocol (and dataset), then the cost."""
     methods = view["methods"]
     width = max([len("method")] + [len(m["label"]) for m in methods]) + 2
+    with_seed = seeds_differ(view)
+    seeds = [seeds_text(m) for m in methods]
+    seed_width = max([len("seed")] + [len(s) for s in seeds]) + 2 if with_seed else 0
+
+    def lead(label: str, seed: str) -> str:
+        """The method's label, then its seeds where the runs name several."""
+        return f"{label:<{width}}" + (f"{seed:>{seed_width}}" if with_seed else "")
+
     lower = list(dict.fromkeys(c["label"] for c in view["columns"] if c["better"] == "lower"))
     lines = ["Across protocols: value [interval] #rank (1 = best); higher is better"
              + (f" except {', '.join(lower)} (lower is better)" if lower else "")]
@@ -176,19 +226,19 @@ def text_lines(view: dict[str, Any]) -> list[str]:
         widths = [max(len(c["label"]), *(len(t[i]) for t in texts)) + 2
                   for i, c in enumerate(columns)]
         lines.append("")
-        lines.append(f"{'method':<{width}}" + "".join(
+        lines.append(lead("method", "seed") + "".join(
             f"{c['label']:>{w}}" for c, w in zip(columns, widths, strict=True))
             + (f"  ({prefix})" if "@" in prefix else ""))
-        for method, row in zip(methods, texts, strict=True):
-            lines.append(f"{method['label']:<{width}}"
+        for method, seed, row in zip(methods, seeds, texts, strict=True):
+            lines.append(lead(method["label"], seed)
                          + "".join(f"{t:>{w}}" for t, w in zip(row, widths, strict=True)))
     lines.append("")
-    lines.append(f"{'method':<{width}}{'runs':>6}{'tokens':>14}{'train tok':>12}"
+    lines.append(lead("method", "seed") + f"{'runs':>6}{'tokens':>14}{'train tok':>12}"
                  f"{'train s':>9}{'wall s':>9}")
-    for method in methods:
+    for method, seed in zip(methods, seeds, strict=True):
         cost = method["cost"]
         lines.append(
-            f"{method['label']:<{width}}{cost['runs']:>6}{cost['tokens']:>14,}"
+            lead(method["label"], seed) + f"{cost['runs']:>6}{cost['tokens']:>14,}"
             f"{'-' if cost['training_tokens'] is None else format(cost['training_tokens'], ','):>12}"
             f"{'-' if cost['training_s'] is None else format(cost['training_s'], '.1f'):>9}"
             f"{cost['wall_s']:>9.1f}")
@@ -199,9 +249,9 @@ COST_FIELDS = ("runs", "tokens", "training_tokens", "training_s", "wall_s", "cos
 
 
 def csv_text(view: dict[str, Any]) -> str:
-    """The view as CSV: per metric column its value, interval ends and rank (``not run``
-    in the value where the method has no run), then the cost."""
-    header = ["method", "system", "model"]
+    """The view as CSV: the method and its seed, per metric column its value, interval ends
+    and rank (``not run`` in the value where the method has no run), then the cost."""
+    header = ["method", "system", "model", "seeds"]
     for column in view["columns"]:
         key = column["key"]
         header += [key, f"{key}.low", f"{key}.high", f"{key}.rank"]
@@ -214,7 +264,8 @@ def csv_text(view: dict[str, Any]) -> str:
         return "" if value is None else repr(value) if isinstance(value, float) else str(value)
 
     for method in view["methods"]:
-        row = [method["label"], method["system"], method["model"]]
+        row = [method["label"], method["system"], method["model"],
+               ",".join(map(str, method["seeds"]))]
         for column in view["columns"]:
             cell = method["cells"][column["key"]]
             if cell is None:

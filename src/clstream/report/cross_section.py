@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from clstream.render.base import Cell, Column, Section, Table
-from clstream.report.cross_protocol import NOT_RUN
+from clstream.report.cross_protocol import NOT_RUN, seeds_differ, seeds_text
 
 
 def _num(value: float | None) -> str:
@@ -30,6 +30,9 @@ def _cell(cell: dict[str, Any] | None) -> Cell:
 def render_cross_section(view: dict[str, Any]) -> Section:
     columns = view["columns"]
     header = [Column("Method")]
+    with_seed = seeds_differ(view)
+    if with_seed:  # runs that differ only in their seed are rows of their own
+        header.append(Column("Seed", True, "the seeds the method's runs name"))
     for column in columns:
         arrow = "\u2191" if column["better"] == "higher" else "\u2193"
         where = f" ({column['dataset']})" if column["dataset"] else ""
@@ -46,7 +49,8 @@ def render_cross_section(view: dict[str, Any]) -> Section:
         cost = method["cost"]
         training = ("\u2013" if cost["training_tokens"] is None
                     else f"{cost['training_tokens']:,} tok \u00b7 {cost['training_s']:.1f} s")
-        rows.append((Cell(method["label"]), *[_cell(method["cells"][c["key"]]) for c in columns],
+        seed = [Cell(seeds_text(method), numeric=True)] if with_seed else []
+        rows.append((Cell(method["label"]), *seed, *[_cell(method["cells"][c["key"]]) for c in columns],
                      Cell(f"{cost['tokens']:,}", numeric=True), Cell(training, numeric=True),
                      Cell(f"{cost['wall_s']:.1f}", numeric=True)))
     lower = [c["label"] for c in columns if c["better"] == "lower"]

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from clstream.metrics.seeds import seed_statistics
-from clstream.report.cross_protocol import headlines, run_spec
+from clstream.report.cross_protocol import headlines, run_seed, run_spec
 
 CONFIDENCE = 0.95
 
@@ -30,18 +30,13 @@ def _key(run: dict[str, Any]) -> str:
     return json.dumps([run.get("protocol"), run.get("model"), spec], sort_keys=True)
 
 
-def _seed(run: dict[str, Any]) -> int | None:
-    seed = run_spec(run).get("seed")
-    return seed if isinstance(seed, int) else None
-
-
 def _groups(runs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         found.setdefault(_key(run), []).append(run)
     out = []
     for members in found.values():
-        seeds = [_seed(r) for r in members]
+        seeds = [run_seed(r) for r in members]
         if len(set(seeds)) < len(seeds):  # a seed twice: several datasets, split by them
             by_data: dict[str, list[dict[str, Any]]] = {}
             for run in members:
@@ -55,11 +50,11 @@ def _groups(runs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 def seed_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """``{"confidence", "groups"}``: each group of runs that differ only in seed (two or more
     seeds; broken runs left out), with each headline metric's mean, sd and t-interval."""
-    usable = [r for r in runs if "broken" not in r and _seed(r) is not None and headlines(r)]
+    usable = [r for r in runs if "broken" not in r and run_seed(r) is not None and headlines(r)]
     groups = []
     for members in _groups(usable):
         # One run per seed (the latest, should a seed repeat within one dataset).
-        by_seed = {_seed(r): r for r in members}
+        by_seed = {run_seed(r): r for r in members}
         if len(by_seed) < 2:
             continue
         ordered = [by_seed[s] for s in sorted(by_seed, key=lambda s: s or 0)]
@@ -78,7 +73,7 @@ def seed_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:
         first = ordered[0]
         groups.append({
             "protocol": first.get("protocol"), "system": first.get("system"),
-            "model": first.get("model"), "seeds": [_seed(r) for r in ordered],
+            "model": first.get("model"), "seeds": [run_seed(r) for r in ordered],
             "run_ids": [r.get("run_id") for r in ordered],
             "datasets": list(dict.fromkeys(str(run_spec(r).get("dataset_hash"))
                                            for r in ordered)),
@@ -93,6 +88,9 @@ def _num(value: float | None) -> str:
 def text_lines(view: dict[str, Any]) -> list[str]:
     """The groups as text: per group and metric, mean ± sd [t-interval] over n seeds."""
     lines = [f"Over seeds: mean ± sd [{view['confidence']:.0%} t-interval] (n seeds)"]
+    # the metric column as wide as its longest label, so no number runs into a label
+    width = max([len(m["label"]) for g in view["groups"] for m in g["metrics"].values()],
+                default=0) + 2
     for group in view["groups"]:
         seeds = ",".join(str(s) for s in group["seeds"])
         lines.append(f"{group['protocol']} {group['system']} · {group['model']} "
@@ -102,6 +100,6 @@ def text_lines(view: dict[str, Any]) -> list[str]:
             spread = f" ± {_num(metric['sd'])}" if metric["sd"] is not None else ""
             bracket = (f" [{_num(interval[0])}, {_num(interval[1])}]"
                        if interval is not None else "")
-            lines.append(f"  {metric['label']:<24}{_num(metric['mean'])}{spread}{bracket} "
+            lines.append(f"  {metric['label']:<{width}}{_num(metric['mean'])}{spread}{bracket} "
                          f"(n={metric['n']})")
     return lines

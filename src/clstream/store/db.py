@@ -33,7 +33,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from clstream.core.errors import StoreError
 from clstream.core.files import os_error_cause
-from clstream.core.outputs import RESULTS_DB
+from clstream.core.outputs import RESULTS_DB, is_file_dataset
 from clstream.core.records import Record, RunRow, RunStatus, StoredRecord
 from clstream.core.secrets import Scrubber, environment_secrets, registered_secrets
 from clstream.core.transcripts import NotedCall
@@ -218,7 +218,7 @@ class ResultsStore(RecordReads):
         """The paths datasets were read from when their runs were registered (commands that
         write files refuse these: :mod:`clstream.core.outputs`)."""
         return [str(r[0]) for r in self.conn.execute("SELECT path FROM datasets")
-                if r[0] and ":" not in str(r[0]).split("/", 1)[0]]
+                if r[0] and is_file_dataset(str(r[0]))]
 
     def get_dataset(self, sha256: str) -> tuple[str, dict[str, Any]]:
         row = self.conn.execute(

@@ -143,13 +143,15 @@ def select_runs(store: ResultsReader, protocol: str | None = None,
     return runs if system is None else runs_of_system(store, runs, system, where=where)
 
 
-def _describe(store: ResultsReader, run: RunRow) -> str:
+def _describe(store: ResultsReader, run: RunRow, with_seed: bool = False) -> str:
     try:
         path = store.get_dataset(run.dataset_sha256)[0]
     except ClstreamError:
         path = ""
     where = Path(path).name if path else run.dataset_sha256[:8]
-    return f"{run.run_id} ({run.protocol}, {where}, {run.model})"
+    seed = run.spec.get("seed")
+    return f"{run.run_id} ({run.protocol}, {where}, {run.model}" + (
+        f", seed {seed})" if with_seed and seed is not None else ")")
 
 
 def select_run(store: ResultsReader, system: str, model: str | None = None, *,
@@ -165,7 +167,8 @@ def select_run(store: ResultsReader, system: str, model: str | None = None, *,
     if not runs:
         raise no_run_error(store, candidates, system, protocol, dataset)
     if len(runs) > 1:
-        ids = ", ".join(_describe(store, r) for r in runs)
+        seeds = len({r.spec.get("seed") for r in runs}) > 1  # what tells them apart
+        ids = ", ".join(_describe(store, r, seeds) for r in runs)
         wanted = [flag for flag, value, values in (
             ("--protocol", protocol, {r.protocol for r in runs}),
             ("--dataset", dataset, {r.dataset_sha256 for r in runs}),

@@ -4,7 +4,9 @@ Runs are keyed by their run id, the hash of their spec (docs/design.md §4.2), a
 ``(run_id, kind, key)`` (§5); so the same run found in two directories (a copy, or a run
 resumed on another machine) is one run, and its records must agree. They agree when every
 record both hold has the same content (payload, error, coordinates, stage, tokens, cache hit;
-not its time stamp or latency, which no rerun reproduces) and every memory snapshot both hold
+not its time stamp or latency, nor the payload's own wall-clock measurements,
+:data:`~clstream.core.records.MEASURED_PAYLOAD_FIELDS`, which no rerun reproduces) and every
+memory snapshot both hold
 is the same state. A record stored as an error in one and as an answer in the other is not a
 disagreement: the answer is kept, as a resume would keep it (§6). Records and snapshots only
 one directory holds are added. A disagreement is a one-line :class:`StoreError` naming the
@@ -23,6 +25,7 @@ already taken from an earlier directory is not copied again, and unfinished ones
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import sqlite3
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.errors import StoreError
+from clstream.core.records import MEASURED_PAYLOAD_FIELDS
 from clstream.store.db import DB_NAME, ResultsStore
 from clstream.store.transcripts import TranscriptWriter, transcript_rows
 
@@ -64,6 +68,23 @@ def _insert(conn: sqlite3.Connection, table: str, columns: Sequence[str],
             rows: Sequence[Sequence[Any]], verb: str = "INSERT") -> None:
     conn.executemany(f"{verb} INTO {table} ({', '.join(columns)})"
                      f" VALUES ({', '.join('?' * len(columns))})", rows)
+
+
+def _same_content(mine: sqlite3.Row, theirs: sqlite3.Row) -> bool:
+    """Whether two copies of one record agree: every content column equal, the payloads once
+    their wall-clock measurements are left out (module docstring)."""
+    if any(mine[c] != theirs[c] for c in _RECORD_CONTENT if c != "payload"):
+        return False
+    if mine["payload"] == theirs["payload"]:
+        return True
+    try:
+        ours, other = json.loads(mine["payload"]), json.loads(theirs["payload"])
+    except ValueError:
+        return False
+    if not isinstance(ours, dict) or not isinstance(other, dict):
+        return bool(ours == other)
+    return ({k: v for k, v in ours.items() if k not in MEASURED_PAYLOAD_FIELDS}
+            == {k: v for k, v in other.items() if k not in MEASURED_PAYLOAD_FIELDS})
 
 
 class _Merger:
@@ -127,8 +148,9 @@ class _Merger:
         elif mine["error"] is not None and record["error"] is None:
             _insert(conn, "records", _RECORD_COLUMNS, [tuple(record)], "INSERT OR REPLACE")
         elif (mine["error"] is None and record["error"] is None
-              and tuple(mine) != tuple(record[c] for c in _RECORD_CONTENT)):
+              and not _same_content(mine, record)):
             raise self.conflict(key[0], source, f"record {key[1]} {key[2]!r}")
+
 
     def _states(self, src: ResultsStore, source: Path, run_id: str, *, shared: bool) -> None:
         streams = [r[0] for r in src.conn.execute(

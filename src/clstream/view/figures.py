@@ -67,7 +67,10 @@ def _label(run: dict[str, Any]) -> str:
 def figures(runs: list[dict[str, Any]], view: dict[str, Any]) -> list[dict[str, Any]]:
     """Every figure over the summary's ``runs`` (each with its ``ref``) and their
     cross-protocol ``view``."""
+    from clstream.report.cross_protocol import seeds_differ, seeds_text
+
     out: list[dict[str, Any]] = []
+    with_seed = seeds_differ(view)  # a method's seeds are bars of their own, named apart
     for column in view["columns"]:
         series = []
         for method in view["methods"]:
@@ -75,7 +78,9 @@ def figures(runs: list[dict[str, Any]], view: dict[str, Any]) -> list[dict[str, 
             if cell is None or cell["value"] is None:
                 continue
             low, high = cell["interval"] if cell["interval"] is not None else (None, None)
-            series.append({"label": method["label"], "run_id": cell["run_id"],
+            label = method["label"] + (f" \u00b7 seed {seeds_text(method)}"
+                                       if with_seed and method["seeds"] else "")
+            series.append({"label": label, "run_id": cell["run_id"],
                            "points": [{"x": column["label"], "y": cell["value"],
                                        "low": low, "high": high, "rank": cell["rank"]}]})
         if series:

@@ -289,8 +289,12 @@ function cellText(cell) {
 async function pageSummary(render) {
   const doc = await api.summary();
   const view = doc.cross_protocol;
-  const cross = table("cross-table", ["method", ...view.columns.map((c) => c.label)],
+  // Runs that differ only in their seed are rows of their own: a seed column tells them apart.
+  const seeded = new Set(view.methods.flatMap((m) => m.seeds)).size > 1;
+  const cross = table("cross-table",
+    ["method", ...(seeded ? ["seed"] : []), ...view.columns.map((c) => c.label)],
     view.methods.map((m) => el("tr", {testid: "cross-row"}, el("td", {text: m.label}),
+      seeded ? el("td", {class: "num", text: m.seeds.join(",") || "-"}) : [],
       view.columns.map((c) => el("td", {class: "num", text: cellText(m.cells[c.key])})))));
   const runs = [];
   for (const summary of doc.summaries) {
