@@ -37,7 +37,7 @@ from clstream.protocols.oaks.arguments import (
 from clstream.protocols.oaks.data import gold_view
 from clstream.protocols.oaks.loader import load_oaks
 from clstream.protocols.oaks.prompts import template_fingerprint
-from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
+from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget, walk_prompts
 
 __all__ = ["add_generate_arguments", "add_run_oaks_arguments", "add_score_arguments",
            "generate", "run", "score"]
@@ -104,7 +104,8 @@ def plan_run(request: RunRequest[RunOptions]) -> RunJob:
         info={"prompt_template_hash": template_fingerprint(), "dataset_path": dataset.path},
         units={"probe": "probes"}, error_kinds=("probe",), cells_at_once=docs_in_flight,
         open_runner=lambda spec, make: partial(OaksRunner, dataset, spec, make_system=make,
-                                               model=basics.model))
+                                               model=basics.model),
+        walk=lambda make: partial(walk_prompts, dataset, make))
 
 
 # -- score -----------------------------------------------------------------------------------
