@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from clstream.core.contracts import Tokenizer
@@ -134,6 +135,11 @@ class ChatTokens:
         self._last_section: tuple[Section, tuple[tuple[int, tuple[Hashable, ...]], bool],
                                   tuple[tuple[int, ...], int,
                                         tuple[int, tuple[Hashable, ...]]]] | None = None
+        self._last_opening: tuple[str, tuple[tuple[tuple[int, ...], ...], int,
+                                             tuple[int, tuple[Hashable, ...]]]] | None = None
+        self._piece_memo: dict[tuple[bool, str], tuple[str, ...]] = {}
+        self._pieces: dict[bool, Callable[[str], tuple[str, ...]]] = {
+            after: partial(self._approx_pieces, after) for after in (False, True)}
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.tokenizer.name, "exact": self.tokenizer.exact,
@@ -190,6 +196,21 @@ class ChatTokens:
                 count += n
         return BlockedPrompt(tuple(p for p in pieces if p), count)
 
+    PIECE_MEMO_MAX = 1 << 14
+    """Texts whose pieces :meth:`_approx_pieces` keeps at most (then it starts afresh)."""
+
+    def _approx_pieces(self, after_space: bool, text: str) -> tuple[str, ...]:
+        """The approximate tokenizer's pieces of ``text`` (after whitespace where
+        ``after_space``), kept: a question block recurs at every interval, a passage in
+        every prompt that retrieves it."""
+        key = (after_space, text)
+        found = self._piece_memo.get(key)
+        if found is None:
+            if len(self._piece_memo) >= self.PIECE_MEMO_MAX:
+                self._piece_memo.clear()
+            found = self._piece_memo[key] = tuple(approx_tokens(text, after_space))
+        return found
+
     @property
     def counts_parts(self) -> bool:
         """Whether :meth:`blocked_parts` can count a prompt from its parts: with the
@@ -206,31 +227,47 @@ class ChatTokens:
         section object met again right after the same state (the context every question of
         an interval shows) is not walked again: its blocks are kept as one run
         (:attr:`_last_section`), so a question costs its own tokens, not its context's."""
+        opening, count, state = self._opening(parts.instructions)
+        pieces = list(opening)
+        after_space, last = False, self._last_section
+        for section, segments in user_runs(parts):
+            if section is not None and last is not None and last[0] is section \
+                    and last[1] == (state, after_space):
+                blocks, n, state = last[2]
+            else:
+                begin = (state, after_space)
+                blocks, n, state = self._segments(state, after_space, segments)
+                if section is not None:
+                    self._last_section = last = (section, begin, (blocks, n, state))
+            after_space = True  # every run but the last ends with whitespace (user_runs)
+            if blocks:
+                pieces.append(blocks)
+            count += n
+        return BlockedPrompt(tuple(pieces), count)
+
+    def _opening(self, instructions: str) -> tuple[tuple[tuple[int, ...], ...], int,
+                                                     tuple[int, tuple[Hashable, ...]]]:
+        """The blocks, token count and state of what every prompt with these instructions
+        opens with: the system message and the user message's template tokens (kept for
+        the last instructions met: a run has one)."""
+        last = self._last_opening
+        if last is not None and last[0] == instructions:
+            return last[1]
         pieces: list[tuple[int, ...]] = []
-        count = 0
-        state: tuple[int, tuple[Hashable, ...]] = (0, ())
-        for role, runs in (("system", [(None, (parts.instructions,))]),
-                           ("user", user_runs(parts))):
+        count, state = 0, (0, ())
+        for role, text in (("system", instructions), ("user", "")):
             if self.overhead_per_message:
                 marker = [f"<|{role}|>", *["<|sep|>"] * (self.overhead_per_message - 1)]
                 blocks, state = self._hasher.fold(state, marker)
                 pieces.append(blocks)
                 count += len(marker)
-            after_space = False
-            for section, segments in runs:
-                last = self._last_section
-                if section is not None and last is not None and last[0] is section \
-                        and last[1] == (state, after_space):
-                    blocks, n, state = last[2]
-                else:
-                    begin = (state, after_space)
-                    blocks, n, state = self._segments(state, after_space, segments)
-                    if section is not None:
-                        self._last_section = (section, begin, (blocks, n, state))
-                after_space = True  # every run but the last ends with whitespace (user_runs)
+            if text:
+                blocks, n, state = self._segments(state, False, (text,))
                 pieces.append(blocks)
                 count += n
-        return BlockedPrompt(tuple(p for p in pieces if p), count)
+        found = (tuple(p for p in pieces if p), count, state)
+        self._last_opening = (instructions, found)
+        return found
 
     def _segments(self, state: tuple[int, tuple[Hashable, ...]], after_space: bool,
                   segments: Sequence[str]
@@ -245,13 +282,13 @@ class ChatTokens:
             if not pending or not pending[-1].isspace():
                 continue
             new, n, state = self._hasher.segment(
-                state, pending, _AFTER_SPACE[after_space], variant=after_space)
+                state, pending, self._pieces[after_space], variant=after_space)
             blocks += new
             count += n
             pending, after_space = "", True
         if pending:
             new, n, state = self._hasher.segment(
-                state, pending, _AFTER_SPACE[after_space], variant=after_space)
+                state, pending, self._pieces[after_space], variant=after_space)
             blocks += new
             count += n
         return tuple(blocks), count, state
@@ -277,15 +314,6 @@ class ChatTokens:
         found = (tuple(blocks), count, after)
         self._last_head[position] = (state, head, found)
         return found
-
-
-def _approx_after_space(text: str) -> list[str]:
-    return approx_tokens(text, after_space=True)
-
-
-_AFTER_SPACE: dict[bool, Callable[[str], list[str]]] = {
-    False: approx_tokens, True: _approx_after_space}
-"""The approximate tokenizer's pieces of a text at a message's start or after whitespace."""
 
 
 PARAGRAPH_RUN = 2048

@@ -185,6 +185,10 @@ class FullContext(ContextSystem):
     summary = "every passage observed so far, the oldest dropped past a token budget"
     params = {"budget": Param(120_000, "prompt token budget (model's tokenizer)", minimum=1)}
 
+    def _configure(self) -> None:
+        super()._configure()
+        self._counted: dict[str, int] = {}  # question block -> tokens (_question_tokens)
+
     def _fit(self, budget: int, instructions: str) -> Section:
         tokenizer = self.model.tokenizer
         passages = self._passages
@@ -210,11 +214,21 @@ class FullContext(ContextSystem):
         if instructions not in self._shared:
             self._shared[instructions] = self._fit(self.args["budget"] - QUESTION_RESERVE,
                                                    instructions)
-        question_tokens = self.model.tokenizer.count(layout.prompt_of(query))
+        question_tokens = self._question_tokens(layout.prompt_of(query))
         if question_tokens <= QUESTION_RESERVE:
             return [self._shared[instructions]], None
         # A question longer than the reserve: cut this prompt further, for this query only.
         return [self._fit(self.args["budget"] - question_tokens, instructions)], None
+
+    def _question_tokens(self, prompt: str) -> int:
+        """The tokens of a question block, counted once: a stream asks the same questions at
+        every interval."""
+        counted = self._counted.get(prompt)
+        if counted is None:
+            if len(self._counted) >= 1 << 12:
+                self._counted.clear()
+            counted = self._counted[prompt] = self.model.tokenizer.count(prompt)
+        return counted
 
     def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
         budget: int = self.args["budget"]
