@@ -34,8 +34,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import tempfile
-from contextlib import ExitStack
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,9 +44,8 @@ from clstream.core.protocol import StreamProtocol
 from clstream.core.specs import ComponentSpec
 from clstream.driver.components import built_with
 from clstream.driver.execute import run_planned
-from clstream.driver.plan import first_of_each_run
+from clstream.driver.plan import PlannedRun, PromptWalk, first_of_each_run
 from clstream.driver.request import RunRequest
-from clstream.driver.plan import PlannedRun, PromptWalk
 from clstream.models.planning import PlannedRequest, PlanningModel, ReplySample, RequestLog
 from clstream.models.prompt_parts import PartsPlanner, PromptParts
 from clstream.store.db import ResultsStore

@@ -254,7 +254,8 @@ class ChatTokens:
         if last is not None and last[0] == instructions:
             return last[1]
         pieces: list[tuple[int, ...]] = []
-        count, state = 0, (0, ())
+        count = 0
+        state: tuple[int, tuple[Hashable, ...]] = (0, ())
         for role, text in (("system", instructions), ("user", "")):
             if self.overhead_per_message:
                 marker = [f"<|{role}|>", *["<|sep|>"] * (self.overhead_per_message - 1)]

@@ -71,7 +71,7 @@ class BlockedPrompt:
 Prompt = str | Sequence[Hashable] | BlockedPrompt
 
 
-_MARKED_PIECE = re.compile(r"(\s*)(\w{1,%d}|[^\w\s])" % _WORD_PIECE, re.UNICODE)
+_MARKED_PIECE = re.compile(rf"(\s*)(\w{{1,{_WORD_PIECE}}}|[^\w\s])", re.UNICODE)
 """A piece with the whitespace before it: a word run is cut from its start into parts of
 :data:`_WORD_PIECE` characters (the greedy repeat does it), a symbol is a piece of its own."""
 
