@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clstream.core.contracts import Model, RequestPlanner, System, is_replayable, max_tries
+from clstream.core.jsonio import gc_paused
 from clstream.core.protocol import StreamProtocol
 from clstream.core.specs import ComponentSpec
 from clstream.driver.components import built_with
@@ -151,7 +152,8 @@ def _run(planned: PlannedRun, store: ResultsStore, model: Model, log: RequestLog
 def _walked(walk: PromptWalk, system: PartsPlanner, model: PlanningModel) -> int | None:
     """The requests of a run walked (module docstring) and recorded by ``model``, with a
     sample of at most :data:`WALKED_REPLY_SAMPLE` replies read; returns how many were read, or None
-    (nothing recorded) where the run cannot be walked."""
+    (nothing recorded) where the run cannot be walked. A walk makes many small objects and no
+    reference cycles, so the cyclic collector is paused: it would rescan them, for nothing."""
     parts: list[PromptParts] = []
 
     async def walked() -> int | None:
@@ -159,7 +161,8 @@ def _walked(walk: PromptWalk, system: PartsPlanner, model: PlanningModel) -> int
             return None
         return await model.record_parts(parts, system.request_of, WALKED_REPLY_SAMPLE)
 
-    return asyncio.run(walked())
+    with gc_paused():
+        return asyncio.run(walked())
 
 
 def _replies_shape_requests(protocol: StreamProtocol, system: System) -> bool:
