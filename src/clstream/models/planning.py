@@ -20,6 +20,11 @@ a plan's CPU. Where a run's requests do not depend on the replies (the dry run s
 :attr:`RequestLog.sample`), only an evenly spread, bounded sample of requests is read
 (:class:`ReplySample`); the others get an empty reply, and their completion tokens are the
 sample's mean (:func:`clstream.models.plan_costs.figures`).
+
+Where a run need not be run at all (:mod:`clstream.driver.dry_run` walks it), its requests
+come as prompt parts (:mod:`clstream.models.prompt_parts`): :meth:`PlanningModel.record_parts`
+records them the same way, each prompt counted from its parts
+(:meth:`ChatTokens.blocked_parts`) and only a sample of them built and read.
 """
 
 from __future__ import annotations
@@ -386,7 +391,6 @@ class PlanningModel:
             usage = Usage(prompt_tokens=len(prompt), completion_tokens=completion)
             results.append(result.model_copy(update={"usage": usage}))
         return results
-
 
     def _completion_tokens(self, result: GenerationResult, n: int) -> int:
         """``n`` x the tokens of the builtin reply (the figure n samples like it would cost)."""

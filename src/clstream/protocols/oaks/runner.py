@@ -27,6 +27,10 @@ OpenAI-compatible one) receives them in sorted order with no pause between slice
 is stored once its last request returns; a run interrupted inside a pool loses that pool's
 unstored answers (with ``--cache`` nothing paid for is asked again).
 
+``clstream plan`` asks for the same requests without sending or storing anything
+(:func:`walk_prompts`): as prompt parts, in stream order, which an unbounded prefix cache
+counts the same (docs/plan.md §2).
+
 Documents in flight: each holds its own prompts in the engine's cache, so at most
 ``cache budget // largest context`` documents run at once when a cache budget is given
 (:func:`docs_for_cache_budget`).
