@@ -259,8 +259,21 @@ def test_a_walked_plan_is_the_dry_run_figure_by_figure(
     def no_run(*args: Any) -> int:
         raise AssertionError("a walked plan runs nothing")
 
-    monkeypatch.setattr(dry_run, "_run", no_run)
     monkeypatch.setattr(dry_run, "WALKED_REPLY_SAMPLE", 10**6)  # every reply, as --exact
+    # A system that cannot be walked is run, beside walked ones, with the same figures.
+    mixed = [*argv[:2], "--system", "memory-free", *argv[2:]]
+    mixed_exact = _plan([*mixed, "--exact"], capsys)
+    ran: list[str] = []
+    run = dry_run._run
+
+    def counted(planned: Any, *args: Any) -> int:
+        ran.append(planned.label)
+        return run(planned, *args)
+
+    monkeypatch.setattr(dry_run, "_run", counted)
+    assert _plan(mixed, capsys) == mixed_exact
+    assert ran == ["memory-free"]
+    monkeypatch.setattr(dry_run, "_run", no_run)
     assert _plan(argv, capsys) == exact
     assert [r["system"] for r in exact["runs"]] == ["full", "window:w=3", "rag:k=2",
                                                    "rag+window:k=2,w=2"]
