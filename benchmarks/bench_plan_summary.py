@@ -8,10 +8,9 @@ prompts are counted with the per-message template tokens) on a generated bAbI st
 as a process, ``--repeats`` times; the figures are medians of CPU seconds (user + system of the
 child), and "start-up" is ``clstream --version``, a floor no command goes below.
 
-A plan is the run itself with a model that records every request instead of answering it
-(docs/plan.md §2): OAKS answers feed nothing back, so for these systems only a bounded sample
-of requests is read as the builtin reader reads them, and the rest of the plan is the
-systems building their prompts, counting them and replaying them through the prefix cache.
+OAKS answers feed nothing back, so a plan of these systems does not run them: it walks the
+stream, counts each request from its prompt parts, replays them through the prefix cache and
+reads a bounded sample of them as the builtin reader reads them (docs/plan.md §2).
 Target: a plan at most a tenth of the run's CPU (plan / run <= 0.1), and ``summary`` and
 ``report`` of a small directory under one second of CPU each, start-up included.
 

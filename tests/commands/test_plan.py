@@ -98,12 +98,16 @@ def test_the_json_shape_and_the_text_report(oaks_data: Path, tmp_path: Path,
                                              "training_skipped"}
     assert plan["cache"] == {"tokens": None, "block_size": 16}
     assert plan["tokenizers"]["builtin"]["name"] == "approx-v1"
-    # With the builtin model the plan is the run: its counts are the builtin's own.
+    # With the builtin model the plan is the run: its counts are the builtin's own, and with
+    # --exact (every reply read) its expected completions too.
     out = tmp_path / "r"
     assert main(["run", *argv, "--no-progress"]) == 0
     (real,) = _measured(out, capsys)
     assert run["prompt_tokens"] == real["tokens"]["prompt"]
-    assert run["completion_tokens"]["expected"] == real["tokens"]["completion"]
+    (exact,) = _plan([*argv, "--exact"], capsys)["runs"]
+    assert exact["completion_tokens"]["expected"] == real["tokens"]["completion"]
+    assert {k: v for k, v in exact.items() if k != "completion_tokens"} == {
+        k: v for k, v in run.items() if k != "completion_tokens"}
     assert main(["plan", *argv]) == 0
     text = capsys.readouterr().out
     assert text.startswith("run ") and "oaks full" in text and "note: counts assume" in text
@@ -217,23 +221,62 @@ def test_a_sample_of_replies_counts_every_request_and_estimates_completions(
         oaks_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """OAKS answers feed nothing back, so for request-planning systems only a sample of the
-    replies is read: every count but the expected completions stays exact, and those stay
-    within 15% here (deterministic: the same sample every time)."""
+    replies is read, walked (the default: 12 of 40 here) or dry-run (a bounded cache: 8 of
+    40): every count but the expected completions stays that of reading every reply
+    (--exact), and those stay within 15% here (deterministic: the same sample every time)."""
     from clstream.driver import dry_run
 
     argv = ["oaks", str(oaks_data), "--system", "full", "--system", "rag:k=2", "--model",
             "openai:m", "--out", str(tmp_path / "r")]
-    every = _plan(argv, capsys)
     monkeypatch.setattr(dry_run, "REPLY_SAMPLE", 8)
-    sampled = _plan(argv, capsys)
-    for whole, part in zip(every["runs"], sampled["runs"], strict=True):
-        assert {k: v for k, v in part.items() if k != "completion_tokens"} == {
-            k: v for k, v in whole.items() if k != "completion_tokens"}
-        assert part["completion_tokens"]["max"] == whole["completion_tokens"]["max"]
-        assert abs(part["completion_tokens"]["expected"]
-                   / whole["completion_tokens"]["expected"] - 1) <= 0.15
-    assert any("replies to 8 of its 40 requests" in n for n in sampled["notes"])
-    assert not any("replies to" in n for n in every["notes"])
+    monkeypatch.setattr(dry_run, "WALKED_REPLY_SAMPLE", 12)
+    for extra, read in (([], 12), (["--cache-tokens", "100000"], 8)):
+        every = _plan([*argv, *extra, "--exact"], capsys)
+        sampled = _plan([*argv, *extra], capsys)
+        for whole, part in zip(every["runs"], sampled["runs"], strict=True):
+            assert {k: v for k, v in part.items() if k != "completion_tokens"} == {
+                k: v for k, v in whole.items() if k != "completion_tokens"}
+            assert part["completion_tokens"]["max"] == whole["completion_tokens"]["max"]
+            assert abs(part["completion_tokens"]["expected"]
+                       / whole["completion_tokens"]["expected"] - 1) <= 0.15
+        assert any(f"replies to {read} of its 40 requests" in n for n in sampled["notes"])
+        assert not any("replies to" in n for n in every["notes"])
+
+
+def test_a_walked_plan_is_the_dry_run_figure_by_figure(
+        oaks_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every OAKS context strategy is counted from its prompt parts without running it
+    (docs/plan.md §2): the same plan, key by key and figure by figure, as running each run
+    and reading every reply (--exact), shared blocks across runs included."""
+    from clstream.driver import dry_run
+
+    argv = ["oaks", str(oaks_data), "--system", "full", "--system", "window:w=3", "--system",
+            "rag:k=2", "--system", "rag+window:k=2,w=2", "--model", "openai:m", "--out",
+            str(tmp_path / "r")]
+    exact = _plan([*argv, "--exact"], capsys)
+
+    def no_run(*args: Any) -> int:
+        raise AssertionError("a walked plan runs nothing")
+
+    monkeypatch.setattr(dry_run, "WALKED_REPLY_SAMPLE", 10**6)  # every reply, as --exact
+    # A system that cannot be walked is run, beside walked ones, with the same figures.
+    mixed = [*argv[:2], "--system", "memory-free", *argv[2:]]
+    mixed_exact = _plan([*mixed, "--exact"], capsys)
+    ran: list[str] = []
+    run = dry_run._run
+
+    def counted(planned: Any, *args: Any) -> int:
+        ran.append(planned.label)
+        return run(planned, *args)
+
+    monkeypatch.setattr(dry_run, "_run", counted)
+    assert _plan(mixed, capsys) == mixed_exact
+    assert ran == ["memory-free"]
+    monkeypatch.setattr(dry_run, "_run", no_run)
+    assert _plan(argv, capsys) == exact
+    assert [r["system"] for r in exact["runs"]] == ["full", "window:w=3", "rag:k=2",
+                                                   "rag+window:k=2,w=2"]
 
 
 def test_where_answers_feed_back_every_reply_is_read(

@@ -154,3 +154,57 @@ def test_a_long_context_is_cut_into_runs_at_paragraph_breaks_the_same_way_each_t
             assert tokens.blocked(messages).blocks() == PrefixCacheSim(
                 1, BLOCK_SIZE).block_hashes(tokens(messages))
             assert len(tokens.blocked(messages)) == len(tokens(messages))
+
+
+def test_prompt_parts_are_counted_as_the_messages_they_make() -> None:
+    """``blocked_parts`` counts and hashes a prompt from its parts exactly as ``blocked``
+    does the messages the run sends from them (docs/plan.md §2): shared sections, a section
+    placed by the layout's rule, blank sections, a head line, and a section met again."""
+    from clstream.core import layout
+    from clstream.models.prompt_parts import Section, messages_of, parts_of
+    from clstream.protocols.oaks.runner import make_query
+
+    tokens = planning_tokens("openai", "m", None)
+    blocks = [layout.passage_block(i, f"Mary went to room {i}. " * (i * 7 % 50 + 1))
+              for i in range(30)]
+    context = Section((layout.PASSAGES_HEADER, *blocks))
+    unplaced = Section(("A header with no blank line", " and its tail"))
+    cases: list[tuple[list[Section], int | None]] = [
+        ([context], None), ([context], None),  # the same section object again
+        ([Section((layout.RECENT_HEADER, *blocks[:3])),
+          Section((layout.RETRIEVED_HEADER, blocks[5], blocks[9]))], 7),
+        ([unplaced, Section(("  ",)), context], 2), ([], None)]
+    for sections, head in cases:
+        for query in (make_query("q1", "Where is Mary?", (), 3),
+                      make_query("q2", "Which is it?", ("a b", "c"), 3)):
+            parts = parts_of(query, sections, head, 10, 1)
+            messages = messages_of(parts)
+            assert messages == layout.query_messages(query, [s.text for s in sections], head)
+            whole = tokens(messages)
+            counted = tokens.blocked_parts(parts)
+            assert len(counted) == len(whole)
+            assert counted.blocks() == PrefixCacheSim(1, BLOCK_SIZE).block_hashes(whole)
+    builtin = planning_tokens("builtin", None, None)  # no template tokens: the same holds
+    parts = parts_of(make_query("q1", "Where?", (), 1), [context], None, 10, 1)
+    assert builtin.blocked_parts(parts).blocks() == PrefixCacheSim(
+        1, BLOCK_SIZE).block_hashes(builtin(messages_of(parts)))
+
+
+def test_a_local_tokenizer_does_not_count_from_parts(tmp_path: Path) -> None:
+    """A chat template is applied to whole messages, so a plan with one runs every run."""
+    folder = _word_tokenizer(tmp_path / "tok", None)
+    assert not planning_tokens("hf", str(folder), None).counts_parts
+    assert planning_tokens("openai", "m", None).counts_parts
+
+
+def test_a_spread_sample_has_no_period() -> None:
+    """Requests walked in stream order repeat the same 40 questions at every interval: the
+    sample reaches most of them, where a stride of 38 keeps landing on even ones."""
+    from clstream.models.planning import spread_sample
+
+    assert spread_sample(20, 32) == list(range(20))
+    picked = spread_sample(4800, 32)
+    assert len(picked) == len(set(picked)) >= 30 and all(0 <= i < 4800 for i in picked)
+    assert picked == sorted(picked) and picked == spread_sample(4800, 32)  # deterministic
+    assert len({i % 40 for i in picked}) >= 20
+    assert len({i // 40 for i in picked}) >= 25  # and most intervals

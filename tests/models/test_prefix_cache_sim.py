@@ -170,3 +170,17 @@ def test_a_segment_met_again_in_the_same_state_is_looked_up() -> None:
     assert first[1] == len(approx_tokens(context))
     hasher.segment((1, ()), context, tokenize)  # another state: hashed anew
     assert len(calls) == 2
+
+
+def test_pieces_after_whitespace_are_marked_so_a_text_cut_there_adds_up() -> None:
+    from clstream.models.prefix_cache_sim import approx_tokens
+
+    text = "Mary went to the kitchenette.\n\n[chunk index 3]\nJohn_Smith took it. 12345678"
+    cut = text.index("\n\n") + 2
+    assert approx_tokens(text[:cut]) + approx_tokens(text[cut:], after_space=True) == \
+        approx_tokens(text)
+    assert approx_tokens("word")[0] == "word"
+    assert approx_tokens("word", after_space=True)[0] == "\u2581word"
+    assert approx_tokens(" word", after_space=False)[0] == "\u2581word"
+    # Word runs are cut into parts of 5 characters; only the first part is marked.
+    assert approx_tokens("x abcdefghijk.") == ["x", "\u2581abcde", "fghij", "k", "."]

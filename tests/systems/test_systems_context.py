@@ -318,3 +318,32 @@ def test_context_reset_clears_memory() -> None:
     run(system.reset())
     assert system.snapshot() == {"chunks": []}
     assert tags(context_of(system, oaks("m", "Mara kitchen"))) == []
+
+
+def test_context_prompt_parts_are_the_requests_sent() -> None:
+    """What a plan counts (docs/plan.md §2): each system's prompt parts give the requests it
+    sends, the sections every question of a memory state shows are one object, and each
+    passage's segment is one string, also after a restore."""
+    from clstream.models.prompt_parts import PartsPlanner
+
+    queries = [Q, oaks("l@5", "Who has the lantern?", options=("Mara", "Tobin"), kind="mc")]
+    sampling = SamplingParams(max_tokens=32, n=2)
+    for cls in (FullContext, RollingWindow, RagSystem, RagWindow):
+        args: dict[str, Any] = {"k": 2, "w": 2} if cls is RagWindow else (
+            {"k": 2} if cls is RagSystem else {})
+        system = cls(RecordingModel(), sampling=sampling, seed=3, **args)
+        assert isinstance(system, PartsPlanner)
+        feed(system, 5)
+        parts = system.plan_parts(queries)
+        assert [system.request_of(p) for p in parts] == list(system.plan_batch(queries).requests)
+        assert all(p.max_tokens == 32 and p.n == 2 and p.stage == "generate" for p in parts)
+        first, second = parts
+        if cls is not RagSystem:  # a context shared by every question, held once
+            assert first.sections[0] is second.sections[0]
+        segments = [s for p in parts for section in p.sections for s in section.segments[1:]]
+        blocks = {id(s) for s in segments}
+        assert len(blocks) == len({s for s in segments})  # one string per passage
+        clone = cls(RecordingModel(), sampling=sampling, seed=3, **args)
+        clone.restore(json.loads(json.dumps(system.snapshot())))
+        assert [clone.request_of(p) for p in clone.plan_parts(queries)] == [
+            system.request_of(p) for p in parts]

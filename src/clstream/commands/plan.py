@@ -44,6 +44,10 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tokenizer", default=None, metavar="DIR",
                    help="a local Hugging Face tokenizer directory to count an openai: model's "
                         "prompts with (default: the approximate tokenizer)")
+    g.add_argument("--exact", action="store_true",
+                   help="run every run of the plan and read every reply (as costly as the "
+                        "run's own model calls): expected completion tokens from every "
+                        "request, not a sample")
     g.add_argument("--json", action="store_true", help="the whole plan as JSON")
 
 
@@ -175,7 +179,8 @@ def build_plan(args: argparse.Namespace) -> dict[str, Any]:
         tokenizers[name] = tokens.describe()
         return PlanningModel(name, tokens, log)
 
-    runs = dry_run(_entries(args), make_model)
+    runs = dry_run(_entries(args), make_model, sample=not args.exact,
+                   walk=not args.exact and args.cache_tokens is None)
     per_run, total = plan_costs.figures([r.requests for r in runs], args.cache_tokens)
     entries = []
     for run, figures in zip(runs, per_run, strict=True):

@@ -184,8 +184,13 @@ def build_messages(instructions: str, sections: Iterable[str], block: str
 def query_messages(query: Query, sections: Iterable[str], head_index: int | None = None
                    ) -> tuple[Message, ...]:
     """What a system sends for ``query`` with ``sections`` of memory (and a head index)."""
+    return build_messages(instructions_of(query), sections, query_block(query, head_index))
+
+
+def query_block(query: Query, head_index: int | None = None) -> str:
+    """The end of the user message: the head index line (when given), then the query block."""
     head = head_line(head_index) if head_index is not None else ""
-    return build_messages(instructions_of(query), sections, head + prompt_of(query))
+    return head + prompt_of(query)
 
 
 def passage_block(index: int, text: str) -> str:

@@ -32,7 +32,14 @@ from clstream.driver.components import (
     recorded_system,
     system_factory,
 )
-from clstream.driver.plan import CellRunner, PlannedRun, RunJob, RunRecipe, StoredDataset
+from clstream.driver.plan import (
+    CellRunner,
+    PlannedRun,
+    PromptWalk,
+    RunJob,
+    RunRecipe,
+    StoredDataset,
+)
 from clstream.driver.request import RunRequest, executor_choice, sampling_params
 from clstream.driver.routing import routed_cells
 from clstream.store.db import ResultsStore
@@ -98,11 +105,14 @@ def plan_job(request: RunRequest[Any], basics: RunBasics, *, protocol: str, unit
              cells_at_once: int | Callable[[RunSpec, Callable[[], System]], int] = 1,
              before_register: Callable[[RunSpec], Callable[[ResultsStore], None]] | None = None,
              check_system: Callable[[RunSpec, System], None] | None = None,
-             endpoints: list[tuple[str, Model, SamplingParams]] | None = None) -> RunJob:
+             endpoints: list[tuple[str, Model, SamplingParams]] | None = None,
+             walk: Callable[[Callable[[], System]], PromptWalk] | None = None) -> RunJob:
     """One planned run per system of ``request`` for ``protocol`` over ``dataset`` (see the
     module docstring). ``cells_at_once`` may depend on the system (OAKS's cache budget);
     ``check_system`` refuses a system the protocol cannot run, before anything is written;
-    ``endpoints`` are the run's other models (:attr:`~clstream.driver.plan.RunJob.endpoints`)."""
+    ``endpoints`` are the run's other models (:attr:`~clstream.driver.plan.RunJob.endpoints`);
+    ``walk`` gives a run's requests without running it, from its system factory
+    (:attr:`~clstream.driver.plan.PlannedRun.walk`)."""
     executor = executor_choice(request.executor)
     transcripts = request.keeps_transcripts
     info = {**info, "run_flags": dict(request.recorded),
@@ -126,7 +136,8 @@ def plan_job(request: RunRequest[Any], basics: RunBasics, *, protocol: str, unit
             cells_at_once=cells_at_once(spec, make) if callable(cells_at_once)
             else cells_at_once,
             before_register=before_register(spec) if before_register is not None else None,
-            recipe=recipe, transcripts=transcripts))
+            recipe=recipe, transcripts=transcripts,
+            walk=walk(make) if walk is not None else None))
     return RunJob(protocol, unit, request.out, basics.model, basics.sampling, basics.systems,
                   runs, request.resume, show_progress=request.show_progress,
                   notes=list(basics.notes), executor=executor, endpoints=list(endpoints or ()))

@@ -15,7 +15,7 @@ order, and the records are the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +23,7 @@ from clstream.core.contracts import Model, System
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import SamplingParams
 from clstream.driver.request import ExecutorChoice, RunRequest
+from clstream.models.prompt_parts import PromptParts
 from clstream.store.db import ResultsStore
 
 
@@ -78,6 +79,12 @@ class RunRecipe:
     cwd: str
 
 
+PromptWalk = Callable[[Callable[[list[PromptParts]], None]], Coroutine[Any, Any, bool]]
+"""A walk of a run's requests as prompt parts, handed to a sink batch by batch, nothing sent
+(:func:`clstream.protocols.oaks.runner.walk_prompts`); it says False where the run's system
+cannot be walked so, having handed nothing."""
+
+
 @dataclass
 class PlannedRun:
     """One system's run of one protocol, before anything is written.
@@ -88,7 +95,9 @@ class PlannedRun:
     runner on the results store; ``cells_at_once`` bounds the cells run together;
     ``before_register`` checks the store before the run is registered (a resume must match);
     ``recipe`` lets a remote executor plan the run again in a worker; ``transcripts``: store
-    the model calls of the run (``--transcripts``, :mod:`clstream.store.transcripts`).
+    the model calls of the run (``--transcripts``, :mod:`clstream.store.transcripts`);
+    ``walk``: the run's requests without running it, where the protocol can give them
+    (:data:`PromptWalk`; ``clstream plan`` counts them, docs/plan.md §2).
     """
 
     spec: RunSpec
@@ -102,6 +111,7 @@ class PlannedRun:
     before_register: Callable[[ResultsStore], None] | None = None
     recipe: RunRecipe | None = None
     transcripts: bool = True
+    walk: PromptWalk | None = None
 
     @property
     def label(self) -> str:

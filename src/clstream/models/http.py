@@ -30,16 +30,17 @@ import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from functools import lru_cache
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
-try:  # the fast path; optional
-    import aiohttp
-
-    _AIOHTTP = True
-except ImportError:  # pragma: no cover - depends on the installation
-    _AIOHTTP = False
+# Both clients are imported when a pool is made, not with this module: a command that only
+# reads a model's settings (``clstream plan`` canonicalizing ``--model openai:NAME``) does not
+# pay for them.
+_AIOHTTP = find_spec("aiohttp") is not None  # the fast path; optional
 
 CONNECT_CAP_S = 30.0  # the wait for a connection is capped whatever the silence timeout
 FLUSH_POLL_S = (0.0001, 0.005)  # a turn checks its body's delivery at growing gaps within these
@@ -191,7 +192,10 @@ async def _pass_when_delivered(transport: asyncio.BaseTransport | None, size: in
         turn.sent()
 
 
-if _AIOHTTP:
+@lru_cache(maxsize=1)
+def _ordered_body() -> Any:
+    """The class of request bodies written in their turn (made on first use, with aiohttp)."""
+    import aiohttp
 
     class _OrderedBody(aiohttp.BytesPayload):
         """A request body written in its turn: the headers wait in the writer's buffer and go
@@ -223,11 +227,15 @@ if _AIOHTTP:
             _PASSING.add(task)
             task.add_done_callback(_PASSING.discard)
 
+    return _OrderedBody
+
 
 class AiohttpClient:
     name = "aiohttp"
 
     def __init__(self, timeout: float, pool: int, trust_env: bool):
+        import aiohttp
+
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=pool, limit_per_host=pool),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=min(timeout, CONNECT_CAP_S),
@@ -237,9 +245,11 @@ class AiohttpClient:
     @asynccontextmanager
     async def post(self, url: str, content: bytes, headers: Mapping[str, str],
                    turn: SendTurn | None = None) -> AsyncIterator[_AiohttpReply]:
+        import aiohttp
+
         response = None
         finished = False
-        data: Any = content if turn is None else _OrderedBody(content, turn)
+        data: Any = content if turn is None else _ordered_body()(content, turn)
         try:
             response = await self._session.post(url, data=data, headers=dict(headers))
             if turn is not None:
@@ -302,6 +312,8 @@ class HttpxClient:
     name = "httpx"
 
     def __init__(self, timeout: float, pool: int, trust_env: bool):
+        import httpx
+
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_CAP_S), pool=None),
             limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
@@ -310,6 +322,8 @@ class HttpxClient:
     @asynccontextmanager
     async def post(self, url: str, content: bytes, headers: Mapping[str, str],
                    turn: SendTurn | None = None) -> AsyncIterator[_HttpxReply]:
+        import httpx
+
         extensions = {} if turn is None else {"trace": _httpcore_trace(turn)}
         answered = False
         try:

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-
-import httpx
+from typing import TYPE_CHECKING
 
 from clstream.core.types import Adapter
 from clstream.models.endpoint import server_root
 
+if TYPE_CHECKING:
+    import httpx
+
 ROUTE = "load_lora_adapter"
-Reason = Callable[[httpx.Response], str]
+Reason = Callable[["httpx.Response"], str]
 """The server's reason for a failed response, on one line (secrets scrubbed)."""
 
 
@@ -44,6 +46,8 @@ async def load_lora_adapter(client: httpx.AsyncClient, base_url: str,
                             headers: dict[str, str], adapter: Adapter, reason: Reason
                             ) -> str | None:
     """Ask the server to load ``adapter``: None when it holds it afterwards, else why not."""
+    import httpx  # with the first load: see clstream.models.http
+
     payload = {"lora_name": adapter.name, "lora_path": adapter.path}
     failures: list[str] = []
     for url in load_urls(base_url):

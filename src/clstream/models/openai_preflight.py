@@ -20,10 +20,8 @@ starts. With several replicas, every one is checked.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
-
-import httpx
 
 from clstream.core.secrets import redacted_url
 from clstream.core.types import GenerationRequest, Message, SamplingParams
@@ -42,6 +40,9 @@ from clstream.models.http import os_reason
 from clstream.models.openai_failures import EndpointError, Secret, response_reason
 from clstream.models.retry import parse_retry_after
 from clstream.models.wire import build_body
+
+if TYPE_CHECKING:
+    import httpx
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -86,6 +87,8 @@ class EndpointCheck:
         """An httpx client for the endpoint checks (a few requests, before the run). Plain
         http to loopback servers with no proxy uses no TLS at all, so the client does not load
         the certificate store (some 0.03 s of CPU) to verify nothing."""
+        import httpx  # with the first client: see clstream.models.http
+
         seconds = self.request_timeout if timeout is None else timeout
         pool = self.max_concurrency if self.max_concurrency is not None else DEFAULT_CEILING
         trust_env = self._trust_env()
@@ -118,6 +121,8 @@ class EndpointCheck:
     async def _props(self, client: httpx.AsyncClient, timeout: float, base_url: str
                      ) -> tuple[int | None, int | None] | None:
         """Context length and slots from a llama.cpp ``/props`` (None where not answered)."""
+        import httpx  # with the first client: see clstream.models.http
+
         try:
             response = await self._check_call(
                 client.get(f"{server_root(base_url)}/props", headers=self._headers()),
@@ -140,6 +145,8 @@ class EndpointCheck:
         self, client: httpx.AsyncClient, timeout: float, where: str, base_url: str
     ) -> list[str] | None:
         """The model ids ``GET /models`` lists, or None when the server lists none."""
+        import httpx  # with the first client: see clstream.models.http
+
         try:
             response = await self._check_call(
                 client.get(f"{base_url}/models", headers=self._headers()), timeout)
@@ -165,6 +172,8 @@ class EndpointCheck:
         served: list[str] | None,
         base_url: str,
     ) -> list[str]:
+        import httpx  # with the first client: see clstream.models.http
+
         request = GenerationRequest(
             key="preflight", messages=(Message(role="user", content=PREFLIGHT_PROMPT),),
             params=sampling.model_copy(update={"max_tokens": 1}),

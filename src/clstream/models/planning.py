@@ -20,18 +20,25 @@ a plan's CPU. Where a run's requests do not depend on the replies (the dry run s
 :attr:`RequestLog.sample`), only an evenly spread, bounded sample of requests is read
 (:class:`ReplySample`); the others get an empty reply, and their completion tokens are the
 sample's mean (:func:`clstream.models.plan_costs.figures`).
+
+Where a run need not be run at all (:mod:`clstream.driver.dry_run` walks it), its requests
+come as prompt parts (:mod:`clstream.models.prompt_parts`): :meth:`PlanningModel.record_parts`
+records them the same way, each prompt counted from its parts
+(:meth:`ChatTokens.blocked_parts`) and only a sample of them built and read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from clstream.core.contracts import Tokenizer
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Sample, Usage
 from clstream.models.builtin import BuiltinReader
 from clstream.models.prefix_cache_sim import BlockedPrompt, BlockHasher, approx_tokens
+from clstream.models.prompt_parts import PromptParts, Section, user_runs
 from clstream.models.tokenizers import HFTokenizer, approx_tokenizer
 
 BLOCK_SIZE = 16
@@ -95,6 +102,21 @@ class ReplySample:
         self.taken = kept
 
 
+GOLDEN = (5 ** 0.5 - 1) / 2
+"""The golden ratio's fractional part: its multiples modulo 1 fill [0, 1) most evenly."""
+
+
+def spread_sample(n: int, most: int) -> list[int]:
+    """At most ``most`` of the positions 0..n-1, spread over them without a period: the j-th
+    at the fraction (0.5 + j x :data:`GOLDEN`) mod 1 of the way. A run walked in stream order
+    repeats the same questions at every interval, so every k-th request (a stride) may keep
+    landing on the same few questions; these positions fall on every part of the run and on
+    no fixed cycle of it."""
+    if n <= most:
+        return list(range(n))
+    return sorted({int((0.5 + j * GOLDEN) % 1.0 * n) for j in range(most)})
+
+
 @dataclass
 class RequestLog:
     """Every request of a plan, in send order, whichever planning model got it; ``sample``,
@@ -115,6 +137,14 @@ class ChatTokens:
         self._hasher = BlockHasher(BLOCK_SIZE)
         self._last_head: dict[int, tuple[tuple[int, tuple[Hashable, ...]], str, tuple[
             tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]]] = {}
+        self._last_section: tuple[Section, tuple[tuple[int, tuple[Hashable, ...]], bool],
+                                  tuple[tuple[int, ...], int,
+                                        tuple[int, tuple[Hashable, ...]]]] | None = None
+        self._last_opening: tuple[str, tuple[tuple[tuple[int, ...], ...], int,
+                                             tuple[int, tuple[Hashable, ...]]]] | None = None
+        self._piece_memo: dict[tuple[bool, str], tuple[str, ...]] = {}
+        self._pieces: dict[bool, Callable[[str], tuple[str, ...]]] = {
+            after: partial(self._approx_pieces, after) for after in (False, True)}
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.tokenizer.name, "exact": self.tokenizer.exact,
@@ -170,6 +200,104 @@ class ChatTokens:
                 pieces.append(blocks)
                 count += n
         return BlockedPrompt(tuple(p for p in pieces if p), count)
+
+    PIECE_MEMO_MAX = 1 << 14
+    """Texts whose pieces :meth:`_approx_pieces` keeps at most (then it starts afresh)."""
+
+    def _approx_pieces(self, after_space: bool, text: str) -> tuple[str, ...]:
+        """The approximate tokenizer's pieces of ``text`` (after whitespace where
+        ``after_space``), kept: a question block recurs at every interval, a passage in
+        every prompt that retrieves it."""
+        key = (after_space, text)
+        found = self._piece_memo.get(key)
+        if found is None:
+            if len(self._piece_memo) >= self.PIECE_MEMO_MAX:
+                self._piece_memo.clear()
+            found = self._piece_memo[key] = tuple(approx_tokens(text, after_space))
+        return found
+
+    @property
+    def counts_parts(self) -> bool:
+        """Whether :meth:`blocked_parts` can count a prompt from its parts: with the
+        approximate count each message's text is tokenized apart, and a text cut at whitespace
+        is the tokens of its pieces; a chat template is applied to whole messages."""
+        return not isinstance(self.tokenizer, HFTokenizer)
+
+    def blocked_parts(self, parts: PromptParts) -> BlockedPrompt:
+        """:meth:`blocked` of :func:`~clstream.models.prompt_parts.messages_of` ``(parts)``,
+        without building the messages (docs/plan.md §2; only where :attr:`counts_parts`).
+
+        Each segment (the instructions, a section's header and passages, the query block) is
+        tokenized and hashed once per state it follows (:meth:`BlockHasher.segment`), and a
+        section object met again right after the same state (the context every question of
+        an interval shows) is not walked again: its blocks are kept as one run
+        (:attr:`_last_section`), so a question costs its own tokens, not its context's."""
+        opening, count, state = self._opening(parts.instructions)
+        pieces = list(opening)
+        after_space, last = False, self._last_section
+        for section, segments in user_runs(parts):
+            if section is not None and last is not None and last[0] is section \
+                    and last[1] == (state, after_space):
+                blocks, n, state = last[2]
+            else:
+                begin = (state, after_space)
+                blocks, n, state = self._segments(state, after_space, segments)
+                if section is not None:
+                    self._last_section = last = (section, begin, (blocks, n, state))
+            after_space = True  # every run but the last ends with whitespace (user_runs)
+            if blocks:
+                pieces.append(blocks)
+            count += n
+        return BlockedPrompt(tuple(pieces), count)
+
+    def _opening(self, instructions: str) -> tuple[tuple[tuple[int, ...], ...], int,
+                                                     tuple[int, tuple[Hashable, ...]]]:
+        """The blocks, token count and state of what every prompt with these instructions
+        opens with: the system message and the user message's template tokens (kept for
+        the last instructions met: a run has one)."""
+        last = self._last_opening
+        if last is not None and last[0] == instructions:
+            return last[1]
+        pieces: list[tuple[int, ...]] = []
+        count = 0
+        state: tuple[int, tuple[Hashable, ...]] = (0, ())
+        for role, text in (("system", instructions), ("user", "")):
+            if self.overhead_per_message:
+                marker = [f"<|{role}|>", *["<|sep|>"] * (self.overhead_per_message - 1)]
+                blocks, state = self._hasher.fold(state, marker)
+                pieces.append(blocks)
+                count += len(marker)
+            if text:
+                blocks, n, state = self._segments(state, False, (text,))
+                pieces.append(blocks)
+                count += n
+        found = (tuple(p for p in pieces if p), count, state)
+        self._last_opening = (instructions, found)
+        return found
+
+    def _segments(self, state: tuple[int, tuple[Hashable, ...]], after_space: bool,
+                  segments: Sequence[str]
+                  ) -> tuple[tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]:
+        """The blocks of ``segments`` one after another after ``state`` (their text follows
+        whitespace where ``after_space``), as one run, and their token count. A segment that
+        does not end with whitespace is joined to the next (a word may go on across them)."""
+        blocks: list[int] = []
+        count, pending = 0, ""
+        for segment in segments:
+            pending += segment
+            if not pending or not pending[-1].isspace():
+                continue
+            new, n, state = self._hasher.segment(
+                state, pending, self._pieces[after_space], variant=after_space)
+            blocks += new
+            count += n
+            pending, after_space = "", True
+        if pending:
+            new, n, state = self._hasher.segment(
+                state, pending, self._pieces[after_space], variant=after_space)
+            blocks += new
+            count += n
+        return tuple(blocks), count, state
 
     def _head(self, position: int, state: tuple[int, tuple[Hashable, ...]], text: str,
               cut: int) -> tuple[tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]:
@@ -247,8 +375,7 @@ class PlanningModel:
             n = request.params.n
             if wanted:
                 result = next(answered)
-                text = result.samples[0].text if result.samples else ""
-                completion = n * self.tokenizer.count(text)
+                completion = self._completion_tokens(result, n)
             else:  # not read: an empty answer, counted by the sample's mean
                 result = GenerationResult.model_construct(
                     key=request.key, stage=request.stage, samples=[_EMPTY] * n,
@@ -264,6 +391,30 @@ class PlanningModel:
             usage = Usage(prompt_tokens=len(prompt), completion_tokens=completion)
             results.append(result.model_copy(update={"usage": usage}))
         return results
+
+    def _completion_tokens(self, result: GenerationResult, n: int) -> int:
+        """``n`` x the tokens of the builtin reply (the figure n samples like it would cost)."""
+        return n * self.tokenizer.count(result.samples[0].text if result.samples else "")
+
+    async def record_parts(self, parts: Sequence[PromptParts],
+                           request_of: Callable[[PromptParts], GenerationRequest],
+                           most: int) -> int:
+        """Record a run's requests given as parts, in order, as :meth:`generate` records the
+        requests it answers, without building them: each prompt is counted from its parts
+        (:meth:`ChatTokens.blocked_parts`) and only a sample of at most ``most`` requests is
+        built (``request_of``) and read as the builtin reader reads it
+        (:func:`spread_sample`). For requests that cannot depend on the replies (docs/plan.md
+        §2). Returns how many replies were read."""
+        read = spread_sample(len(parts), most)
+        replies = await self._reader.generate([request_of(parts[i]) for i in read])
+        completions = dict(zip(read, (self._completion_tokens(r, parts[i].n)
+                                      for i, r in zip(read, replies, strict=True)),
+                               strict=True))
+        blocked = self.tokens.blocked_parts
+        self.log.requests.extend(
+            PlannedRequest(self.name, p.stage, blocked(p), p.n * p.max_tokens,
+                           completions.get(i)) for i, p in enumerate(parts))
+        return len(read)
 
 
 def planning_tokens(backend: str, target: str | None, tokenizer_dir: str | None

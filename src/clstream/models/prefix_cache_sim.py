@@ -71,32 +71,32 @@ class BlockedPrompt:
 Prompt = str | Sequence[Hashable] | BlockedPrompt
 
 
+_MARKED_PIECE = re.compile(rf"(\s*)(\w{{1,{_WORD_PIECE}}}|[^\w\s])", re.UNICODE)
+"""A piece with the whitespace before it: a word run is cut from its start into parts of
+:data:`_WORD_PIECE` characters (the greedy repeat does it), a symbol is a piece of its own."""
+
+
 @lru_cache(maxsize=1 << 16)
 def _paragraph_tokens(text: str, after_space: bool) -> tuple[str, ...]:
-    out: list[str] = []
-    prev_end = 0 if not after_space else -1
-    for m in _PIECE.finditer(text):
-        piece = m.group()
-        marker = _SPACE if m.start() != prev_end else ""
-        prev_end = m.end()
-        if piece[0].isalnum() or piece[0] == "_":
-            parts = [piece[i : i + _WORD_PIECE] for i in range(0, len(piece), _WORD_PIECE)]
-        else:
-            parts = [piece]
-        out.append(marker + parts[0])
-        out.extend(parts[1:])
+    """The pieces of ``text``, each marked with :data:`_SPACE` where whitespace comes before it
+    (at the start: where ``after_space``), cut by the regex engine, one match per piece."""
+    found = _MARKED_PIECE.findall(text)
+    out = [_SPACE + piece if space else piece for space, piece in found]
+    if found and after_space and not found[0][0]:
+        out[0] = _SPACE + out[0]
     return tuple(out)
 
 
-def approx_tokens(text: str) -> list[str]:
-    """``text`` as the pieces of the approx-v1 tokenizer (``len`` equals its ``count``).
+def approx_tokens(text: str, after_space: bool = False) -> list[str]:
+    """``text`` as the pieces of the approx-v1 tokenizer (``len`` equals its ``count``);
+    ``after_space``: the text follows whitespace, so its first piece is marked as such (the
+    pieces of a text cut at whitespace are then the pieces of its parts).
 
     Text is tokenized paragraph by paragraph with a memo, so contexts that recur across many
     prompts are cut once; a paragraph break is whitespace, so the pieces are the same as for
     the whole text at once.
     """
     tokens: list[str] = []
-    after_space = False
     for part in _PARAGRAPHS.split(text):
         if not part:
             continue
@@ -285,7 +285,7 @@ class BlockHasher:
 
     def __init__(self, block_size: int):
         self.block_size = block_size
-        self._memo: dict[tuple[int, tuple[Hashable, ...], str],
+        self._memo: dict[tuple[int, tuple[Hashable, ...], Hashable, str],
                          tuple[tuple[int, ...], int, tuple[Hashable, ...]]] = {}
 
     def fold(self, state: tuple[int, tuple[Hashable, ...]], tokens: Sequence[Hashable]
@@ -301,14 +301,16 @@ class BlockHasher:
         return tuple(out), (parent, tuple(joined[end:]))
 
     def segment(self, state: tuple[int, tuple[Hashable, ...]], text: str,
-                tokenize: Callable[[str], Sequence[Hashable]]
+                tokenize: Callable[[str], Sequence[Hashable]], variant: Hashable = None
                 ) -> tuple[tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]:
-        """:meth:`fold` of ``tokenize(text)``, memoized; also the segment's token count."""
+        """:meth:`fold` of ``tokenize(text)``, memoized; also the segment's token count.
+        ``variant`` tells apart the ways ``tokenize`` may cut one text (the approximate
+        tokenizer marks a first piece that follows whitespace), so it is part of the key."""
         if len(text) < self.MEMO_MIN_CHARS:
             tokens = tokenize(text)
             blocks, after = self.fold(state, tokens)
             return blocks, len(tokens), after
-        key = (state[0], state[1], text)
+        key = (state[0], state[1], variant, text)
         hit = self._memo.get(key)
         if hit is None:
             tokens = tokenize(text)

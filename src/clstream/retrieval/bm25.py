@@ -31,6 +31,7 @@ import heapq
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -56,6 +57,13 @@ VECTOR_FROM = 256
 def tokenize(text: str) -> list[str]:
     """Lowercase word runs (letters and digits) with English stopwords removed."""
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+@lru_cache(maxsize=1 << 12)
+def query_terms(query: str) -> tuple[str, ...]:
+    """The distinct terms of ``query`` in order (:func:`tokenize`), kept for the queries last
+    asked: a stream asks the same questions again at every interval."""
+    return tuple(dict.fromkeys(tokenize(query)))
 
 
 class IncrementalBM25:
@@ -125,7 +133,7 @@ class IncrementalBM25:
         if k <= 0 or not self._lengths:
             return []
         avgdl = self._total_length / len(self._lengths) or 1.0
-        terms = [t for t in dict.fromkeys(tokenize(query)) if self._postings.get(t)]
+        terms = [t for t in query_terms(query) if self._postings.get(t)]
         if sum(len(self._postings[t]) for t in terms) >= VECTOR_FROM:
             return self._search_arrays(terms, k, avgdl, max_doc_id, exclude)
         k1, b = self.k1, self.b

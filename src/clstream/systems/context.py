@@ -12,6 +12,13 @@ and :meth:`complete_batch` turns the model's results into responses, so a runner
 chunk t+1 into the same instance while the requests of interval t wait to be sent, instead of
 rebuilding a separate instance per interval by replaying chunks 1..t.
 
+Each request is built from its parts (:class:`~clstream.models.prompt_parts.PromptParts`,
+:meth:`plan_parts`): the memory sections as a header and one segment per passage, each
+passage's segment one string held by the memory (:meth:`PassageStore.block`), and a section
+every question of a memory state shows (full context, the window, rag+window's recent
+passages) made once per state. ``clstream plan`` counts those parts without building the
+prompts (docs/plan.md §2); the run sends :meth:`request_of` the same parts.
+
 Arguments (written ``rag:k=30`` on the command line):
 
 * full: ``budget`` -- prompt token budget, counted with the model's tokenizer; the oldest
@@ -46,6 +53,7 @@ from clstream.core.contracts import PlannedBatch, Tokenizer
 from clstream.core.events import Event
 from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
+from clstream.models.prompt_parts import PromptParts, Section, messages_of, parts_of
 from clstream.retrieval.hybrid import RETRIEVERS, Retriever, make_index
 from clstream.systems.base import MemorySystem, snapshot_list
 from clstream.systems.passages import Passage, PassageStore
@@ -78,8 +86,8 @@ class ContextSystem(MemorySystem):
     def _empty(self) -> None:
         self._memory = PassageStore(self._new_index)
         self._block_tokens: list[int] = []
-        # Context shared by all questions of this memory state, per instructions text.
-        self._shared: dict[str, list[str]] = {}
+        # Sections shared by all questions of this memory state (full: per instructions text).
+        self._shared: dict[str, Section] = {}
 
     async def observe(self, event: Event) -> list[GenerationResult]:
         self._memory.observe(event)
@@ -108,16 +116,34 @@ class ContextSystem(MemorySystem):
     def _retrieve(self, query: Query, k: int, max_position: int | None) -> list[int]:
         return self._memory.similar(query.text, k, max_position)
 
+    def _section(self, positions: Sequence[int] | range,
+                 header: str = layout.PASSAGES_HEADER) -> Section:
+        """The passages at ``positions`` under ``header``: ``layout.passages_section`` of
+        them, as the header and each passage's block."""
+        return Section((header, *(self._memory.block(p) for p in positions)))
+
     @abstractmethod
-    def _sections(self, query: Query) -> tuple[list[str], int | None]:
+    def _sections(self, query: Query) -> tuple[list[Section], int | None]:
         """The memory sections for ``query`` and the head index to show (or None)."""
+
+    def _parts(self, query: Query) -> PromptParts:
+        sections, head = self._sections(query)
+        return parts_of(query, sections, head, self.sampling.max_tokens, self.sampling.n)
+
+    def plan_parts(self, queries: Sequence[Query]) -> list[PromptParts]:
+        """The parts of the requests of ``queries`` under the memory held now (module
+        docstring): what :meth:`plan_batch` sends, not built."""
+        return [self._parts(q) for q in queries]
+
+    def request_of(self, parts: PromptParts) -> GenerationRequest:
+        """The request sent for ``parts``."""
+        return self._seeded_request(parts.query.id, messages_of(parts))
 
     def _request(self, query: Query) -> tuple[GenerationRequest, float]:
         start = time.perf_counter()
-        sections, head = self._sections(query)
+        parts = self._parts(query)
         retrieve_s = time.perf_counter() - start
-        messages = layout.query_messages(query, sections, head)
-        return self._seeded_request(query.id, messages), retrieve_s
+        return self.request_of(parts), retrieve_s
 
     def plan_batch(self, queries: Sequence[Query]) -> PlannedBatch:
         """The requests of ``queries`` under the memory held now (nothing is sent)."""
@@ -159,37 +185,50 @@ class FullContext(ContextSystem):
     summary = "every passage observed so far, the oldest dropped past a token budget"
     params = {"budget": Param(120_000, "prompt token budget (model's tokenizer)", minimum=1)}
 
-    def _fit(self, budget: int, instructions: str) -> str:
+    def _configure(self) -> None:
+        super()._configure()
+        self._counted: dict[str, int] = {}  # question block -> tokens (_question_tokens)
+
+    def _fit(self, budget: int, instructions: str) -> Section:
         tokenizer = self.model.tokenizer
         passages = self._passages
-        for p in passages[len(self._block_tokens) :]:  # count each passage once
-            self._block_tokens.append(tokenizer.count(layout.passage_block(p.index, p.text)))
+        for position in range(len(self._block_tokens), len(passages)):  # each passage once
+            self._block_tokens.append(tokenizer.count(self._memory.block(position)))
         fixed = tokenizer.count(instructions) + tokenizer.count(layout.PASSAGES_HEADER)
         room = budget - fixed
         used, first = 0, len(passages)
         while first > 0 and used + self._block_tokens[first - 1] <= room:
             first -= 1
             used += self._block_tokens[first]
-        shown = self._memory.tagged(range(first, len(passages)))
         if first == len(passages) and passages and room > 0:
             newest = passages[-1]
             # Not even the newest passage fits whole: keep its end, as much as the room allows.
             tag_cost = tokenizer.count(layout.passage_block(newest.index, ""))
             kept = tokenizer.truncate_left(newest.text, room - tag_cost)
             if kept.strip():
-                shown = [(newest.index, kept)]
-        return layout.passages_section(shown)
+                return Section((layout.PASSAGES_HEADER, layout.passage_block(newest.index, kept)))
+        return self._section(range(first, len(passages)))
 
-    def _sections(self, query: Query) -> tuple[list[str], int | None]:
+    def _sections(self, query: Query) -> tuple[list[Section], int | None]:
         instructions = layout.instructions_of(query)
         if instructions not in self._shared:
-            self._shared[instructions] = [self._fit(self.args["budget"] - QUESTION_RESERVE,
-                                                    instructions)]
-        question_tokens = self.model.tokenizer.count(layout.prompt_of(query))
+            self._shared[instructions] = self._fit(self.args["budget"] - QUESTION_RESERVE,
+                                                   instructions)
+        question_tokens = self._question_tokens(layout.prompt_of(query))
         if question_tokens <= QUESTION_RESERVE:
-            return self._shared[instructions], None
+            return [self._shared[instructions]], None
         # A question longer than the reserve: cut this prompt further, for this query only.
         return [self._fit(self.args["budget"] - question_tokens, instructions)], None
+
+    def _question_tokens(self, prompt: str) -> int:
+        """The tokens of a question block, counted once: a stream asks the same questions at
+        every interval."""
+        counted = self._counted.get(prompt)
+        if counted is None:
+            if len(self._counted) >= 1 << 12:
+                self._counted.clear()
+            counted = self._counted[prompt] = self.model.tokenizer.count(prompt)
+        return counted
 
     def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
         budget: int = self.args["budget"]
@@ -203,11 +242,10 @@ class RollingWindow(ContextSystem):
     summary = "the w most recent passages"
     params = {"w": Param(8, "passages shown, newest last", minimum=1)}
 
-    def _sections(self, query: Query) -> tuple[list[str], int | None]:
+    def _sections(self, query: Query) -> tuple[list[Section], int | None]:
         if "" not in self._shared:
-            shown = self._memory.tagged(self._memory.recent(self.args["w"]))
-            self._shared[""] = [layout.passages_section(shown)]
-        return self._shared[""], None
+            self._shared[""] = self._section(self._memory.recent(self.args["w"]))
+        return [self._shared[""]], None
 
     def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
         w = self.args["w"]
@@ -273,13 +311,13 @@ class RagSystem(ContextSystem):
         super().restore(state)
         self._words = {}
 
-    def _sections(self, query: Query) -> tuple[list[str], int | None]:
+    def _sections(self, query: Query) -> tuple[list[Section], int | None]:
         threshold = float(self.args["dedupe"])
         if threshold > 0:
             positions = self._distinct(query, self.args["k"], threshold)
         else:
             positions = self._retrieve(query, self.args["k"], None)
-        return [layout.passages_section(self._memory.tagged(positions))], None
+        return [self._section(positions)], None
 
     def max_prompt_tokens(self, blocks: Sequence[int], fixed: int, tokenizer: Tokenizer) -> int:
         return fixed + sum(sorted(blocks, reverse=True)[: self.args["k"]])
@@ -296,14 +334,15 @@ class RagWindow(ContextSystem):
         **RETRIEVAL_PARAMS,
     }
 
-    def _sections(self, query: Query) -> tuple[list[str], int | None]:
+    def _sections(self, query: Query) -> tuple[list[Section], int | None]:
         n, w = len(self._passages), self.args["w"]
-        recent = self._memory.tagged(range(max(0, n - w), n))
-        sections = [layout.passages_section(recent, layout.RECENT_HEADER)]
+        if "" not in self._shared:
+            self._shared[""] = self._section(range(max(0, n - w), n), layout.RECENT_HEADER)
+        sections = [self._shared[""]]
         if n > w:
-            older = self._memory.tagged(self._retrieve(query, self.args["k"], n - w - 1))
+            older = self._retrieve(query, self.args["k"], n - w - 1)
             if older:
-                sections.append(layout.passages_section(older, layout.RETRIEVED_HEADER))
+                sections.append(self._section(older, layout.RETRIEVED_HEADER))
         head = self._passages[-1].index if self._passages else None
         return sections, head
 

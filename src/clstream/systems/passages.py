@@ -109,6 +109,7 @@ class PassageStore:
         self._index = new_index()
         self._indexed = 0  # passages[:_indexed] are in the index
         self.next_index = 0  # the running index the next non-chunk passage gets
+        self._blocks: list[str] = []  # blocks[:len] are the shown forms of those passages
 
     def __len__(self) -> int:
         return len(self.passages)
@@ -145,6 +146,14 @@ class PassageStore:
         """Positions of the (up to) k passages most similar to ``text``, in arrival order."""
         return sorted(self.ranked(text, k, max_position))
 
+    def block(self, position: int) -> str:
+        """The passage at ``position`` as a prompt shows it (``layout.passage_block``), made
+        once: every prompt that shows the passage holds the same string, so a plan counts it
+        once per prefix it follows (:mod:`clstream.models.prompt_parts`)."""
+        for p in self.passages[len(self._blocks) : position + 1]:
+            self._blocks.append(layout.passage_block(p.index, p.text))
+        return self._blocks[position]
+
     def tagged(self, positions: Any) -> list[tuple[int, str]]:
         """(tag index, text) of the passages at ``positions``, in the order given."""
         return [(self.passages[p].index, self.passages[p].text) for p in positions]
@@ -158,5 +167,6 @@ class PassageStore:
             raise DataError("<snapshot>", None, field, "expected a list of passages")
         parsed = [Passage.from_json(item, field, i) for i, item in enumerate(items)]
         self.passages, self._index, self._indexed, self.next_index = [], self._new_index(), 0, 0
+        self._blocks = []
         for passage in parsed:
             self.add(passage)

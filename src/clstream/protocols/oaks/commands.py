@@ -89,7 +89,7 @@ def plan_run(request: RunRequest[RunOptions]) -> RunJob:
     from clstream.driver.plan import StoredDataset
     from clstream.protocols.oaks.data import gold_view
     from clstream.protocols.oaks.prompts import template_fingerprint
-    from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget
+    from clstream.protocols.oaks.runner import OaksRunner, docs_for_cache_budget, walk_prompts
 
     options = request.options
     positive("--docs-in-flight", options.docs_in_flight, MOST_IN_FLIGHT)
@@ -112,7 +112,8 @@ def plan_run(request: RunRequest[RunOptions]) -> RunJob:
         info={"prompt_template_hash": template_fingerprint(), "dataset_path": dataset.path},
         units={"probe": "probes"}, error_kinds=("probe",), cells_at_once=docs_in_flight,
         open_runner=lambda spec, make: partial(OaksRunner, dataset, spec, make_system=make,
-                                               model=basics.model))
+                                               model=basics.model),
+        walk=lambda make: partial(walk_prompts, dataset, make))
 
 
 # -- score -----------------------------------------------------------------------------------

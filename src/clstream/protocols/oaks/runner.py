@@ -27,6 +27,10 @@ OpenAI-compatible one) receives them in sorted order with no pause between slice
 is stored once its last request returns; a run interrupted inside a pool loses that pool's
 unstored answers (with ``--cache`` nothing paid for is asked again).
 
+``clstream plan`` asks for the same requests without sending or storing anything
+(:func:`walk_prompts`): as prompt parts, in stream order, which an unbounded prefix cache
+counts the same (docs/plan.md §2).
+
 Documents in flight: each holds its own prompts in the engine's cache, so at most
 ``cache budget // largest context`` documents run at once when a cache budget is given
 (:func:`docs_for_cache_budget`).
@@ -62,6 +66,7 @@ from clstream.core.specs import RunSpec
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
 from clstream.driver.plan import Cell, Progress
 from clstream.driver.record_fields import call_records, finish_reasons, timing_fields
+from clstream.models.prompt_parts import PartsPlanner, PromptParts
 from clstream.protocols.oaks.data import OaksDataset, OaksDocument
 from clstream.protocols.oaks.prompts import SYSTEM_PROMPT, ask
 from clstream.store.db import Record, ResultsStore
@@ -225,6 +230,26 @@ class PromptOrderedModel:
             c.left -= 1
             if c.left == 0 and not c.future.done():
                 c.future.set_result([r for r in c.results if r is not None])
+
+
+async def walk_prompts(dataset: OaksDataset, make_system: Callable[[], System],
+                       sink: Callable[[list[PromptParts]], None]) -> bool:
+    """Every probe's request of a run as its parts (:mod:`clstream.models.prompt_parts`), in
+    stream order, nothing sent and nothing stored: per document a fresh system observes chunk
+    t, then gives the parts of every question at t to ``sink``, the requests
+    :meth:`OaksRunner._run_pools` sends (in another order). Only for a replayable system that
+    plans its requests as parts (the context strategies), whose memory no reply changes;
+    False, with nothing given to ``sink``, for any other (docs/plan.md §2)."""
+    for doc in dataset.documents:
+        system = make_system()
+        if not (is_replayable(system) and isinstance(system, PartsPlanner)):
+            return False
+        await system.reset()
+        for t in range(1, doc.num_chunks + 1):
+            await system.observe(Chunk(doc.bid, t - 1, doc.chunks[t - 1]))
+            sink(system.plan_parts([make_query(q.question_id, q.text, q.options, t)
+                                    for q in doc.questions]))
+    return True
 
 
 def document_cell(doc: OaksDocument) -> Cell:

@@ -29,10 +29,12 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterable, Mapping, Sequence
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from clstream.retrieval.bm25 import IncrementalBM25
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Triple = tuple[str, str, str]
 Synonym = tuple[str, str, float]  # (node, node, similarity)
@@ -128,6 +130,8 @@ class EntityGraph:
     """The graph, the name index and the per-passage record (see the module docstring)."""
 
     def __init__(self, synonym: float):
+        import networkx as nx  # on first use: the builtin model loads this module to reply
+
         self.synonym = synonym
         self.graph = nx.Graph()
         self._names = IncrementalBM25()
