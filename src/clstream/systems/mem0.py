@@ -60,7 +60,6 @@ from clstream.core.events import Chunk, Document, Event, Feedback, Observation
 from clstream.core.params import Param
 from clstream.core.registry import BuiltinReply, PolicyLookup
 from clstream.core.types import GenerationResult, Query
-from clstream.retrieval.dense import packaged_minilm_path
 from clstream.retrieval.hybrid import RETRIEVERS, Retriever, make_index
 from clstream.systems.base import reply_text, snapshot_error
 from clstream.systems.context import RETRIEVAL_PARAMS
@@ -209,6 +208,8 @@ def _norm(text: str) -> str:
 def installed_retriever() -> str:
     """The retriever ``auto`` resolves to: ``dense`` when the ``embed`` extra (the
     sentence-transformers runtime and the packaged MiniLM model) is installed, else ``bm25``."""
+    from clstream.retrieval.dense import packaged_minilm_path  # numpy and httpx: only here
+
     runtime = importlib.util.find_spec("sentence_transformers") is not None
     return "dense" if runtime and packaged_minilm_path() is not None else "bm25"
 
