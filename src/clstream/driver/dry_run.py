@@ -37,19 +37,20 @@ import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clstream.core.contracts import Model, RequestPlanner, System, is_replayable, max_tries
 from clstream.core.jsonio import gc_paused
 from clstream.core.protocol import StreamProtocol
 from clstream.core.specs import ComponentSpec
 from clstream.driver.components import built_with
-from clstream.driver.execute import run_planned
 from clstream.driver.plan import PlannedRun, PromptWalk, first_of_each_run
 from clstream.driver.request import RunRequest
 from clstream.models.planning import PlannedRequest, PlanningModel, ReplySample, RequestLog
 from clstream.models.prompt_parts import PartsPlanner, PromptParts
-from clstream.store.db import ResultsStore
+
+if TYPE_CHECKING:  # a walked plan runs nothing: the driver and store load when a run is run
+    from clstream.store.db import ResultsStore
 
 ModelMaker = Callable[[ComponentSpec, RequestLog], Model]
 REPLY_SAMPLE = 128
@@ -126,6 +127,8 @@ def dry_run(entries: Sequence[tuple[StreamProtocol, RunRequest[Any]]],
                     read = _walked(planned.walk, system, job.model)
                 if read is None:
                     if store is None:
+                        from clstream.store.db import ResultsStore
+
                         store = stack.enter_context(ResultsStore(scratch, writer=True))
                     read = _run(planned, store, job.model, hooks.log, sample and fixed)
                 requests = hooks.log.requests[start:]
@@ -142,6 +145,8 @@ def _run(planned: PlannedRun, store: ResultsStore, model: Model, log: RequestLog
          sample: bool) -> int:
     """Run ``planned`` into the scratch ``store``, reading a sample of its replies where
     ``sample``; returns how many replies were read."""
+    from clstream.driver.execute import run_planned
+
     start = len(log.requests)
     if sample:
         log.sample = ReplySample(sum(planned.open(store).totals().values()), REPLY_SAMPLE)

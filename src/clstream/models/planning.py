@@ -406,10 +406,9 @@ class PlanningModel:
         (:func:`spread_sample`). For requests that cannot depend on the replies (docs/plan.md
         §2). Returns how many replies were read."""
         read = spread_sample(len(parts), most)
-        replies = await self._reader.generate([request_of(parts[i]) for i in read])
-        completions = dict(zip(read, (self._completion_tokens(r, parts[i].n)
-                                      for i, r in zip(read, replies, strict=True)),
-                               strict=True))
+        replies = self._reader.reply_texts([request_of(parts[i]) for i in read])
+        count = self.tokenizer.count
+        completions = {i: parts[i].n * count(text) for i, text in zip(read, replies, strict=True)}
         blocked = self.tokens.blocked_parts
         self.log.requests.extend(
             PlannedRequest(self.name, p.stage, blocked(p), p.n * p.max_tokens,

@@ -284,7 +284,7 @@ class BuiltinReader:
         if target:
             raise SpecError(f"model 'builtin' takes no model name or path, got {target!r}")
         self.tokenizer = approx_tokenizer()
-        self._read_cache: OrderedDict[str, tuple[ReadText, int]] = OrderedDict()
+        self._read_cache: OrderedDict[str, list[Any]] = OrderedDict()  # [read, count]
         self._policies: dict[str, Policy] = {}
         self._tasks = TaskFollower(self._policy)
 
@@ -298,45 +298,57 @@ class BuiltinReader:
             "deterministic": True,
         }
 
-    def _read(self, context: str) -> tuple[ReadText, int]:
-        """The read context and its token count, from the LRU when seen recently."""
+    def _read(self, context: str, counted: bool = True) -> tuple[ReadText, int]:
+        """The read context and its token count (0 unless ``counted``), from the LRU when seen
+        recently."""
         key = hashlib.sha256(context.encode("utf-8", "surrogatepass")).hexdigest()
         hit = self._read_cache.get(key)
         if hit is not None:
             self._read_cache.move_to_end(key)
-            return hit
-        entry = (ReadText(layout.parse_passages(context)), _count_context(context))
+            if counted and hit[1] is None:
+                hit[1] = _count_context(context)
+            return hit[0], hit[1] or 0
+        entry: list[Any] = [ReadText(layout.parse_passages(context)),
+                            _count_context(context) if counted else None]
         self._read_cache[key] = entry
         if len(self._read_cache) > _CACHE_SIZE:
             self._read_cache.popitem(last=False)
-        return entry
+        return entry[0], entry[1] or 0
 
-    def reply(self, request: GenerationRequest) -> tuple[str, int]:
-        """The reply text for one request, and the prompt's token count."""
-        system_tokens = 0
-        body: list[str] = []
-        for message in request.messages:
-            if message.role == "system":
-                system_tokens += _count_cached(message.content)
-            else:
-                body.append(message.content)
-        text = "\n\n".join(body)
+    def reply(self, request: GenerationRequest, counted: bool = True) -> tuple[str, int]:
+        """The reply text for one request, and the prompt's token count (0 unless
+        ``counted``: a plan counts prompts its own way, docs/plan.md §2)."""
+        messages = request.messages
+        text = "\n\n".join(m.content for m in messages if m.role != "system")
         context, block = layout.split_prompt(text)
-        # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
-        outside_context = system_tokens + self.tokenizer.count(block)
-        followed = self._tasks.follow(request.messages)
+
+        def tokens(context_tokens: int | None = None) -> int:
+            if not counted:
+                return 0
+            # Counting the parts apart is exact for this tokenizer: they meet at whitespace.
+            return (sum(_count_cached(m.content) for m in messages if m.role == "system")
+                    + self.tokenizer.count(block)
+                    + (_count_context(context) if context_tokens is None else context_tokens))
+
+        followed = self._tasks.follow(messages)
         if followed is not None:
-            return followed, outside_context + _count_context(context)
-        acted = self._act(context, block, request.messages)
+            return followed, tokens()
+        acted = self._act(context, block, messages)
         if acted is not None:
-            return acted, outside_context + _count_context(context)
+            return acted, tokens()
         recalled = recall_answer(text)
         if recalled is not None:
-            return recalled_reply(recalled, block), outside_context + _count_context(context)
-        read, context_tokens = self._read(context)
+            return recalled_reply(recalled, block), tokens()
+        read, context_tokens = self._read(context, counted)
         question, options = layout.parse_question(block)
         reason, answer = respond(read, question, options)
-        return f"{reason}\n## Answer: {answer}", outside_context + context_tokens
+        return f"{reason}\n## Answer: {answer}", tokens(context_tokens)
+
+    def reply_texts(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        """The text of each request's reply, as :meth:`generate` gives it, without counting
+        the prompts (for a plan, which counts them from their parts)."""
+        return [self._finish(self.reply(request, counted=False)[0], request.params)[0]
+                for request in requests]
 
     def _policy(self, task: str) -> Policy | None:
         """The builtin policy registered for ``task`` (built once), or None."""
