@@ -261,6 +261,17 @@ def test_entries_that_name_the_same_run_are_planned_once(data: dict[str, Path],
         (["full"], 1), (["full"], 2), (["rag"], 1), (["rag"], 2)]
 
 
+def _refused_in_one_line(data: dict[str, Path], tmp_path: Path,
+                         capsys: pytest.CaptureFixture[str], body: str, needle: str) -> None:
+    """``run --spec`` of a file holding ``body``: exit 2, one line holding ``needle``, no
+    results directory."""
+    spec = _spec_of(tmp_path, data, body)
+    assert main(["run", "--spec", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize(("body", "needle"), [
     (ENTRY + "top_k = " + "[" * 40 + "]" * 40 + "\n", "nested deeper than 32"),
     (ENTRY + "top_k = " + "[" * 3000 + "]" * 3000 + "\n", "nested deeper than 32"),
@@ -274,11 +285,7 @@ def test_entries_that_name_the_same_run_are_planned_once(data: dict[str, Path],
 def test_a_spec_file_beyond_its_bounds_is_one_line(
         data: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str,
         needle: str) -> None:
-    spec = _spec_of(tmp_path, data, body)
-    assert main(["run", "--spec", str(spec)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and needle in err, err
-    assert not (tmp_path / "r").exists()
+    _refused_in_one_line(data, tmp_path, capsys, body, needle)
 
 
 @pytest.mark.parametrize("text", ["plain", "a\nb", 'q"\\x', "\x7f\x00\x1b\t\r\f\b", "é ☃"])
@@ -349,8 +356,4 @@ def test_an_entry_runs_every_seed_its_own_seeds_name(data: dict[str, Path],
 def test_an_entry_s_seeds_are_checked_with_the_file(
         data: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str,
         needle: str) -> None:
-    spec = _spec_of(tmp_path, data, body)
-    assert main(["run", "--spec", str(spec)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and needle in err, err
-    assert not (tmp_path / "r").exists()
+    _refused_in_one_line(data, tmp_path, capsys, body, needle)
