@@ -153,19 +153,22 @@ def test_a_generated_dataset_is_not_regenerated_over(
     assert (tmp_path / "t.json").read_bytes() == first
 
 
-@pytest.mark.parametrize("inside", [".", "results"])
+@pytest.mark.parametrize(("flag", "inside"), [("--out", "."), ("--out", "results"),
+                                               ("--cache", "cache.sqlite")])
 def test_run_never_writes_into_the_data_it_reads(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], inside: str) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, inside: str) -> None:
+    """Neither the results directory nor the response cache lies in the dataset a run reads
+    (a new file there would change the dataset later runs read)."""
     data = tmp_path / "news"
     assert main(["generate", "imprint", "--setting", "news", "--size", "small", "--out",
                  str(data)]) == 0
     capsys.readouterr()
     before = _fingerprint(data)
-    out = data / inside
-    _refused(capsys, ["run", "imprint", str(data), "--system", "memory-free", "--no-progress",
-                      "--out", str(out)], "dataset", "this run reads")
+    argv = ["run", "imprint", str(data), "--system", "memory-free", "--no-progress",
+            "--out", str(tmp_path / "res"), flag, str(data / inside)]
+    _refused(capsys, argv, "dataset", "this run reads")
     assert _fingerprint(data) == before and not (data / "results.sqlite").exists()
-    assert not (data / "results").exists()
+    assert not (data / "results").exists() and not (tmp_path / "res").exists()
 
 
 def test_a_response_cache_is_never_another_database(

@@ -23,8 +23,8 @@ three rules (docs/design.md §7.1):
    are refreshed as before).
 
 ``run`` writes only its results directory, which is never the data it reads nor inside it
-(:func:`refuse_datasets`), and its response cache (``--cache``), which is never a store's file
-(:func:`refuse_store_files`) nor any database but a response cache
+(:func:`refuse_datasets`), and its response cache (``--cache``), which is never inside that
+data either, nor a store's file (:func:`refuse_store_files`), nor any database but a response cache
 (:class:`clstream.models.cache.ResponseCache` looks before it writes).
 
 Refusals are :class:`OutputRefused`: one line naming the path, what it belongs to and what to

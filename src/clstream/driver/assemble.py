@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from clstream.core.contracts import Model, System
+from clstream.core.outputs import is_file_dataset, refuse_datasets
 from clstream.core.specs import ComponentSpec, RunSpec
 from clstream.core.types import SamplingParams
 from clstream.driver.components import (
@@ -91,6 +92,10 @@ def _model(spec: ComponentSpec, options: dict[str, Any]) -> Model:
 def run_basics(request: RunRequest[Any]) -> RunBasics:
     """Sampling, canonical specs and the model backend of the request (one-line errors)."""
     sampling = sampling_params(request.sampling, request.seed)
+    data, cache = getattr(request.options, "data", None), request.backend.cache
+    if cache is not None and isinstance(data, str) and is_file_dataset(data):
+        # A response cache, created as the model is built, never lies in the data read.
+        refuse_datasets(cache, Path(cache).resolve(), [data], "this run reads")
     model_spec, systems = parse_components(request.model or "builtin", request.model_args,
                                            request.systems)
     model = _model(model_spec, request.backend.options())
