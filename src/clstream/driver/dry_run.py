@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -105,6 +106,7 @@ def dry_run(entries: Sequence[tuple[StreamProtocol, RunRequest[Any]]],
     out: list[DryRun] = []
     with tempfile.TemporaryDirectory(prefix="clstream-plan-") as scratch, built_with(hooks), \
             ExitStack() as stack:
+        stack.callback(gc.unfreeze)  # what the walks set aside (:func:`_walked`)
         jobs, protocols = [], []
         for protocol, request in entries:
             scratch_request = dataclasses.replace(request, out=scratch, show_progress=False)
@@ -170,7 +172,13 @@ def _walked(walk: PromptWalk, system: PartsPlanner, model: PlanningModel) -> int
         return await model.record_parts(parts, system.request_of, WALKED_REPLY_SAMPLE)
 
     with gc_paused():
-        return asyncio.run(walked())
+        read = asyncio.run(walked())
+        # What the walk made and the plan keeps (its request log) is set aside from the
+        # cyclic collector until the plan ends (:func:`dry_run`): otherwise the collection
+        # that follows the pause would go over every one of those objects, each walk.
+        parts.clear()
+        gc.freeze()
+    return read
 
 
 def _replies_shape_requests(protocol: StreamProtocol, system: System) -> bool:

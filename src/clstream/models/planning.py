@@ -127,6 +127,24 @@ class RequestLog:
     sample: ReplySample | None = None
 
 
+PIECE_MEMO_MAX = 1 << 14
+"""Texts whose pieces :func:`_approx_pieces` keeps at most (then it starts afresh)."""
+
+
+def _approx_pieces(memo: dict[tuple[bool, str], tuple[str, ...]], after_space: bool,
+                   text: str) -> tuple[str, ...]:
+    """The approximate tokenizer's pieces of ``text`` (after whitespace where
+    ``after_space``), kept in ``memo``: a question block recurs at every interval, a passage
+    in every prompt that retrieves it."""
+    key = (after_space, text)
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= PIECE_MEMO_MAX:
+            memo.clear()
+        found = memo[key] = tuple(approx_tokens(text, after_space))
+    return found
+
+
 class ChatTokens:
     """A prompt's tokens as the named model's server counts them (module docstring)."""
 
@@ -143,8 +161,9 @@ class ChatTokens:
         self._last_opening: tuple[str, tuple[tuple[tuple[int, ...], ...], int,
                                              tuple[int, tuple[Hashable, ...]]]] | None = None
         self._piece_memo: dict[tuple[bool, str], tuple[str, ...]] = {}
+        # Bound to the memo, not to self: no reference cycle keeps a plan's log alive.
         self._pieces: dict[bool, Callable[[str], tuple[str, ...]]] = {
-            after: partial(self._approx_pieces, after) for after in (False, True)}
+            after: partial(_approx_pieces, self._piece_memo, after) for after in (False, True)}
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.tokenizer.name, "exact": self.tokenizer.exact,
@@ -200,21 +219,6 @@ class ChatTokens:
                 pieces.append(blocks)
                 count += n
         return BlockedPrompt(tuple(p for p in pieces if p), count)
-
-    PIECE_MEMO_MAX = 1 << 14
-    """Texts whose pieces :meth:`_approx_pieces` keeps at most (then it starts afresh)."""
-
-    def _approx_pieces(self, after_space: bool, text: str) -> tuple[str, ...]:
-        """The approximate tokenizer's pieces of ``text`` (after whitespace where
-        ``after_space``), kept: a question block recurs at every interval, a passage in
-        every prompt that retrieves it."""
-        key = (after_space, text)
-        found = self._piece_memo.get(key)
-        if found is None:
-            if len(self._piece_memo) >= self.PIECE_MEMO_MAX:
-                self._piece_memo.clear()
-            found = self._piece_memo[key] = tuple(approx_tokens(text, after_space))
-        return found
 
     @property
     def counts_parts(self) -> bool:

@@ -46,6 +46,7 @@ import re
 import time
 from abc import abstractmethod
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from clstream.core import layout
@@ -54,7 +55,7 @@ from clstream.core.events import Event
 from clstream.core.params import Param
 from clstream.core.types import GenerationRequest, GenerationResult, Query, Response
 from clstream.models.prompt_parts import PromptParts, Section, messages_of, parts_of
-from clstream.retrieval.hybrid import RETRIEVERS, Retriever, make_index
+from clstream.retrieval.hybrid import RETRIEVERS, make_index
 from clstream.systems.base import MemorySystem, snapshot_list
 from clstream.systems.passages import Passage, PassageStore
 
@@ -78,13 +79,14 @@ class ContextSystem(MemorySystem):
     def _configure(self) -> None:
         self.retrieval = {k: self.args[k] for k in RETRIEVAL_PARAMS if k in self.args}
 
-    def _new_index(self) -> Retriever:
-        return make_index(**self.retrieval) if self.retrieval else make_index("bm25")
-
     # --- memory ---------------------------------------------------------------------------
 
     def _empty(self) -> None:
-        self._memory = PassageStore(self._new_index)
+        # The store makes its index from the arguments, not through a method of this system:
+        # no reference cycle, so a plan's request log (which the model holds) is freed as soon
+        # as the plan drops it.
+        self._memory = PassageStore(partial(make_index, **self.retrieval) if self.retrieval
+                                    else partial(make_index, "bm25"))
         self._block_tokens: list[int] = []
         # Sections shared by all questions of this memory state (full: per instructions text).
         self._shared: dict[str, Section] = {}
