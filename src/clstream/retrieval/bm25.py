@@ -79,6 +79,8 @@ class IncrementalBM25:
         self._total_length = 0
         # Per term: doc ids, term frequencies and document lengths as arrays (search cache).
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # Per term: each document's share of the score, while the index stays as it is.
+        self._shares: dict[str, list[tuple[int, float]]] = {}
 
     def __len__(self) -> int:
         return len(self._lengths)
@@ -91,6 +93,7 @@ class IncrementalBM25:
         if doc_id in self._lengths:
             raise ValueError(f"document {doc_id} is already indexed")
         terms = tokenize(text)
+        self._shares.clear()  # idf and the mean length change with every document
         self._lengths[doc_id] = len(terms)
         self._total_length += len(terms)
         for term, tf in Counter(terms).items():
@@ -136,20 +139,28 @@ class IncrementalBM25:
         terms = [t for t in query_terms(query) if self._postings.get(t)]
         if sum(len(self._postings[t]) for t in terms) >= VECTOR_FROM:
             return self._search_arrays(terms, k, avgdl, max_doc_id, exclude)
-        k1, b = self.k1, self.b
         scores: dict[int, float] = {}
         for term in terms:
-            postings = self._postings[term]
-            idf = self.idf(term)
-            for doc_id, tf in postings.items():
+            shares = self._shares.get(term)
+            if shares is None:
+                shares = self._shares[term] = self._term_shares(term, avgdl)
+            for doc_id, share in shares:
                 if max_doc_id is not None and doc_id > max_doc_id:
                     continue
                 if exclude and doc_id in exclude:
                     continue
-                norm = k1 * (1.0 - b + b * self._lengths[doc_id] / avgdl)
-                scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+                scores[doc_id] = scores.get(doc_id, 0.0) + share
         best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], -item[0]))
         return [(doc_id, score) for doc_id, score in best]
+
+    def _term_shares(self, term: str, avgdl: float) -> list[tuple[int, float]]:
+        """Each document's share of the score for ``term`` (:meth:`search`), kept until the
+        index changes: a stream asks many questions of one index, and they share terms."""
+        k1, b, lengths = self.k1, self.b, self._lengths
+        idf = self.idf(term)
+        return [(doc_id, idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lengths[doc_id]
+                                                               / avgdl)))
+                for doc_id, tf in self._postings[term].items()]
 
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         arrays = self._arrays.get(term)

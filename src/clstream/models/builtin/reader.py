@@ -246,8 +246,13 @@ def parse_passage(text: str) -> ParsedPassage:
     """Sentences, their word sets and events; cached because retrieval reuses passages."""
     display: dict[str, str] = {}
     sentences = tuple(split_sentences(text))
-    events = tuple(tuple(sentence_events(s, display)) for s in sentences)
-    return ParsedPassage(sentences, tuple(content_words(s) for s in sentences), events, display)
+    words = tuple(content_words(s) for s in sentences)
+    # A sentence none of whose words opens a lexicon verb states no event (most of a stream's
+    # filler): its word set says so without reading it token by token.
+    events = tuple(() if sentence_words.isdisjoint(_VERB_INDEX) else
+                   tuple(sentence_events(sentence, display))
+                   for sentence, sentence_words in zip(sentences, words, strict=True))
+    return ParsedPassage(sentences, words, events, display)
 
 
 class ReadText:

@@ -48,6 +48,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from clstream.core import layout
@@ -87,10 +88,16 @@ def probe_key(question_id: str, t: int) -> str:
 
 def make_query(question_id: str, text: str, options: tuple[str, ...], t: int) -> Query:
     """The probe of one question at interval t: the OAKS rules and its question block."""
-    return ask(Query(
-        id=probe_key(question_id, t), text=text, options=options,
-        kind="mc" if options else "open", meta={"question_id": question_id, "t": t},
-    ))
+    asked = _asked(text, options)  # the same at every interval
+    return Query(id=probe_key(question_id, t), text=text, options=options, kind=asked.kind,
+                 meta={"question_id": question_id, "t": t}, instructions=asked.instructions,
+                 prompt=asked.prompt)
+
+
+@lru_cache(maxsize=1 << 12)
+def _asked(text: str, options: tuple[str, ...]) -> Query:
+    """A question asked (:func:`ask`), but for its id and interval."""
+    return ask(Query(id="", text=text, options=options, kind="mc" if options else "open"))
 
 
 def probe_record(doc: OaksDocument, query: Query, response: Response) -> Record:
