@@ -106,7 +106,11 @@ def dry_run(entries: Sequence[tuple[StreamProtocol, RunRequest[Any]]],
     out: list[DryRun] = []
     with tempfile.TemporaryDirectory(prefix="clstream-plan-") as scratch, built_with(hooks), \
             ExitStack() as stack:
-        stack.callback(gc.unfreeze)  # what the walks set aside (:func:`_walked`)
+        # What the walks set aside (:func:`_walked`), given back at the end; where objects
+        # were frozen before (by the caller), nothing is set aside, nor given back.
+        freeze = gc.get_freeze_count() == 0
+        if freeze:
+            stack.callback(gc.unfreeze)
         jobs, protocols = [], []
         for protocol, request in entries:
             scratch_request = dataclasses.replace(request, out=scratch, show_progress=False)
@@ -126,7 +130,7 @@ def dry_run(entries: Sequence[tuple[StreamProtocol, RunRequest[Any]]],
                 if walk and fixed and planned.walk is not None \
                         and isinstance(job.model, PlanningModel) \
                         and isinstance(system, PartsPlanner) and job.model.tokens.counts_parts:
-                    read = _walked(planned.walk, system, job.model)
+                    read = _walked(planned.walk, system, job.model, freeze)
                 if read is None:
                     if store is None:
                         from clstream.store.db import ResultsStore
@@ -159,11 +163,14 @@ def _run(planned: PlannedRun, store: ResultsStore, model: Model, log: RequestLog
     return sum(r.expected_completion_tokens is not None for r in log.requests[start:])
 
 
-def _walked(walk: PromptWalk, system: PartsPlanner, model: PlanningModel) -> int | None:
+def _walked(walk: PromptWalk, system: PartsPlanner, model: PlanningModel, freeze: bool
+            ) -> int | None:
     """The requests of a run walked (module docstring) and recorded by ``model``, with a
-    sample of at most :data:`WALKED_REPLY_SAMPLE` replies read; returns how many were read, or None
-    (nothing recorded) where the run cannot be walked. A walk makes many small objects and no
-    reference cycles, so the cyclic collector is paused: it would rescan them, for nothing."""
+    sample of at most :data:`WALKED_REPLY_SAMPLE` replies read; returns how many were read, or
+    None (nothing recorded) where the run cannot be walked. A walk makes many small objects and
+    no reference cycles, so the cyclic collector is paused: it would rescan them, for nothing;
+    and where ``freeze``, what is left of them is then frozen out of its sight (``gc.freeze``)
+    until the plan ends."""
     parts: list[PromptParts] = []
 
     async def walked() -> int | None:
@@ -177,7 +184,8 @@ def _walked(walk: PromptWalk, system: PartsPlanner, model: PlanningModel) -> int
         # cyclic collector until the plan ends (:func:`dry_run`): otherwise the collection
         # that follows the pause would go over every one of those objects, each walk.
         parts.clear()
-        gc.freeze()
+        if freeze:
+            gc.freeze()
     return read
 
 
