@@ -5,6 +5,7 @@ by hand, ``check --save`` feeding ``--throughput``, and one-line errors (docs/pl
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -277,6 +278,15 @@ def test_a_walked_plan_is_the_dry_run_figure_by_figure(
     assert _plan(argv, capsys) == exact
     assert [r["system"] for r in exact["runs"]] == ["full", "window:w=3", "rag:k=2",
                                                    "rag+window:k=2,w=2"]
+    # What the walks froze out of the collector's sight is given back; what a caller froze
+    # stays frozen, and the plan is the same.
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert _plan(argv, capsys) == exact and gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
 
 
 def test_where_answers_feed_back_every_reply_is_read(
