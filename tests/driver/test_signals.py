@@ -24,19 +24,17 @@ from clstream.driver.execute import run_interruptible
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def _signal_soon(signum: int) -> threading.Timer:
-    timer = threading.Timer(0.2, os.kill, (os.getpid(), signum))
-    timer.start()
-    return timer
-
-
 @pytest.mark.parametrize("awaits", [True, False])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_a_run_whether_or_not_it_awaits(awaits: bool, signum: int) -> None:
     events: list[str] = []
+    # Sent from another thread once the run is under way (its handlers are in place), however
+    # long the run took to start.
+    sender = threading.Thread(target=os.kill, args=(os.getpid(), signum))
 
     async def run() -> None:
         try:
+            sender.start()
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:  # without awaiting, the loop never runs
                 if awaits:
@@ -46,10 +44,9 @@ def test_a_signal_stops_a_run_whether_or_not_it_awaits(awaits: bool, signum: int
             events.append("cleaned up")
 
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    timer = _signal_soon(signum)
     with pytest.raises(Interrupted) as stopped:
         run_interruptible(run())
-    timer.join()
+    sender.join()
     assert stopped.value.signum == signum and events == ["cleaned up"]
     assert {s: signal.getsignal(s) for s in before} == before  # handlers given back
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import re
 import sys
 import time
@@ -32,8 +33,10 @@ def spec(text: str) -> ComponentSpec:
 
 
 def test_a_stderr_that_is_not_a_terminal_gets_plain_lines(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(driver_progress, "PROGRESS_INTERVAL_S", 0.05)
+    err = io.StringIO()  # read while the thread writes, never emptied under it
+    monkeypatch.setattr(sys, "stderr", err)
     limit = ConcurrencyLimit(3, adaptive=True)
 
     async def answer() -> None:
@@ -44,10 +47,14 @@ def test_a_stderr_that_is_not_a_terminal_gets_plain_lines(
     assert isinstance(bar, PlainProgress)
     asyncio.run(answer())
     bar.update(3)
-    time.sleep(0.12)
+    deadline = time.monotonic() + 60  # returns at the first line the thread prints after this
+    while " 5/10," not in err.getvalue().rpartition("\n")[0] and time.monotonic() < deadline:
+        time.sleep(0.01)  # (a line counts once its newline is written)
     bar.close()
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) >= 2
+    lines = err.getvalue().strip().splitlines()
+    assert all(line.startswith("clstream: progress rag:k=2: ") for line in lines)
+    lines = [line for line in lines if " 5/10," in line]  # a line may come before the update
+    assert len(lines) >= 2  # one from the thread, one at the close
     assert lines[0].startswith("clstream: progress rag:k=2: 5/10, 0 errors, ")
     assert "requests/s" in lines[0] and "output tokens/s" in lines[0]
     assert re.search(r"concurrency [\d/]*\b3\b", lines[0]) and "ETA " in lines[0]

@@ -34,18 +34,25 @@ def generated(model: OpenAICompatModel, requests: Sequence[GenerationRequest]
     return asyncio.run(go())
 
 
+# Every tenth answer takes three times the timeout, its tokens a tenth of it apart: queued
+# requests wait longer than the timeout behind a long answer, while a gap between tokens stays
+# far below it however busy the machine.
+TIMEOUT = 0.5
+LONG_S = 3 * TIMEOUT
+TOKENS = 30
+
+
 def one_slot_stream() -> list[GenerationRequest]:
-    # Every tenth answer takes 0.5 s: over three times the 0.15 s timeout used below.
     return [req(f"k{i}", long=i % 10 == 3) for i in range(30)]
 
 
 def test_one_slot_with_long_answers_finishes_without_errors_near_one_at_a_time() -> None:
     requests = one_slot_stream()
-    with LoopbackEngine(slots=1, service_s=0.03, long_s=0.5, tokens=6) as engine:
+    with LoopbackEngine(slots=1, service_s=0.03, long_s=LONG_S, tokens=TOKENS) as engine:
         url = engine.base_url
-        fixed = generated(OpenAICompatModel("loop", base_url=url, request_timeout=0.15,
+        fixed = generated(OpenAICompatModel("loop", base_url=url, request_timeout=TIMEOUT,
                                             max_concurrency=1), requests)
-        model = OpenAICompatModel("loop", base_url=url, request_timeout=0.15)
+        model = OpenAICompatModel("loop", base_url=url, request_timeout=TIMEOUT)
         adaptive = generated(model, requests)
         # The engine counts an answer after sending it: let the last count land.
         deadline = time.monotonic() + 60.0  # returns as soon as it lands
@@ -63,11 +70,11 @@ def test_one_slot_with_long_answers_finishes_without_errors_near_one_at_a_time()
 
 def test_results_do_not_depend_on_the_limit() -> None:
     requests = one_slot_stream()[:20]
-    with LoopbackEngine(slots=3, service_s=0.01, long_s=0.3, tokens=5) as engine:
+    with LoopbackEngine(slots=3, service_s=0.01, long_s=LONG_S, tokens=TOKENS) as engine:
         url = engine.base_url
-        one = generated(OpenAICompatModel("loop", base_url=url, request_timeout=0.1,
+        one = generated(OpenAICompatModel("loop", base_url=url, request_timeout=TIMEOUT,
                                           max_concurrency=1), requests)
-        adaptive = generated(OpenAICompatModel("loop", base_url=url, request_timeout=0.1),
+        adaptive = generated(OpenAICompatModel("loop", base_url=url, request_timeout=TIMEOUT),
                              requests)
     assert all(r.ok for r in one + adaptive)
     assert [r.samples for r in one] == [r.samples for r in adaptive]

@@ -61,8 +61,10 @@ RETRYABLE = [
 @pytest.mark.parametrize("fault", RETRYABLE)
 def test_retries_recover_from_each_fault(fault: str) -> None:
     requests = [req(f"k{i}", n=1 + i % 2) for i in range(4)]
-    with FakeOpenAIServer(plan=first_attempts(2, fault), stall_s=2.0) as srv:
-        model = OpenAICompatModel("m", base_url=srv.base_url, request_timeout=0.5, **FAST)
+    # A timeout well above any answer's time, so only a stall is ever sent again; a stall
+    # lasts until the server stops.
+    with FakeOpenAIServer(plan=first_attempts(2, fault), stall_s=3600.0) as srv:
+        model = OpenAICompatModel("m", base_url=srv.base_url, request_timeout=1.0, **FAST)
         results = run(model, requests)
         assert len(srv.requests) == 3 * len(requests)  # two faults then a success, each
         assert srv.faults == [fault] * (2 * len(requests))
