@@ -18,6 +18,7 @@ None there and the reader's usual reply.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
 from clstream.core import layout
@@ -80,7 +81,7 @@ UpdateHandler = Callable[[str], "str | None"]
 """A method's reply to the body of one of its update calls (None: not a request it reads)."""
 
 
-class NoteReplies:
+class NoteReplies(ABC):
     """A method's replies, asked with every request the builtin model gets: an update call
     (the shared update system message) goes to the handler whose prompt it opens with
     (:meth:`update_handlers`); an action prompt the method claims (:meth:`claims_action`)
@@ -94,14 +95,14 @@ class NoteReplies:
         """The fixed start of each of the method's update prompts -> its handler."""
         return {}
 
+    @abstractmethod
     def claims_action(self, system: str, memory: str) -> bool:
         """Whether an action prompt of this system message and memory is the method's."""
-        return False
 
+    @abstractmethod
     def act(self, policy: NoteTaker, body: str, memory: str, turns: list[Turn],
             observation: str) -> str:
         """The reply to a claimed action prompt: its body, its memory, the steps it shows."""
-        raise NotImplementedError
 
     def reply(self, messages: Sequence[Message]) -> str | None:
         """The method's reply to ``messages``, or None when the request is not its own."""
