@@ -27,6 +27,14 @@ def test_the_count_is_the_sum_of_the_pieces_on_any_text(text: str) -> None:
     assert TOKENIZER.count(text) == by_pieces(text)
 
 
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=120))
+def test_the_count_of_ascii_text_is_the_sum_of_the_pieces(text: str) -> None:
+    """ASCII text is counted by byte operations, not by the regex engine: the same sum,
+    control characters and long word runs included."""
+    assert TOKENIZER.count(text) == by_pieces(text)
+    assert TOKENIZER.count(text + "aaaaaaaaaaa" + text) == by_pieces(text + "aaaaaaaaaaa" + text)
+
+
 def test_hand_counted() -> None:
     assert TOKENIZER.count("") == 0 and TOKENIZER.count(" \n\t") == 0
     assert TOKENIZER.count("abcde") == 1 and TOKENIZER.count("abcdef") == 2
