@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clstream.models.prefix_cache_sim import (
+    START,
     UNBOUNDED,
     BlockedPrompt,
     BlockHasher,
@@ -130,57 +130,88 @@ def test_bounds_hold_for_any_order(prompts: list[list[int]], capacity: int, bloc
     assert big.computed_tokens == big.lower_bound_tokens == stats.lower_bound_tokens
 
 
-def _blocked(tokens: list[int], block: int, cuts: list[int]) -> BlockedPrompt:
-    """``tokens`` hashed as segments cut at ``cuts``, through one hasher's memo."""
-    hasher, pieces = BlockHasher(block), []
-    state: tuple[int, tuple[Hashable, ...]] = (0, ())
-    bounds = sorted({0, len(tokens), *(c % (len(tokens) + 1) for c in cuts)})
-    for start, end in zip(bounds, bounds[1:], strict=False):
-        blocks, state = hasher.fold(state, tokens[start:end])
+def _text(tokens: list[int]) -> str:
+    """A text whose approximate pieces stand for ``tokens`` one to one ("w3", " w0", ...)."""
+    return " ".join(f"w{t}" for t in tokens)
+
+
+MARKERS = ["<|user|>", "<|sep|>"]
+
+
+def _blocked(tokens: list[int], block: int, cuts: list[int], marked: bool) -> BlockedPrompt:
+    """The text of ``tokens`` hashed as segments cut before the pieces at ``cuts`` (so each
+    segment but the first opens with whitespace), after the template markers where
+    ``marked``, through one hasher's memo."""
+    hasher, pieces, state = BlockHasher(block), [], START
+    count = 0
+    if marked:
+        blocks, state = hasher.fold(state, MARKERS)
         pieces.append(blocks)
-    return BlockedPrompt(tuple(pieces), len(tokens))
+        count += len(MARKERS)
+    text = _text(tokens)
+    at = sorted({c % (len(tokens) + 1) for c in cuts} - {0, len(tokens)})
+    offsets = [0, *(len(_text(tokens[:c])) for c in at), len(text)]
+    for start, end in zip(offsets, offsets[1:], strict=False):
+        blocks, n, state = hasher.segment(state, text[start:end])
+        pieces.append(blocks)
+        count += n
+    return BlockedPrompt(tuple(pieces), count)
 
 
 @settings(max_examples=200, deadline=None)
 @given(prompts=prompt_lists, capacity=st.integers(1, 6), block=st.integers(1, 3),
-       cuts=st.lists(st.integers(0, 20), max_size=4))
+       cuts=st.lists(st.integers(0, 20), max_size=4), marked=st.booleans())
 def test_blocked_prompts_cost_what_their_tokens_cost(
-        prompts: list[list[int]], capacity: int, block: int, cuts: list[int]) -> None:
-    blocked = [_blocked(p, block, cuts) for p in prompts]
-    for p, b in zip(prompts, blocked, strict=True):
-        assert b.blocks() == PrefixCacheSim(1, block).block_hashes(p)
+        prompts: list[list[int]], capacity: int, block: int, cuts: list[int],
+        marked: bool) -> None:
+    tokens = [[*(MARKERS if marked else []), *approx_tokens(_text(p))] for p in prompts]
+    blocked = [_blocked(p, block, cuts, marked) for p in prompts]
+    for p, t, b in zip(prompts, tokens, blocked, strict=True):
+        assert len(t) == len(b) == len(p) + (len(MARKERS) if marked else 0)
+        assert b.blocks() == PrefixCacheSim(1, block).block_hashes(t)
     for size in (capacity, UNBOUNDED):
         tokens_sim, blocked_sim = PrefixCacheSim(size, block), PrefixCacheSim(size, block)
-        assert costs(tokens_sim, prompts) == [blocked_sim.add(b) for b in blocked]
+        assert [tokens_sim.add(t) for t in tokens] == [blocked_sim.add(b) for b in blocked]
         assert tokens_sim.stats() == blocked_sim.stats()
+
+
+def test_a_block_of_pieces_is_its_text_and_a_marker_is_no_text() -> None:
+    """Blocks of pieces are identified by their text (a text is cut into pieces one way), so
+    equal texts are equal blocks and unequal pieces unequal ones; a template marker is a
+    token no text becomes, not even the marker's own characters written in a message."""
+    sim = PrefixCacheSim(1, 4)
+    same = "Mary went to the hallway"
+    assert sim.block_hashes(approx_tokens(same)) == sim.block_hashes(approx_tokens(same))
+    assert sim.block_hashes(approx_tokens("ab cd.ef gh")) != sim.block_hashes(
+        approx_tokens("ab cd .ef gh"))
+    marked = sim.block_hashes(["<|user|>", *approx_tokens("a b c d e f g")])
+    written = sim.block_hashes(approx_tokens("<|user|>a b c d e f g"))
+    assert len(marked) == 2 and len(written) == 3 and not set(marked) & set(written)
+    hasher = BlockHasher(4)
+    blocks, state = hasher.fold(START, ["<|user|>"])
+    more, _, _ = hasher.segment(state, "a b c d e f g")
+    assert [*blocks, *more] == marked
 
 
 def test_a_segment_met_again_in_the_same_state_is_looked_up() -> None:
     hasher = BlockHasher(4)
     context = "passage " * 100
-    calls: list[str] = []
-
-    def tokenize(text: str) -> list[str]:
-        calls.append(text)
-        return approx_tokens(text)
-
-    first = hasher.segment((0, ()), context, tokenize)
-    again = hasher.segment((0, ()), context, tokenize)
-    assert first == again and len(calls) == 1
+    first = hasher.segment(START, context)
+    assert hasher.segment(START, context) is first  # looked up, not hashed again
     assert first[1] == len(approx_tokens(context))
-    hasher.segment((1, ()), context, tokenize)  # another state: hashed anew
-    assert len(calls) == 2
+    other = hasher.segment((1, "", 0), context)  # another state: other hashes
+    assert other[1] == first[1] and not set(other[0]) & set(first[0])
+    shifted = hasher.segment((0, "x", 1), context)  # a partial block before: other cuts
+    assert shifted[1] == first[1] and shifted[2][2] == (1 + first[1]) % 4
+    assert len(shifted[0]) == (1 + first[1]) // 4
 
 
-def test_pieces_after_whitespace_are_marked_so_a_text_cut_there_adds_up() -> None:
-    from clstream.models.prefix_cache_sim import approx_tokens
-
+def test_pieces_keep_the_whitespace_before_them_so_a_text_cut_there_adds_up() -> None:
     text = "Mary went to the kitchenette.\n\n[chunk index 3]\nJohn_Smith took it. 12345678"
-    cut = text.index("\n\n") + 2
-    assert approx_tokens(text[:cut]) + approx_tokens(text[cut:], after_space=True) == \
-        approx_tokens(text)
+    cut = text.index("\n\n")
+    assert approx_tokens(text[:cut]) + approx_tokens(text[cut:]) == approx_tokens(text)
+    assert "".join(approx_tokens(text + "  \n")) == text
     assert approx_tokens("word")[0] == "word"
-    assert approx_tokens("word", after_space=True)[0] == "\u2581word"
-    assert approx_tokens(" word", after_space=False)[0] == "\u2581word"
-    # Word runs are cut into parts of 5 characters; only the first part is marked.
-    assert approx_tokens("x abcdefghijk.") == ["x", "\u2581abcde", "fghij", "k", "."]
+    assert approx_tokens(" \n word")[0] == " \n word"
+    # Word runs are cut into parts of 5 characters; only the first has the whitespace.
+    assert approx_tokens("x abcdefghijk.") == ["x", " abcde", "fghij", "k", "."]

@@ -31,13 +31,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Any
 
 from clstream.core.contracts import Tokenizer
 from clstream.core.types import GenerationRequest, GenerationResult, Message, Sample, Usage
 from clstream.models.builtin import BuiltinReader
-from clstream.models.prefix_cache_sim import BlockedPrompt, BlockHasher, approx_tokens
+from clstream.models.prefix_cache_sim import (
+    START,
+    BlockedPrompt,
+    BlockHasher,
+    TextState,
+    approx_tokens,
+    block_hashes,
+)
 from clstream.models.prompt_parts import PromptParts, Section, user_runs
 from clstream.models.tokenizers import HFTokenizer, approx_tokenizer
 
@@ -127,22 +133,8 @@ class RequestLog:
     sample: ReplySample | None = None
 
 
-PIECE_MEMO_MAX = 1 << 14
-"""Texts whose pieces :func:`_approx_pieces` keeps at most (then it starts afresh)."""
-
-
-def _approx_pieces(memo: dict[tuple[bool, str], tuple[str, ...]], after_space: bool,
-                   text: str) -> tuple[str, ...]:
-    """The approximate tokenizer's pieces of ``text`` (after whitespace where
-    ``after_space``), kept in ``memo``: a question block recurs at every interval, a passage
-    in every prompt that retrieves it."""
-    key = (after_space, text)
-    found = memo.get(key)
-    if found is None:
-        if len(memo) >= PIECE_MEMO_MAX:
-            memo.clear()
-        found = memo[key] = tuple(approx_tokens(text, after_space))
-    return found
+Counted = tuple[tuple[tuple[int, ...], ...], int, TextState]
+"""Runs of block hashes, their token count, and the hash state after them."""
 
 
 class ChatTokens:
@@ -153,17 +145,9 @@ class ChatTokens:
         self.overhead_per_message = overhead_per_message
         self.templated = isinstance(tokenizer, HFTokenizer) and tokenizer.has_chat_template
         self._hasher = BlockHasher(BLOCK_SIZE)
-        self._last_head: dict[int, tuple[tuple[int, tuple[Hashable, ...]], str, tuple[
-            tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]]] = {}
-        self._last_section: tuple[Section, tuple[tuple[int, tuple[Hashable, ...]], bool],
-                                  tuple[tuple[int, ...], int,
-                                        tuple[int, tuple[Hashable, ...]]]] | None = None
-        self._last_opening: tuple[str, tuple[tuple[tuple[int, ...], ...], int,
-                                             tuple[int, tuple[Hashable, ...]]]] | None = None
-        self._piece_memo: dict[tuple[bool, str], tuple[str, ...]] = {}
-        # Bound to the memo, not to self: no reference cycle keeps a plan's log alive.
-        self._pieces: dict[bool, Callable[[str], tuple[str, ...]]] = {
-            after: partial(_approx_pieces, self._piece_memo, after) for after in (False, True)}
+        self._last_head: dict[int, tuple[TextState, str, Counted]] = {}
+        self._last_section: tuple[Section, TextState, Counted] | None = None
+        self._last_opening: tuple[str, Counted] | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.tokenizer.name, "exact": self.tokenizer.exact,
@@ -177,8 +161,7 @@ class ChatTokens:
         out: list[Hashable] = []
         for message in messages:
             if self.overhead_per_message:
-                marker = f"<|{message.role}|>"
-                out += [marker, *["<|sep|>"] * (self.overhead_per_message - 1)]
+                out += self._marker(message.role)
             out += approx_tokens(message.content)
         return tuple(out)
 
@@ -189,36 +172,35 @@ class ChatTokens:
         A run's prompts repeat long contexts (every question of an OAKS interval after the same
         passages), so keeping each prompt's tokens made a plan's memory and time grow with the
         square of the stream. A message's text is cut at its last paragraph break: the head
-        (the context) is tokenized and hashed once per state it follows
+        (the context) is cut into blocks and hashed once per state it follows
         (:class:`~clstream.models.prefix_cache_sim.BlockHasher`), the rest (the question)
         each time. The cut falls on whitespace, so the tokens are those of the whole text.
         """
         if isinstance(self.tokenizer, HFTokenizer):
             ids = self.tokenizer.chat_ids(messages)
-            blocks, _ = self._hasher.fold((0, ()), ids)
-            return BlockedPrompt((blocks,), len(ids))
-        state: tuple[int, tuple[Hashable, ...]] = (0, ())
+            return BlockedPrompt((tuple(block_hashes(ids, BLOCK_SIZE)),), len(ids))
+        state = START
         pieces: list[tuple[int, ...]] = []
         count = 0
         for position, message in enumerate(messages):
             if self.overhead_per_message:
-                marker = [f"<|{message.role}|>",
-                          *["<|sep|>"] * (self.overhead_per_message - 1)]
-                blocks, state = self._hasher.fold(state, marker)
+                blocks, state = self._hasher.fold(state, self._marker(message.role))
                 pieces.append(blocks)
-                count += len(marker)
+                count += self.overhead_per_message
             text = message.content
             cut = text.rfind("\n\n")
-            parts = (text[cut:],) if cut > 0 else (text,)
             if cut > 0:
-                blocks, n, state = self._head(position, state, text, cut)
-                pieces.append(blocks)
+                runs, n, state = self._head(position, state, text, cut)
+                pieces += runs
                 count += n
-            for part in parts:
-                blocks, n, state = self._hasher.segment(state, part, approx_tokens)
-                pieces.append(blocks)
-                count += n
+            blocks, n, state = self._hasher.segment(state, text[cut:] if cut > 0 else text)
+            pieces.append(blocks)
+            count += n
         return BlockedPrompt(tuple(p for p in pieces if p), count)
+
+    def _marker(self, role: str) -> list[str]:
+        """The template tokens a message opens with (:data:`APPROX_TOKENS_PER_MESSAGE`)."""
+        return [f"<|{role}|>", *["<|sep|>"] * (self.overhead_per_message - 1)]
 
     @property
     def counts_parts(self) -> bool:
@@ -232,30 +214,29 @@ class ChatTokens:
         without building the messages (docs/plan.md §2; only where :attr:`counts_parts`).
 
         Each segment (the instructions, a section's header and passages, the query block) is
-        tokenized and hashed once per state it follows (:meth:`BlockHasher.segment`), and a
-        section object met again right after the same state (the context every question of
-        an interval shows) is not walked again: its blocks are kept as one run
-        (:attr:`_last_section`), so a question costs its own tokens, not its context's."""
+        cut and hashed once per state it follows (:meth:`BlockHasher.segment`), and a section
+        object met again right after the same state (the context every question of an
+        interval shows) is not walked again: its blocks are kept (:attr:`_last_section`), so
+        a question costs its own tokens, not its context's. A segment's blocks stay the tuple
+        the hasher keeps, not copied into the prompt's: a context shared by many prompts is
+        held once."""
         opening, count, state = self._opening(parts.instructions)
         pieces = list(opening)
-        after_space, last = False, self._last_section
+        last = self._last_section
         for section, segments in user_runs(parts):
             if section is not None and last is not None and last[0] is section \
-                    and last[1] == (state, after_space):
-                blocks, n, state = last[2]
+                    and last[1] == state:
+                runs, n, state = last[2]
             else:
-                begin = (state, after_space)
-                blocks, n, state = self._segments(state, after_space, segments)
+                begin = state
+                runs, n, state = self._segments(state, segments)
                 if section is not None:
-                    self._last_section = last = (section, begin, (blocks, n, state))
-            after_space = True  # every run but the last ends with whitespace (user_runs)
-            if blocks:
-                pieces.append(blocks)
+                    self._last_section = last = (section, begin, (runs, n, state))
+            pieces += runs
             count += n
         return BlockedPrompt(tuple(pieces), count)
 
-    def _opening(self, instructions: str) -> tuple[tuple[tuple[int, ...], ...], int,
-                                                     tuple[int, tuple[Hashable, ...]]]:
+    def _opening(self, instructions: str) -> Counted:
         """The blocks, token count and state of what every prompt with these instructions
         opens with: the system message and the user message's template tokens (kept for
         the last instructions met: a run has one)."""
@@ -264,47 +245,43 @@ class ChatTokens:
             return last[1]
         pieces: list[tuple[int, ...]] = []
         count = 0
-        state: tuple[int, tuple[Hashable, ...]] = (0, ())
+        state = START
         for role, text in (("system", instructions), ("user", "")):
             if self.overhead_per_message:
-                marker = [f"<|{role}|>", *["<|sep|>"] * (self.overhead_per_message - 1)]
-                blocks, state = self._hasher.fold(state, marker)
+                blocks, state = self._hasher.fold(state, self._marker(role))
                 pieces.append(blocks)
-                count += len(marker)
+                count += self.overhead_per_message
             if text:
-                blocks, n, state = self._segments(state, False, (text,))
-                pieces.append(blocks)
+                runs, n, state = self._segments(state, (text,))
+                pieces += runs
                 count += n
         found = (tuple(p for p in pieces if p), count, state)
         self._last_opening = (instructions, found)
         return found
 
-    def _segments(self, state: tuple[int, tuple[Hashable, ...]], after_space: bool,
-                  segments: Sequence[str]
-                  ) -> tuple[tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]:
-        """The blocks of ``segments`` one after another after ``state`` (their text follows
-        whitespace where ``after_space``), as one run, and their token count. A segment that
-        does not end with whitespace is joined to the next (a word may go on across them)."""
-        blocks: list[int] = []
+    def _segments(self, state: TextState, segments: Sequence[str]) -> Counted:
+        """The blocks of ``segments`` one after another after ``state``, as the runs the
+        hasher keeps (empty ones left out), and their token count. A segment that does not
+        end with whitespace is joined to the next (a word may go on across them)."""
+        runs: list[tuple[int, ...]] = []
         count, pending = 0, ""
         for segment in segments:
             pending += segment
             if not pending or not pending[-1].isspace():
                 continue
-            new, n, state = self._hasher.segment(
-                state, pending, self._pieces[after_space], variant=after_space)
-            blocks += new
+            blocks, n, state = self._hasher.segment(state, pending)
+            if blocks:
+                runs.append(blocks)
             count += n
-            pending, after_space = "", True
+            pending = ""
         if pending:
-            new, n, state = self._hasher.segment(
-                state, pending, self._pieces[after_space], variant=after_space)
-            blocks += new
+            blocks, n, state = self._hasher.segment(state, pending)
+            if blocks:
+                runs.append(blocks)
             count += n
-        return tuple(blocks), count, state
+        return tuple(runs), count, state
 
-    def _head(self, position: int, state: tuple[int, tuple[Hashable, ...]], text: str,
-              cut: int) -> tuple[tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]:
+    def _head(self, position: int, state: TextState, text: str, cut: int) -> Counted:
         """The blocks of ``text[:cut]`` (message ``position``'s head) after ``state``. The
         prompts of one memory state come one after another and share their context, so the
         last head of each message position is kept and compared in place (a prefix
@@ -315,13 +292,14 @@ class ChatTokens:
                 and text.startswith(last[1]):
             return last[2]
         head = text[:cut]
-        blocks: list[int] = []
+        runs: list[tuple[int, ...]] = []
         count, after = 0, state
         for part in _paragraph_runs(head):
-            new, n, after = self._hasher.segment(after, part, approx_tokens)
-            blocks += new
+            blocks, n, after = self._hasher.segment(after, part)
+            if blocks:
+                runs.append(blocks)
             count += n
-        found = (tuple(blocks), count, after)
+        found = (tuple(runs), count, after)
         self._last_head[position] = (state, head, found)
         return found
 

@@ -29,27 +29,28 @@ would compute for the same prompts, in any order).
 
 Tokens: any hashable items (token ids from a real tokenizer), or text, which is cut into the
 pieces of the offline approximate tokenizer (:mod:`clstream.models.tokenizers`, ``approx-v1``)
-so that the token count of a text here equals that tokenizer's count. Block identity uses
-Python's built-in hash of (parent hash, block tokens); with 64-bit hashes a collision among a
-few million blocks has odds below one in a million, and a collision could only make the
-simulated cache look better by one block.
+so that the token count of a text here equals that tokenizer's count. A piece keeps the
+whitespace written before it, so the pieces of a text joined are the text (but for trailing
+whitespace), and a block of string tokens is identified by its text, the tokens joined: a
+text is cut into pieces one way, so two blocks with the same text have the same pieces
+(:func:`block_key`). That lets :class:`BlockHasher` hash a long text a block at a time, by
+the regex engine, without a Python step per token. Block identity uses Python's built-in hash
+of (parent hash, block text or tokens); with 64-bit hashes a collision among a few million
+blocks has odds below one in a million, and a collision could only make the simulated cache
+look better by one block.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-
-_PIECE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-_PARAGRAPHS = re.compile(r"(\n\s*\n)")
-# approx-v1 costs a word run of length L as 1 + (L-1)//5 tokens, i.e. one token per 5 characters.
-_WORD_PIECE = 5
-_SPACE = "\u2581"  # marks a piece preceded by whitespace, so "a.b" and "a . b" differ
-
+from itertools import accumulate
+from typing import cast
 
 
 @dataclass(frozen=True)
@@ -71,41 +72,58 @@ class BlockedPrompt:
 Prompt = str | Sequence[Hashable] | BlockedPrompt
 
 
-_MARKED_PIECE = re.compile(rf"(\s*)(\w{{1,{_WORD_PIECE}}}|[^\w\s])", re.UNICODE)
-"""A piece with the whitespace before it: a word run is cut from its start into parts of
-:data:`_WORD_PIECE` characters (the greedy repeat does it), a symbol is a piece of its own."""
+_PIECE_SOURCE = r"\s*(?:\w{1,5}|[^\w\s])"
+"""A piece with the whitespace written before it: a word run is cut from its start into parts
+of at most 5 characters (approx-v1 costs a run of length L as 1 + (L-1)//5 tokens, one per 5
+characters; the greedy repeat cuts it so), a symbol is a piece of its own."""
+_PIECE = re.compile(_PIECE_SOURCE, re.UNICODE)
+_PARAGRAPH_CUT = re.compile(r"(?<=\S)(?=[^\S\n]*\n\s*\n)")
+"""Where a text is cut into paragraphs: after the last non-space character before a
+paragraph break, so each paragraph but the first opens with the break (its first piece's
+whitespace)."""
 
 
 @lru_cache(maxsize=1 << 16)
-def _paragraph_tokens(text: str, after_space: bool) -> tuple[str, ...]:
-    """The pieces of ``text``, each marked with :data:`_SPACE` where whitespace comes before it
-    (at the start: where ``after_space``), cut by the regex engine, one match per piece."""
-    found = _MARKED_PIECE.findall(text)
-    out = [_SPACE + piece if space else piece for space, piece in found]
-    if found and after_space and not found[0][0]:
-        out[0] = _SPACE + out[0]
-    return tuple(out)
+def _paragraph_tokens(text: str) -> tuple[str, ...]:
+    """The pieces of one paragraph, cut by the regex engine, one match per piece."""
+    return tuple(_PIECE.findall(text))
 
 
-def approx_tokens(text: str, after_space: bool = False) -> list[str]:
-    """``text`` as the pieces of the approx-v1 tokenizer (``len`` equals its ``count``);
-    ``after_space``: the text follows whitespace, so its first piece is marked as such (the
-    pieces of a text cut at whitespace are then the pieces of its parts).
+def approx_tokens(text: str) -> list[str]:
+    """``text`` as the pieces of the approx-v1 tokenizer (``len`` equals its ``count``), each
+    with the whitespace written before it, so that the pieces of a text cut at whitespace are
+    the pieces of its parts.
 
     Text is tokenized paragraph by paragraph with a memo, so contexts that recur across many
-    prompts are cut once; a paragraph break is whitespace, so the pieces are the same as for
-    the whole text at once.
+    prompts are cut once; a paragraph is cut after a non-space character, where a piece
+    ends, so the pieces are the same as for the whole text at once.
     """
     tokens: list[str] = []
-    for part in _PARAGRAPHS.split(text):
-        if not part:
-            continue
-        if part.isspace():
-            after_space = True
-            continue
-        tokens.extend(_paragraph_tokens(part, after_space))
-        after_space = part[-1].isspace()
+    for part in _PARAGRAPH_CUT.split(text):
+        tokens.extend(_paragraph_tokens(part))
     return tokens
+
+
+def block_key(block: Sequence[Hashable]) -> Hashable:
+    """What identifies a block beside its parent: the text of a block of string tokens (the
+    approximate tokenizer's pieces, template markers), the tokens themselves otherwise.
+
+    Joining loses nothing for those strings: a text is cut into pieces one way from any piece
+    boundary, so two blocks of pieces with the same text are the same pieces; a template
+    marker joined with pieces makes a text that pieces alone would cut into more tokens than
+    the block holds, so no block of pieces alone has its text."""
+    if block and isinstance(block[0], str):
+        return "".join(cast("Sequence[str]", block))
+    return tuple(block)
+
+
+def block_hashes(tokens: Sequence[Hashable], block_size: int) -> list[int]:
+    """Chained hashes of the full blocks of ``tokens``, in order."""
+    parent, out = 0, []
+    for start in range(0, len(tokens) - block_size + 1, block_size):
+        parent = hash((parent, block_key(tokens[start : start + block_size])))
+        out.append(parent)
+    return out
 
 
 def render_chat(messages: Iterable[Mapping[str, str]]) -> str:
@@ -173,12 +191,8 @@ class PrefixCacheSim:
         self.tail_tokens = 0
 
     def block_hashes(self, tokens: Sequence[Hashable]) -> list[int]:
-        """Chained hashes of the full blocks of ``tokens``, in order."""
-        size, parent, out = self.block_size, 0, []
-        for start in range(0, len(tokens) - size + 1, size):
-            parent = hash((parent, tuple(tokens[start : start + size])))
-            out.append(parent)
-        return out
+        """Chained hashes of the full blocks of ``tokens``, in order (:func:`block_hashes`)."""
+        return block_hashes(tokens, self.block_size)
 
     def __contains__(self, block: int) -> bool:
         return block in (self._seen if self.capacity_blocks >= UNBOUNDED else self._lru)
@@ -267,60 +281,91 @@ class PrefixCacheSim:
         return self.stats()
 
 
-class BlockHasher:
-    """Chained block hashes of prompts given as segments of tokens, memoized by segment.
+TextState = tuple[int, str, int]
+"""Where a prompt of string tokens stands after some of it: the hash of its last full block
+(0 at the start), the text after that block (the pieces of the partial block and the
+whitespace after them) and how many pieces that text holds."""
+START: TextState = (0, "", 0)
 
-    A prompt is a sequence of segments (a message's template markers, the paragraphs before
-    its last paragraph break, the rest); the state after a segment is the last full block's
-    hash and the tokens of the partial block after it. The new blocks of a segment depend only
-    on that state and the segment, so a segment met again in the same state (the same context
-    before another question) is looked up, not tokenized and hashed again. The hashes are
-    those of :meth:`PrefixCacheSim.block_hashes` on the joined tokens.
+
+class BlockHasher:
+    """Chained block hashes of prompts given as segments of text (and template markers),
+    memoized by segment; the hashes are :func:`block_hashes` of the prompt's tokens.
+
+    A block of pieces is identified by its text (:func:`block_key`), so a segment's blocks are
+    slices of it: where its pieces end is found once per text (:meth:`_ends`, the regex
+    engine's pieces and their lengths summed, :attr:`MEMO_MAX` texts kept), and the blocks
+    after a state are the slices between every ``block_size``-th end, the first completing
+    the partial block the state holds. A segment's hashes depend on the state too; they are
+    kept per (state, text) for texts of :attr:`MEMO_MIN_CHARS` or more, so a long segment met
+    again in the same state (the same context before another question) is looked up, not
+    hashed again.
     """
 
     MEMO_MIN_CHARS = 256
     """Segments shorter than this are hashed each time: a lookup would cost about as much."""
     MEMO_MAX = 4096
-    """Segments remembered at most; past that the memo starts afresh, which only costs time."""
+    """Entries each memo keeps at most; past that it starts afresh, which only costs time."""
 
     def __init__(self, block_size: int):
         self.block_size = block_size
-        self._memo: dict[tuple[int, tuple[Hashable, ...], Hashable, str],
-                         tuple[tuple[int, ...], int, tuple[Hashable, ...]]] = {}
+        self._ends_of: dict[str, array[int]] = {}
+        self._hashed: dict[tuple[TextState, str],
+                           tuple[tuple[int, ...], int, TextState]] = {}
 
-    def fold(self, state: tuple[int, tuple[Hashable, ...]], tokens: Sequence[Hashable]
-             ) -> tuple[tuple[int, ...], tuple[int, tuple[Hashable, ...]]]:
-        """The full blocks ``tokens`` complete after ``state``, and the state after them."""
-        parent, carry = state
-        joined = (*carry, *tokens) if carry else tokens
-        size, out = self.block_size, []
-        end = len(joined) - len(joined) % size
-        for start in range(0, end, size):
-            parent = hash((parent, tuple(joined[start : start + size])))
-            out.append(parent)
-        return tuple(out), (parent, tuple(joined[end:]))
+    def fold(self, state: TextState, tokens: Sequence[str]
+             ) -> tuple[tuple[int, ...], TextState]:
+        """The full blocks whole string ``tokens`` (template markers) complete after
+        ``state``, and the state after them."""
+        parent, carry, held = state
+        out = []
+        for token in tokens:
+            carry += token
+            held += 1
+            if held == self.block_size:
+                parent = hash((parent, carry))
+                out.append(parent)
+                carry, held = "", 0
+        return tuple(out), (parent, carry, held)
 
-    def segment(self, state: tuple[int, tuple[Hashable, ...]], text: str,
-                tokenize: Callable[[str], Sequence[Hashable]], variant: Hashable = None
-                ) -> tuple[tuple[int, ...], int, tuple[int, tuple[Hashable, ...]]]:
-        """:meth:`fold` of ``tokenize(text)``, memoized; also the segment's token count.
-        ``variant`` tells apart the ways ``tokenize`` may cut one text (the approximate
-        tokenizer marks a first piece that follows whitespace), so it is part of the key."""
+    def segment(self, state: TextState, text: str) -> tuple[tuple[int, ...], int, TextState]:
+        """The full blocks of ``text``'s pieces after ``state``, its token count, and the
+        state after it. ``text`` starts where a piece may start: with whitespace, or after
+        whitespace or the end of a message (never inside a word the state's text ends in)."""
         if len(text) < self.MEMO_MIN_CHARS:
-            tokens = tokenize(text)
-            blocks, after = self.fold(state, tokens)
-            return blocks, len(tokens), after
-        key = (state[0], state[1], variant, text)
-        hit = self._memo.get(key)
-        if hit is None:
-            tokens = tokenize(text)
-            blocks, after = self.fold(state, tokens)
-            if len(self._memo) >= self.MEMO_MAX:
-                self._memo.clear()
-            hit = self._memo[key] = (blocks, len(tokens), after[1])
-            return blocks, len(tokens), after
-        blocks, count, carry = hit
-        return blocks, count, (blocks[-1] if blocks else state[0], carry)
+            return self._segment(state, text)
+        key = (state, text)
+        found = self._hashed.get(key)
+        if found is None:
+            if len(self._hashed) >= self.MEMO_MAX:
+                self._hashed.clear()
+            found = self._hashed[key] = self._segment(state, text)
+        return found
+
+    def _segment(self, state: TextState, text: str) -> tuple[tuple[int, ...], int, TextState]:
+        parent, carry, held = state
+        ends = self._ends(text)
+        count, need = len(ends), self.block_size - held
+        if count < need:  # less than the partial block needs: all of it joins that block
+            return (), count, (parent, carry + text, held + count)
+        cuts = ends[need - 1 :: self.block_size]
+        start = cuts[0]
+        parent = hash((parent, carry + text[:start]))
+        out = [parent]
+        for end in cuts[1:]:
+            parent = hash((parent, text[start:end]))
+            out.append(parent)
+            start = end
+        return tuple(out), count, (parent, text[start:], (count - need) % self.block_size)
+
+    def _ends(self, text: str) -> array[int]:
+        """Where each piece of ``text`` ends (its length in pieces is the token count)."""
+        ends = self._ends_of.get(text)
+        if ends is None:
+            if len(self._ends_of) >= self.MEMO_MAX:
+                self._ends_of.clear()
+            ends = self._ends_of[text] = array("L", accumulate(map(len, _PIECE.findall(text))))
+        return ends
 
 
 def replay(
