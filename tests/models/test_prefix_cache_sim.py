@@ -146,14 +146,14 @@ def _blocked(tokens: list[int], block: int, cuts: list[int], marked: bool) -> Bl
     count = 0
     if marked:
         blocks, state = hasher.fold(state, MARKERS)
-        pieces.append(blocks)
+        pieces += [blocks] if blocks else []
         count += len(MARKERS)
     text = _text(tokens)
     at = sorted({c % (len(tokens) + 1) for c in cuts} - {0, len(tokens)})
     offsets = [0, *(len(_text(tokens[:c])) for c in at), len(text)]
     for start, end in zip(offsets, offsets[1:], strict=False):
         blocks, n, state = hasher.segment(state, text[start:end])
-        pieces.append(blocks)
+        pieces += [blocks] if blocks else []
         count += n
     return BlockedPrompt(tuple(pieces), count)
 

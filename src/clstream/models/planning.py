@@ -178,7 +178,8 @@ class ChatTokens:
         """
         if isinstance(self.tokenizer, HFTokenizer):
             ids = self.tokenizer.chat_ids(messages)
-            return BlockedPrompt((tuple(block_hashes(ids, BLOCK_SIZE)),), len(ids))
+            blocks = tuple(block_hashes(ids, BLOCK_SIZE))
+            return BlockedPrompt((blocks,) if blocks else (), len(ids))
         state = START
         pieces: list[tuple[int, ...]] = []
         count = 0

@@ -56,8 +56,9 @@ from typing import cast
 @dataclass(frozen=True)
 class BlockedPrompt:
     """A prompt as the cache sees it, without its tokens: the chained hashes of its full blocks
-    (in ``pieces``, runs of consecutive blocks that other prompts may share as objects, so a
-    long context recurring in many prompts is held once) and its length in tokens."""
+    (in ``pieces``, non-empty runs of consecutive blocks that other prompts may share as
+    objects, so a long context recurring in many prompts is held once) and its length in
+    tokens."""
 
     pieces: tuple[tuple[int, ...], ...]
     n_tokens: int
@@ -233,29 +234,36 @@ class PrefixCacheSim:
     def _add_unbounded(self, prompt: BlockedPrompt) -> int:
         """:meth:`add` for a cache that never fills: nothing is evicted, so the cached blocks
         are the blocks seen, and since a block's hash is chained on its parent's, the blocks
-        seen of a prompt are a prefix of it. The first block not seen is found run by run
-        (a run whose last block was seen was seen whole), and only new blocks are stored, so
-        a prompt costs its runs and its new blocks, not its length."""
-        seen, hit, n_blocks, missed = self._seen, 0, 0, False
-        for piece in prompt.pieces:
-            n_blocks += len(piece)
-            if not piece:
-                continue
-            if missed:
-                seen.update(piece)
-            elif piece[-1] in seen:
-                hit += len(piece)
+        seen of a prompt are a prefix of it. So a run whose last block was seen was seen whole,
+        as were the runs before it: the first run not seen whole is found by bisection over
+        the runs' last blocks, its first block not seen by bisection within it, and only new
+        blocks are stored, so a prompt costs the logarithm of its runs and its new blocks,
+        not its length. (A :class:`BlockedPrompt`'s runs are never empty.)"""
+        seen, pieces = self._seen, prompt.pieces
+        lo, hi = 0, len(pieces)  # pieces[hi] is the first run whose last block is not seen
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if pieces[mid][-1] in seen:
+                lo = mid + 1
             else:
-                lo, hi = 0, len(piece) - 1  # piece[hi] is not seen; find the first not seen
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if piece[mid] in seen:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                hit += lo
-                seen.update(piece[lo:])
-                missed = True
+                hi = mid
+        hit = sum(map(len, pieces[:lo]))
+        n_blocks = hit
+        if lo < len(pieces):
+            piece = pieces[lo]
+            first, last = 0, len(piece) - 1  # piece[last] is not seen; find the first not seen
+            while first < last:
+                mid = (first + last) // 2
+                if piece[mid] in seen:
+                    first = mid + 1
+                else:
+                    last = mid
+            hit += first
+            seen.update(piece[first:])
+            n_blocks += len(piece)
+            for piece in pieces[lo + 1:]:
+                seen.update(piece)
+                n_blocks += len(piece)
         tail = prompt.n_tokens - n_blocks * self.block_size
         computed = (n_blocks - hit) * self.block_size + tail
         self.requests += 1
