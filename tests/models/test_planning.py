@@ -13,6 +13,7 @@ from clstream.models.planning import (
     APPROX_TOKENS_PER_MESSAGE,
     BLOCK_SIZE,
     PARAGRAPH_RUN,
+    ChatTokens,
     PlannedRequest,
     PlanningModel,
     ReplySample,
@@ -89,6 +90,21 @@ def test_blocked_prompts_hash_the_tokens_of_the_whole_prompt() -> None:
         blocked = tokens.blocked(messages)
         assert len(blocked) == len(whole)
         assert blocked.blocks() == PrefixCacheSim(1, BLOCK_SIZE).block_hashes(whole)
+
+
+def test_whitespace_at_a_message_end_is_no_token_before_the_next() -> None:
+    """A message's trailing whitespace belongs to no piece; the next message's marker or
+    first piece comes right after its last piece, in the blocks as in the tokens."""
+    for overhead in (0, 3):
+        tokens = ChatTokens(approx_tokenizer(), overhead)
+        for system in ("Answer briefly.", "Answer briefly. \n\n", "  Answer\tbriefly.\n"):
+            for user in ("Where is Mary?", "\n\nWhere is Mary?  ", "Where\n\nis Mary?\n"):
+                messages = (Message(role="system", content=system * 5),
+                            Message(role="user", content=user * 7))
+                whole = tokens(messages)
+                blocked = tokens.blocked(messages)
+                assert len(blocked) == len(whole)
+                assert blocked.blocks() == PrefixCacheSim(1, BLOCK_SIZE).block_hashes(whole)
 
 
 def test_a_kept_head_is_reused_only_for_the_same_context() -> None:

@@ -14,6 +14,7 @@ from clstream.models.prefix_cache_sim import (
     BlockedPrompt,
     BlockHasher,
     PrefixCacheSim,
+    TemplateMarker,
     approx_tokens,
     render_chat,
     replay,
@@ -135,7 +136,7 @@ def _text(tokens: list[int]) -> str:
     return " ".join(f"w{t}" for t in tokens)
 
 
-MARKERS = ["<|user|>", "<|sep|>"]
+MARKERS = [TemplateMarker("<|user|>"), TemplateMarker("<|sep|>")]
 
 
 def _blocked(tokens: list[int], block: int, cuts: list[int], marked: bool) -> BlockedPrompt:
@@ -184,11 +185,18 @@ def test_a_block_of_pieces_is_its_text_and_a_marker_is_no_text() -> None:
     assert sim.block_hashes(approx_tokens(same)) == sim.block_hashes(approx_tokens(same))
     assert sim.block_hashes(approx_tokens("ab cd.ef gh")) != sim.block_hashes(
         approx_tokens("ab cd .ef gh"))
-    marked = sim.block_hashes(["<|user|>", *approx_tokens("a b c d e f g")])
+    user, sep = TemplateMarker("<|user|>"), TemplateMarker("<|sep|>")
+    marked = sim.block_hashes([user, *approx_tokens("a b c d e f g")])
     written = sim.block_hashes(approx_tokens("<|user|>a b c d e f g"))
     assert len(marked) == 2 and len(written) == 3 and not set(marked) & set(written)
+    # A marker and a written marker traded places: the same text, the same token count.
+    traded = sim.block_hashes([user, *approx_tokens("<|sep|>x y")])
+    other = sim.block_hashes([*approx_tokens("<|user|>"), sep, *approx_tokens("x y")])
+    assert "".join([user, *approx_tokens("<|sep|>x y")]) == "".join(
+        [*approx_tokens("<|user|>"), sep, *approx_tokens("x y")])
+    assert len(traded) == len(other) == 2 and traded[0] != other[0]
     hasher = BlockHasher(4)
-    blocks, state = hasher.fold(START, ["<|user|>"])
+    blocks, state = hasher.fold(START, [user])
     more, _, _ = hasher.segment(state, "a b c d e f g")
     assert [*blocks, *more] == marked
 
@@ -199,9 +207,9 @@ def test_a_segment_met_again_in_the_same_state_is_looked_up() -> None:
     first = hasher.segment(START, context)
     assert hasher.segment(START, context) is first  # looked up, not hashed again
     assert first[1] == len(approx_tokens(context))
-    other = hasher.segment((1, "", 0), context)  # another state: other hashes
+    other = hasher.segment((1, "", 0, ()), context)  # another state: other hashes
     assert other[1] == first[1] and not set(other[0]) & set(first[0])
-    shifted = hasher.segment((0, "x", 1), context)  # a partial block before: other cuts
+    shifted = hasher.segment((0, "x", 1, ()), context)  # a partial block before: other cuts
     assert shifted[1] == first[1] and shifted[2][2] == (1 + first[1]) % 4
     assert len(shifted[0]) == (1 + first[1]) // 4
 

@@ -40,9 +40,11 @@ from clstream.models.prefix_cache_sim import (
     START,
     BlockedPrompt,
     BlockHasher,
+    TemplateMarker,
     TextState,
     approx_tokens,
     block_hashes,
+    message_ended,
 )
 from clstream.models.prompt_parts import PromptParts, Section, user_runs
 from clstream.models.tokenizers import HFTokenizer, approx_tokenizer
@@ -197,11 +199,13 @@ class ChatTokens:
             blocks, n, state = self._hasher.segment(state, text[cut:] if cut > 0 else text)
             pieces.append(blocks)
             count += n
+            state = message_ended(state)
         return BlockedPrompt(tuple(p for p in pieces if p), count)
 
-    def _marker(self, role: str) -> list[str]:
+    def _marker(self, role: str) -> list[TemplateMarker]:
         """The template tokens a message opens with (:data:`APPROX_TOKENS_PER_MESSAGE`)."""
-        return [f"<|{role}|>", *["<|sep|>"] * (self.overhead_per_message - 1)]
+        return [TemplateMarker(f"<|{role}|>"),
+                *[TemplateMarker("<|sep|>")] * (self.overhead_per_message - 1)]
 
     @property
     def counts_parts(self) -> bool:
@@ -256,6 +260,7 @@ class ChatTokens:
                 runs, n, state = self._segments(state, (text,))
                 pieces += runs
                 count += n
+                state = message_ended(state)
         found = (tuple(p for p in pieces if p), count, state)
         self._last_opening = (instructions, found)
         return found

@@ -105,16 +105,30 @@ def approx_tokens(text: str) -> list[str]:
     return tokens
 
 
+class TemplateMarker(str):
+    """A chat template's token (a role marker, a delimiter) among a prompt's string tokens:
+    one token, and never the text of a message, even where a message writes its characters."""
+
+    __slots__ = ()
+
+
 def block_key(block: Sequence[Hashable]) -> Hashable:
     """What identifies a block beside its parent: the text of a block of string tokens (the
-    approximate tokenizer's pieces, template markers), the tokens themselves otherwise.
+    approximate tokenizer's pieces), with where its template markers stand, if any
+    (:class:`TemplateMarker`); the tokens themselves otherwise.
 
-    Joining loses nothing for those strings: a text is cut into pieces one way from any piece
-    boundary, so two blocks of pieces with the same text are the same pieces; a template
-    marker joined with pieces makes a text that pieces alone would cut into more tokens than
-    the block holds, so no block of pieces alone has its text."""
+    Joining loses nothing for pieces: a text is cut into pieces one way from any piece
+    boundary, so two blocks of pieces with the same text are the same pieces. A marker's
+    characters could also be a message's text, so the markers' places are part of the key.
+    (Where a message ends without whitespace and the next opens without a marker between
+    them, which only the builtin model's prompts do, the two messages' pieces are keyed by
+    their text as one.)"""
     if block and isinstance(block[0], str):
-        return "".join(cast("Sequence[str]", block))
+        text = "".join(cast("Sequence[str]", block))
+        if TemplateMarker not in map(type, block):
+            return text
+        return text, tuple((i, token) for i, token in enumerate(block)
+                           if type(token) is TemplateMarker)
     return tuple(block)
 
 
@@ -289,15 +303,24 @@ class PrefixCacheSim:
         return self.stats()
 
 
-TextState = tuple[int, str, int]
+Marks = tuple[tuple[int, "TemplateMarker"], ...]
+TextState = tuple[int, str, int, Marks]
 """Where a prompt of string tokens stands after some of it: the hash of its last full block
 (0 at the start), the text after that block (the pieces of the partial block and the
-whitespace after them) and how many pieces that text holds."""
-START: TextState = (0, "", 0)
+whitespace after them), how many pieces that text holds, and where the template markers
+among them stand (:func:`block_key`)."""
+START: TextState = (0, "", 0, ())
+
+
+def message_ended(state: TextState) -> TextState:
+    """``state`` at the end of a message: the whitespace after its last piece is no token's
+    (the next message's first piece or marker comes right after the last piece)."""
+    parent, carry, held, marks = state
+    return (parent, carry.rstrip(), held, marks)
 
 
 class BlockHasher:
-    """Chained block hashes of prompts given as segments of text (and template markers),
+    """Chained block hashes of prompts given as segments of text and template markers,
     memoized by segment; the hashes are :func:`block_hashes` of the prompt's tokens.
 
     A block of pieces is identified by its text (:func:`block_key`), so a segment's blocks are
@@ -321,20 +344,21 @@ class BlockHasher:
         self._hashed: dict[tuple[TextState, str],
                            tuple[tuple[int, ...], int, TextState]] = {}
 
-    def fold(self, state: TextState, tokens: Sequence[str]
+    def fold(self, state: TextState, markers: Sequence[TemplateMarker]
              ) -> tuple[tuple[int, ...], TextState]:
-        """The full blocks whole string ``tokens`` (template markers) complete after
-        ``state``, and the state after them."""
-        parent, carry, held = state
+        """The full blocks template ``markers`` complete after ``state``, and the state
+        after them."""
+        parent, carry, held, marks = state
         out = []
-        for token in tokens:
-            carry += token
+        for marker in markers:
+            carry += marker
+            marks += ((held, marker),)
             held += 1
             if held == self.block_size:
-                parent = hash((parent, carry))
+                parent = hash((parent, (carry, marks)))
                 out.append(parent)
-                carry, held = "", 0
-        return tuple(out), (parent, carry, held)
+                carry, held, marks = "", 0, ()
+        return tuple(out), (parent, carry, held, marks)
 
     def segment(self, state: TextState, text: str) -> tuple[tuple[int, ...], int, TextState]:
         """The full blocks of ``text``'s pieces after ``state``, its token count, and the
@@ -351,20 +375,21 @@ class BlockHasher:
         return found
 
     def _segment(self, state: TextState, text: str) -> tuple[tuple[int, ...], int, TextState]:
-        parent, carry, held = state
+        parent, carry, held, marks = state
         ends = self._ends(text)
         count, need = len(ends), self.block_size - held
         if count < need:  # less than the partial block needs: all of it joins that block
-            return (), count, (parent, carry + text, held + count)
+            return (), count, (parent, carry + text, held + count, marks)
         cuts = ends[need - 1 :: self.block_size]
         start = cuts[0]
-        parent = hash((parent, carry + text[:start]))
+        first = carry + text[:start]
+        parent = hash((parent, (first, marks) if marks else first))
         out = [parent]
         for end in cuts[1:]:
             parent = hash((parent, text[start:end]))
             out.append(parent)
             start = end
-        return tuple(out), count, (parent, text[start:], (count - need) % self.block_size)
+        return tuple(out), count, (parent, text[start:], (count - need) % self.block_size, ())
 
     def _ends(self, text: str) -> array[int]:
         """Where each piece of ``text`` ends (its length in pieces is the token count)."""
