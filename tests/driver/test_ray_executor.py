@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import threading
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from clstream.driver.shard_worker import EXIT_FLAG_ENV
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip("ray", reason="needs the ray extra: pip install 'clstream[ray]'")
 
+SRC = Path(__file__).resolve().parents[2] / "src"
 OAKS_SYSTEMS = ["full", "icl"]  # replayed, and snapshotted after every chunk
 
 
@@ -153,29 +155,35 @@ def test_sigterm_stops_a_run_on_ray_and_a_rerun_finishes_it(
         cluster: tuple[str, Path], tmp_path: Path) -> None:
     """SIGTERM once the first cell's rows are committed, while the driver waits on the other
     Ray tasks: exit 143, those tasks cancelled, what came back kept; the rerun finishes the
-    run (docs/design.md §6)."""
+    run (docs/design.md §6). The run is a process of its own, so the signal reaches only it,
+    however late."""
     address, _ = cluster
     data, out = tmp_path / "stream.json", tmp_path / "ray"
     assert cli(["generate", "oaks-babi", "--seed", "3", "--docs", "12", "--chunks", "8",
                 "--chunk-tokens", "300", "--out", str(data)]) == 0
     argv = on_ray(["run", "oaks", str(data), "--model", "builtin", "--out", str(out),
                    "--no-progress", "--system", "full"], address)
-
-    def terminate_after_first_cell() -> None:
-        while True:
-            try:
-                with sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True) as db:
-                    if db.execute("SELECT COUNT(*) FROM records").fetchone()[0]:
-                        break
-            except sqlite3.Error:
-                pass
-            time.sleep(0.02)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    watcher = threading.Thread(target=terminate_after_first_cell, daemon=True)
-    watcher.start()
-    assert cli(argv) == 143
-    watcher.join()
+    proc = subprocess.Popen([sys.executable, "-m", "clstream", *argv], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(SRC)})
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and not committed(out) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "clstream: interrupted; resume with: clstream run oaks" in stderr, stderr
     stored = len(rows(out, "records"))
     assert cli(argv) == 0
-    assert 0 < stored < len(rows(out, "records"))
+    # on a busy machine the last cell may be in before the signal lands: the exit status
+    # and a rerun that completes are what must hold
+    assert 0 < stored <= len(rows(out, "records"))
+
+
+def committed(out: Path) -> int:
+    """Records committed so far (0 before the database and its tables exist)."""
+    try:
+        with sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True) as db:
+            return int(db.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+    except sqlite3.Error:
+        return 0

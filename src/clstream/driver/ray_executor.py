@@ -24,9 +24,12 @@ dashboard) and stopped after it; a process already connected to Ray uses that co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import ModuleType, TracebackType
 from typing import Any
 
@@ -35,6 +38,7 @@ from clstream.driver.cells import LocalExecutor
 from clstream.driver.flags import RAY_MISSING
 from clstream.driver.plan import Cell, PlannedRun, Progress
 from clstream.driver.shard_worker import CellOutcome, run_cell_in_shard
+from clstream.driver.signals import SIGNALS
 from clstream.store.db import ResultsStore
 from clstream.store.shard import read_run_rows
 
@@ -51,6 +55,25 @@ def import_ray() -> ModuleType:
         raise SpecError(RAY_MISSING) from None
 
 
+@contextlib.contextmanager
+def _signal_handlers_kept() -> Iterator[None]:
+    """Connecting to Ray installs its own handler for SIGTERM (a failure handler in its core
+    library that ends the process with status 15); the run's handlers are put back after, so
+    SIGINT and SIGTERM still stop the run as :mod:`clstream.driver.signals` says (exit 130 or
+    143, committed work kept, the resume command printed). Only the main thread sets
+    handlers, and only those set from Python can be put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = {signum: signal.getsignal(signum) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in kept.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+
+
 class RayExecutor:
     """Runs each cell of a run as a Ray task against a shard (module docstring). Use it as a
     context manager: entering connects to the cluster (or starts a local one), leaving
@@ -65,11 +88,12 @@ class RayExecutor:
         ray = import_ray()
         if not ray.is_initialized():
             quiet: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
-            if self.address is not None:
-                ray.init(address=self.address, **quiet)
-            else:  # "local": never an unrelated cluster found on this machine
-                ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
-                         **quiet)
+            with _signal_handlers_kept():
+                if self.address is not None:
+                    ray.init(address=self.address, **quiet)
+                else:  # "local": never an unrelated cluster found on this machine
+                    ray.init(address="local", num_cpus=self.workers,
+                             include_dashboard=False, **quiet)
             self._connected = True
         self._task = ray.remote(num_cpus=1, max_retries=TASK_RETRIES,
                                 retry_exceptions=False)(run_cell_in_shard)
