@@ -266,22 +266,27 @@ class ChatTokens:
         return found
 
     def _segments(self, state: TextState, segments: Sequence[str]) -> Counted:
-        """The blocks of ``segments`` one after another after ``state``, as the runs the
-        hasher keeps (empty ones left out), and their token count. A segment that does not
-        end with whitespace is joined to the next (a word may go on across them)."""
-        runs: list[tuple[int, ...]] = []
-        count, pending = 0, ""
+        """The blocks of ``segments`` one after another after ``state`` (:meth:`_texts`). A
+        segment that does not end with whitespace is joined to the next (a word may go on
+        across them)."""
+        texts: list[str] = []
+        pending = ""
         for segment in segments:
             pending += segment
-            if not pending or not pending[-1].isspace():
-                continue
-            blocks, n, state = self._hasher.segment(state, pending)
-            if blocks:
-                runs.append(blocks)
-            count += n
-            pending = ""
+            if pending and pending[-1].isspace():
+                texts.append(pending)
+                pending = ""
         if pending:
-            blocks, n, state = self._hasher.segment(state, pending)
+            texts.append(pending)
+        return self._texts(state, texts)
+
+    def _texts(self, state: TextState, texts: Sequence[str]) -> Counted:
+        """The blocks of ``texts`` one after another after ``state``, as the runs the hasher
+        keeps (empty ones left out), their token count, and the state after them."""
+        runs: list[tuple[int, ...]] = []
+        count = 0
+        for text in texts:
+            blocks, n, state = self._hasher.segment(state, text)
             if blocks:
                 runs.append(blocks)
             count += n
@@ -298,14 +303,7 @@ class ChatTokens:
                 and text.startswith(last[1]):
             return last[2]
         head = text[:cut]
-        runs: list[tuple[int, ...]] = []
-        count, after = 0, state
-        for part in _paragraph_runs(head):
-            blocks, n, after = self._hasher.segment(after, part)
-            if blocks:
-                runs.append(blocks)
-            count += n
-        found = (tuple(runs), count, after)
+        found = self._texts(state, _paragraph_runs(head))
         self._last_head[position] = (state, head, found)
         return found
 
